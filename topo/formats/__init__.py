@@ -1,0 +1,1 @@
+"""Readers of other tools' text output and of rank-map inputs."""

@@ -1,0 +1,71 @@
+"""Open a SOURCE: a snapshot JSON file, `nvidia-smi topo -m` text, `-` (stdin) or `sample:NAME`.
+
+The format is detected from the content, not the file name. "This machine" (no SOURCE) is
+resolved by the command line through the probes, since the core never touches hardware.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from topo.codec import MAX_SNAPSHOT_BYTES, snapshot_from_json
+from topo.errors import InputError
+from topo.model import Snapshot
+
+SAMPLE_PREFIX = "sample:"
+
+
+def load_source(spec: str, stdin: TextIO | None = None) -> Snapshot:
+    """Load the snapshot that `spec` names; raise InputError with one clear line on bad input."""
+    if spec.startswith(SAMPLE_PREFIX):
+        from topo.samples import load_sample
+
+        return load_sample(spec[len(SAMPLE_PREFIX) :])
+    if spec == "-":
+        stream = stdin if stdin is not None else sys.stdin
+        text = stream.read(MAX_SNAPSHOT_BYTES + 1)
+        return parse_source_text(text, "<stdin>")
+    return parse_source_text(read_text_file(spec), spec)
+
+
+def read_text_file(path: str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> str:
+    """Read a UTF-8 text file with a size limit; every failure becomes one InputError line."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file (for a built-in machine use sample:NAME; `linkscope samples` lists them)") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if size > max_bytes:
+        raise InputError(f"{path}: file is {size} bytes, more than the {max_bytes // (1024 * 1024)} MiB limit")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if b"\x00" in raw:
+        raise InputError(f"{path}: binary data, not a snapshot or text file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def parse_source_text(text: str, name: str) -> Snapshot:
+    """Detect the format of `text` (snapshot JSON or `nvidia-smi topo -m`) and parse it."""
+    if len(text) > MAX_SNAPSHOT_BYTES:
+        raise InputError(f"{name}: input is larger than the {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB limit")
+    if "\x00" in text:
+        raise InputError(f"{name}: binary data, not a snapshot or text file")
+    stripped = text.lstrip()
+    if not stripped:
+        raise InputError(f"{name}: empty input")
+    if stripped.startswith("{"):
+        return snapshot_from_json(text, name)
+    from topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
+
+    if looks_like_nvsmi_topo(text):
+        return read_nvsmi_topo(text, name)
+    raise InputError(f"{name}: not a linkscope snapshot (JSON) nor `nvidia-smi topo -m` output")
