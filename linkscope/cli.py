@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "See how the GPUs, CPUs and NICs of a box are wired, measure the links, and check a "
             "training job's rank layout against them. With no command, opens the app on this machine "
-            "(or on a built-in sample when there is no GPU)."
+            "(or on a built-in sample when there is no GPU); `linkscope SOURCE` opens the app on SOURCE."
         ),
         epilog="SOURCE (for show, check, plan, open): a snapshot JSON file, an `nvidia-smi topo -m` text file, "
         "`-` for stdin, `sample:NAME` (see `linkscope samples`), or nothing for this machine.",
@@ -70,9 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
+        if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):
+            args_list = ["open", *args_list]
         args = parser.parse_args(args_list)
-        if args.command is None:
-            args = parser.parse_args(["open", *args_list])
         return int(args.run(args))
     except InputError as exc:
         print(f"linkscope: error: {exc}", file=sys.stderr)

@@ -1,0 +1,319 @@
+"""`linkscope bench`: measure this machine's links (collectives on NCCL or gloo, GPU peer copies)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from topo.errors import InputError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def register(subparsers: Any) -> None:
+    """Add `bench collectives` and `bench p2p`."""
+    parser = subparsers.add_parser(
+        "bench",
+        help="measure collectives and GPU peer copies on this machine",
+        description="Measure this machine: collectives the way nccl-tests does (NCCL on GPUs, gloo on CPUs) and "
+        "GPU peer copies the way nvbandwidth does. Workers run in their own process groups under a deadline and "
+        "are always cleaned up. Exit status: 0 ok, 1 a result was wrong or corrupted, 2 bad input or the run "
+        "could not complete, 130 interrupted.",
+        epilog="examples: linkscope bench collectives --backend gloo --nproc 2 --max-bytes 1M --json\n"
+        "          linkscope bench p2p --bytes 256M -o p2p.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(run=lambda args: _usage(parser))
+    sub = parser.add_subparsers(dest="bench_command", metavar="BENCH")
+    _register_collectives(sub)
+    _register_p2p(sub)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_FAILED
+
+
+def _register_collectives(sub: Any) -> None:
+    from probes.bench.spec import add_collective_arguments
+
+    parser = sub.add_parser(
+        "collectives",
+        help="collective sweep (all_reduce, all_gather, ...) with algbw/busbw like nccl-tests",
+        description="Run collectives over a size sweep and report time, algbw and busbw (nccl-tests' factors) and "
+        "a correctness count per row. With --layout the op runs in every group of the layout at once. "
+        "For several nodes run the same worker under torchrun: torchrun --nnodes N --nproc-per-node G "
+        "--rdzv-backend c10d --rdzv-endpoint HOST0:29500 -m probes.bench.worker collectives [options] -o FILE",
+        epilog="example: linkscope bench collectives --backend gloo --nproc 4 --ops all_reduce,all_gather "
+        "--max-bytes 4M --layout tp=2,dp=2 --json",
+    )
+    add_collective_arguments(parser)
+    parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
+    parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
+    _common_options(parser)
+    parser.set_defaults(run=run_collectives)
+
+
+def _register_p2p(sub: Any) -> None:
+    parser = sub.add_parser(
+        "p2p",
+        help="GPU peer copies and host<->GPU copies (bandwidth, latency, verified data)",
+        description="Copy-engine copies between every ordered GPU pair (unidirectional, bidirectional, small-copy "
+        "latency), timed with CUDA events behind a spin kernel, median of samples, copied data verified; and "
+        "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs.",
+        epilog="example: linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json",
+    )
+    parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
+    parser.add_argument("--bytes", default="256M", help="copy size (default 256M)")
+    parser.add_argument("--samples", type=int, default=5, help="timed samples per measurement; the median is reported")
+    parser.add_argument("--copies", type=int, default=4, help="copies per sample (default 4)")
+    parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
+    parser.add_argument("--expect", default=None, metavar="SOURCE",
+                        help="snapshot to take the expected link speeds from (default: probe this machine)")
+    _common_options(parser)
+    parser.set_defaults(run=run_p2p)
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write Measurements JSON to FILE")
+
+
+@contextmanager
+def _progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (only on a terminal); yields a callback taking the steps done."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(label, total=total)
+        yield lambda done: progress.update(task, completed=done)
+
+
+def _run_guarded(function: Callable[[], int]) -> int:
+    from probes.bench.preflight import GpuBusy
+    from probes.bench.runner import BenchError, BenchInterrupted
+
+    try:
+        return function()
+    except BenchInterrupted as exc:
+        print(f"linkscope: bench {exc}; workers ended", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (BenchError, GpuBusy) as exc:
+        print(f"linkscope: error: bench: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def run_collectives(args: argparse.Namespace) -> int:
+    """Parse, check the GPUs, spawn the workers, render rows (and write -o)."""
+    from probes.bench.preflight import cuda_device_count, gpu_preflight
+    from probes.bench.spec import layout_world_size, spec_from_args
+    from topo.codec import to_jsonable
+
+    gpus = cuda_device_count()
+    backend = args.backend or ("nccl" if gpus else "gloo")
+    if backend == "nccl" and not gpus:
+        raise InputError("bench collectives --backend nccl: no CUDA GPU is present (use --backend gloo)")
+    nproc = args.nproc
+    if nproc is None:
+        nproc = layout_world_size(args.layout) if args.layout else (gpus if backend == "nccl" else 2)
+    if nproc < 1:
+        raise InputError(f"--nproc: must be at least 1, got {nproc}")
+    if backend == "nccl" and nproc > gpus:
+        raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
+    spec = spec_from_args(args, backend, nproc)
+
+    def body() -> int:
+        from probes.bench.results import measurements_from_rows
+        from probes.bench.runner import run_workers
+
+        notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
+        with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
+            result = run_workers("collectives", to_jsonable(spec), nproc, args.timeout, on_progress=update)
+        notes = [*notes, *result["notes"]]
+        measurements = measurements_from_rows(result["rows"], result["setup_ms"], notes)
+        _write_output(args.output, measurements)
+        if args.json:
+            print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]), "notes": notes}, indent=2))
+        else:
+            _print_collectives(result["rows"], result["setup_ms"], notes)
+        wrong = sum(row["wrong"] or 0 for row in result["rows"])
+        if wrong:
+            print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
+            return EXIT_FINDINGS
+        return EXIT_OK
+
+    return _run_guarded(body)
+
+
+def _write_output(path: str | None, measurements: Any) -> None:
+    if path is None:
+        return
+    from topo.codec import measurements_to_json
+
+    try:
+        with open(path, "w") as handle:
+            handle.write(measurements_to_json(measurements))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+
+
+def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], notes: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from topo.sizes import format_size_bytes
+
+    table = Table(title="collectives (time: average over ranks; busbw with nccl-tests' factors)")
+    for column in ("op", "size", "dtype", "group", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "wrong"):
+        table.add_column(column, justify="right" if column not in ("op", "dtype", "group") else "left")
+    for row in rows:
+        group = row["group"] if row["group"] == "world" else f"{row['group']} {row['ranks']}"
+        wrong = "-" if row["wrong"] is None else str(row["wrong"])
+        table.add_row(row["op"], format_size_bytes(row["bytes"]), row["dtype"], group, f"{row['time_us']:.1f}",
+                      f"{row['algbw_gbps']:.3f}", f"{row['busbw_gbps']:.3f}", wrong,
+                      style="bold red" if row["wrong"] else None)
+    console = Console()
+    console.print(table)
+    console.print("process-group set-up: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in setup_ms), highlight=False)
+    for note in notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+
+
+def run_p2p(args: argparse.Namespace) -> int:
+    """Peer copies: needs CUDA; one worker drives every GPU, then matrices with expected speeds."""
+    from probes.bench.p2p_report import parse_pairs
+    from probes.bench.preflight import cuda_device_count, gpu_preflight
+    from topo.sizes import parse_size_bytes
+
+    count = cuda_device_count()
+    if count == 0:
+        raise InputError("bench p2p: no CUDA GPU is present on this machine (peer copies need CUDA GPUs)")
+    pairs = parse_pairs(args.pairs, count)
+    size_bytes = parse_size_bytes(args.bytes, "--bytes")
+    if size_bytes < 4:
+        raise InputError(f"--bytes: at least 4 bytes, got {size_bytes}")
+    if args.samples < 1 or args.copies < 1:
+        raise InputError("--samples and --copies: must be at least 1")
+    if not pairs and args.no_host:
+        raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
+    spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": args.samples, "copies": args.copies,
+            "host": not args.no_host}
+
+    def body() -> int:
+        from probes.bench.runner import run_workers
+
+        notes = gpu_preflight(count, args.force)
+        steps = len(pairs) + (count if not args.no_host else 0)
+        with _progress(steps, f"p2p x{count}", not args.json) as update:
+            result = run_workers("p2p", spec, 1, args.timeout, on_progress=update)
+        result["notes"] = [*notes, *result["notes"]]
+        return _report_p2p(args, result)
+
+    return _run_guarded(body)
+
+
+def _report_p2p(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    from probes.bench.p2p_report import corrupted, matrix, pair_cells, positions_by_bus_id
+    from topo.model import HostCopy, Measurements, PeerCopy
+
+    fields = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency_us", "p2p_enabled", "verified")
+    copies = tuple(PeerCopy(**{name: row[name] for name in fields}) for row in result["peer"])
+    host_copies = tuple(HostCopy(row["gpu"], row["direction"], row["numa_node"], row["size_bytes"], row["gbps"])
+                        for row in result["host"])
+    notes = list(result["notes"])
+    notes += [f"host copy GPU {row['gpu']} {row['direction']} NUMA {row['numa_node']}: data did not verify"
+              for row in result["host"] if not row["verified"]]
+    snapshot = None
+    try:
+        from linkscope.source import open_source
+
+        snapshot = open_source(args.expect)
+    except InputError as exc:
+        notes.append(f"no expected link speeds: {exc}")
+    host = snapshot.host if snapshot is not None and snapshot.hosts else None
+    positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
+    uni = pair_cells(copies, host, positions)
+    bi = pair_cells(copies, host, positions, bidir=True)
+    measurements = Measurements(source="linkscope bench p2p", peer_copies=copies, host_copies=host_copies,
+                                notes=tuple(notes))
+    _write_output(args.output, measurements)
+    count = len(result["devices"])
+    if args.json:
+        rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,
+                 "ratio": u.ratio, "bidir_ratio": b.ratio} for row, u, b in zip(result["peer"], uni, bi, strict=True)]
+        payload = {
+            "devices": result["devices"],
+            "peer": rows,
+            "host": result["host"],
+            "matrices": {
+                "unidir_gbps": matrix(count, {(c.src, c.dst): c.unidir_gbps for c in copies}),
+                "bidir_gbps": matrix(count, {(c.src, c.dst): c.bidir_gbps for c in copies}),
+                "latency_us": matrix(count, {(c.src, c.dst): c.latency_us for c in copies}),
+            },
+            "notes": notes,
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        _print_p2p(result, copies, uni, bi, notes)
+    bad = corrupted(copies)
+    if bad or any(not row["verified"] for row in result["host"]):
+        pairs = ", ".join(f"{c.src}->{c.dst}" for c in bad) or "host copies"
+        print(f"linkscope: copied data was corrupted ({pairs}): do not trust P2P on these paths", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from probes.bench.p2p_report import matrix
+
+    console = Console()
+    count = len(result["devices"])
+    for title, attribute, fmt in (("unidirectional GB/s (row -> column)", "unidir_gbps", "{:.1f}"),
+                                  ("bidirectional GB/s (both ways at once)", "bidir_gbps", "{:.1f}"),
+                                  ("small-copy latency us", "latency_us", "{:.2f}")):
+        table = Table(title=title)
+        table.add_column("src -> dst")
+        for dst in range(count):
+            table.add_column(str(dst), justify="right")
+        values = matrix(count, {(c.src, c.dst): getattr(c, attribute) for c in copies})
+        for src, row in enumerate(values):
+            table.add_row(str(src), *("-" if v is None else fmt.format(v) for v in row))
+        console.print(table)
+    pairs = Table(title="peer copies against the expected link speed")
+    for column in ("pair", "link", "uni GB/s", "expected", "ratio", "bi GB/s", "bi ratio", "lat us", "p2p", "data"):
+        pairs.add_column(column, justify="left" if column in ("pair", "link", "data") else "right")
+    for copy, u, b in zip(copies, uni, bi, strict=True):
+        pairs.add_row(f"{copy.src}->{copy.dst}", Text(u.link_token or "?"), f"{copy.unidir_gbps:.1f}",
+                      f"{u.expected.typical_gbps:.1f}" if u.expected else "-", f"{u.ratio:.2f}" if u.ratio else "-",
+                      f"{copy.bidir_gbps:.1f}", f"{b.ratio:.2f}" if b.ratio else "-", f"{copy.latency_us:.2f}",
+                      {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
+                      Text("ok" if copy.verified else "CORRUPTED", style="" if copy.verified else "bold red"))
+    if copies:
+        console.print(pairs)
+    if result["host"]:
+        host = Table(title="host <-> GPU from pinned memory per NUMA node")
+        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "data"):
+            host.add_column(column)
+        for row in result["host"]:
+            host.add_row(str(row["gpu"]), row["direction"], str(row["numa_node"]), "yes" if row["local"] else "no",
+                         f"{row['gbps']:.1f}", "ok" if row["verified"] else "CORRUPTED")
+        console.print(host)
+    for device in result["devices"]:
+        console.print(Text(f"GPU {device['index']}: {device['name']} {device['pci_bus_id'] or ''}"))
+    for note in notes:
+        console.print(Text(f"note: {note}"))

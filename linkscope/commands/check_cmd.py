@@ -1,0 +1,195 @@
+"""`linkscope check SOURCE --tp 8 --pp 4 ...`: expand a job's process groups, price them, fail on slow links.
+
+Exit status: 0 no finding at or above `--fail-on` (default warning), 1 there is one, 2 bad input.
+The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of ranks) and
+`findings` (each `code`, `severity`, `dim`, `ranks`, `message`, plus `link`, `cost_s`,
+`best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from linkscope.source import open_source
+from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
+from topo.cost.params import CostModel
+from topo.errors import InputError
+from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh
+from topo.model import Measurements
+from topo.placement import DISTRIBUTIONS, parse_visible_devices
+from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
+    """The parallel-layout flags `check` and `plan` share: sizes, order or mesh, placement."""
+    group = parser.add_argument_group("layout")
+    for dim, what in (("tp", "tensor"), ("cp", "context"), ("ep", "expert"), ("dp", "data"), ("pp", "pipeline")):
+        extra = " (default: inferred from the world size)" if dim == "dp" else " (default 1)"
+        group.add_argument(f"--{dim}", type=_positive_int, metavar="N", help=f"{what}-parallel size{extra}")
+    group.add_argument("--order", default=None, metavar="ORDER",
+                       help=f"Megatron rank order, first dimension varies fastest (default {DEFAULT_ORDER})")
+    group.add_argument("--mesh", default=None, metavar="SHAPE",
+                       help="PyTorch DeviceMesh shape instead of --order, outermost first, e.g. dp=4,tp=8")
+    group.add_argument("--nodes", type=_positive_int, default=1, metavar="N",
+                       help="number of nodes: the SOURCE host repeated N times (default 1)")
+    group.add_argument("--distribution", choices=DISTRIBUTIONS, default="block",
+                       help="rank placement: torchrun/Slurm block (default) or Slurm cyclic")
+    group.add_argument("--visible-devices", default=None, metavar="LIST",
+                       help="CUDA_VISIBLE_DEVICES used on every node, e.g. 0,4,1,5,2,6,3,7")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model flags that set per-step volumes (a preset, or its fields one by one)."""
+    group = parser.add_argument_group("model (sets the per-step communication volumes)")
+    group.add_argument("--model", default=None, metavar="PRESET", help=f"preset: {', '.join(PRESETS)} (default 8b)")
+    group.add_argument("--hidden", type=_positive_int, metavar="N", help="hidden size")
+    group.add_argument("--layers", type=_positive_int, metavar="N", help="transformer layers")
+    group.add_argument("--seq", type=_positive_int, metavar="N", help="sequence length")
+    group.add_argument("--micro-batch", type=_positive_int, metavar="N", help="micro-batch size")
+    group.add_argument("--global-batch", type=_positive_int, metavar="N", help="sequences per optimizer step")
+    group.add_argument("--params", default=None, metavar="COUNT", help="parameter count, e.g. 8B, 70.6B")
+    group.add_argument("--dtype", default=None, metavar="DTYPE", help="activation/gradient type: bf16 (default), fp16, fp32, fp8")
+    group.add_argument("--experts", type=_positive_int, metavar="N", help="experts per MoE layer")
+    group.add_argument("--top-k", type=_positive_int, metavar="K", help="experts each token is routed to")
+    group.add_argument("--sequence-parallel", action="store_true", default=None,
+                       help="TP all_reduces become all_gather + reduce_scatter")
+    group.add_argument("--zero", type=int, default=None, metavar="STAGE",
+                       help="ZeRO stage: 0 DP all_reduce, 1-2 reduce_scatter + all_gather (default 1), 3 FSDP")
+
+
+def model_from_args(args: argparse.Namespace) -> ModelSpec | None:
+    """The model the flags describe, or None when no model flag was given."""
+    fields = {
+        "hidden": args.hidden, "layers": args.layers, "seq": args.seq, "micro_batch": args.micro_batch,
+        "global_batch": args.global_batch, "experts": args.experts, "top_k": args.top_k,
+        "sequence_parallel": args.sequence_parallel, "zero_stage": args.zero, "dtype": args.dtype,
+        "params": parse_param_count(args.params) if args.params is not None else None,
+    }
+    if args.model is None and all(value is None for value in fields.values()):
+        return None
+    return model_spec(args.model, **fields)
+
+
+def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequest:
+    """A CheckRequest from the layout and model flags (and `--rank-map`, when the command has it)."""
+    if args.mesh is not None and args.order is not None:
+        raise InputError("--mesh and --order are two ways to say the same thing: give one")
+    sizes = tuple((dim, getattr(args, dim)) for dim in DIMENSIONS if getattr(args, dim) is not None)
+    visible = parse_visible_devices(args.visible_devices) if args.visible_devices is not None else None
+    rank_map = None
+    if getattr(args, "rank_map", None) is not None:
+        from topo.formats.rankmap import read_rank_map
+        from topo.sources import read_text_file
+
+        rank_map = read_rank_map(read_text_file(args.rank_map), args.rank_map, default_slots)
+    return CheckRequest(
+        sizes=sizes,
+        order=args.order or DEFAULT_ORDER,
+        mesh=parse_mesh(args.mesh) if args.mesh is not None else None,
+        nodes=args.nodes,
+        distribution=args.distribution,
+        visible_devices=visible,
+        model=None,
+        model_spec=model_from_args(args),
+        rank_map=rank_map,
+        cost_model=cost_model_from_args(args),
+    )
+
+
+def cost_model_from_args(args: argparse.Namespace) -> CostModel | None:
+    """The link parameters: defaults, or a `--cost-params` JSON file applied to them."""
+    path = getattr(args, "cost_params", None)
+    if path is None:
+        return None
+    from topo.cost.params import load_cost_overrides
+    from topo.sources import read_text_file
+
+    return load_cost_overrides(read_text_file(path), path)
+
+
+def load_measurements(path: str | None) -> Measurements | None:
+    """Measurements from `--measurements FILE` (what `linkscope bench` or `import` wrote)."""
+    if path is None:
+        return None
+    from topo.codec import measurements_from_json
+    from topo.sources import read_text_file
+
+    return measurements_from_json(read_text_file(path), path)
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `check` subcommand."""
+    parser = subparsers.add_parser(
+        "check",
+        help="check a job's rank layout against the machine: which group crosses which link",
+        description=(
+            "Expand a training job's process groups exactly as Megatron-LM (order strings) or PyTorch "
+            "DeviceMesh build them, place the ranks as torchrun or Slurm would, price every group's "
+            "collectives on the links its best ring crosses, and report what is wrong: TP groups across "
+            "nodes or over PCIe, expert groups across nodes, imbalanced groups, far NICs. Exit status 1 "
+            "when a finding is at or above --fail-on; --suggest searches for a faster order and "
+            "CUDA_VISIBLE_DEVICES."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope check sample:dgx-h100 --tp 8 --pp 4 --nodes 8\n"
+            "  linkscope check sample:a100-pcie-nvbridge-4 --tp 2 --visible-devices 0,2,1,3 --suggest\n"
+            "  linkscope check sample:dgx1-v100 --mesh dp=1,tp=8 --json\n"
+            "  linkscope check sample:dgx-h100 --tp 8 --nodes 2 --order dp-tp-pp --fail-on error"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("source", nargs="?", metavar="SOURCE",
+                        help="snapshot JSON, `nvidia-smi topo -m` text, `-`, or sample:NAME; default: this machine")
+    add_layout_arguments(parser)
+    parser.add_argument("--rank-map", default=None, metavar="FILE",
+                        help="explicit placement: CSV/JSON rank,host,gpu, a DeepSpeed hostfile or Slurm variables")
+    add_model_arguments(parser)
+    parser.add_argument("--measurements", default=None, metavar="FILE",
+                        help="measurements JSON (linkscope bench) to calibrate the cost model")
+    parser.add_argument("--cost-params", default=None, metavar="FILE",
+                        help='JSON overrides of the link parameters, e.g. {"bandwidth_gbps": {"NET": 45}}')
+    parser.add_argument("--suggest", action="store_true", help="search orders and device permutations for a faster layout")
+    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
+                        help="exit 1 when a finding is at or above this severity (default warning)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (groups, findings, costs...)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the check and print it; the exit status says whether a finding reached --fail-on."""
+    snapshot = open_source(args.source)
+    default_slots = len(snapshot.host.gpus) if snapshot.hosts else 8
+    request = request_from_args(args, default_slots)
+    report = check_layout(snapshot, request, load_measurements(args.measurements), suggest=args.suggest)
+    if args.json:
+        large = report.layout is not None and report.layout.world_size > 4096
+        json.dump(report.to_json(), sys.stdout, separators=(",", ":") if large else None)
+        sys.stdout.write("\n")
+    else:
+        _print(report)
+    return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK
+
+
+def _print(report: CheckReport) -> None:
+    from rich.console import Console
+
+    from linkscope.render.check_view import check_view
+
+    Console().print(check_view(report))

@@ -1,0 +1,114 @@
+"""`linkscope import FILE`: read other tools' results (nccl-tests, nvbandwidth, p2pBandwidthLatencyTest)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from topo.errors import InputError
+from topo.model import Measurements
+
+FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
+
+
+def register(subparsers: Any) -> None:
+    """Add the `import` subcommand."""
+    parser = subparsers.add_parser(
+        "import",
+        help="read nccl-tests, nvbandwidth or p2pBandwidthLatencyTest output into Measurements",
+        description="Read results you already have into linkscope Measurements: nccl-tests logs (any collective, "
+        "several runs in one file, truncated tables), nvbandwidth matrices and p2pBandwidthLatencyTest output. "
+        "The format is detected from the content. A table that does not read cleanly is rejected with file:line.",
+        epilog="example: linkscope import all_reduce.log --json > measurements.json",
+    )
+    parser.add_argument("file", metavar="FILE", help="a text file, or - for stdin")
+    parser.add_argument("--op", default=None, help="collective of an nccl-tests table whose log does not name it")
+    parser.add_argument("--json", action="store_true", help="print Measurements JSON instead of tables")
+    parser.add_argument("-o", "--output", default=None, metavar="OUT", help="write Measurements JSON to OUT")
+    parser.set_defaults(run=run)
+
+
+def read_measurements(text: str, name: str, op: str | None = None) -> Measurements:
+    """Detect which tool wrote `text` and parse it; InputError when it is none of them."""
+    from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
+    from topo.formats.p2p_matrices import (
+        looks_like_nvbandwidth,
+        looks_like_p2p_bandwidth_latency_test,
+        read_nvbandwidth,
+        read_p2p_bandwidth_latency_test,
+    )
+
+    if not text.strip():
+        raise InputError(f"{name}: empty input")
+    if looks_like_nccl_tests(text):
+        return read_nccl_tests(text, name, op)
+    if looks_like_p2p_bandwidth_latency_test(text):
+        return read_p2p_bandwidth_latency_test(text, name)
+    if looks_like_nvbandwidth(text):
+        return read_nvbandwidth(text, name)
+    raise InputError(f"{name}: not output of {', '.join(FORMATS)} (no result table found)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read, then print tables or JSON, and write -o."""
+    from topo.codec import measurements_to_json
+    from topo.sources import read_text_file
+
+    if args.file == "-":
+        text, name = sys.stdin.read(), "<stdin>"
+    else:
+        text, name = read_text_file(args.file), args.file
+    measurements = read_measurements(text, name, args.op)
+    if args.output:
+        try:
+            with open(args.output, "w") as handle:
+                handle.write(measurements_to_json(measurements))
+        except OSError as exc:
+            raise InputError(f"{args.output}: cannot write ({exc.strerror})") from None
+    if args.json:
+        print(measurements_to_json(measurements))
+    else:
+        _print(measurements)
+    return 0
+
+
+def _print(measurements: Measurements) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from topo.sizes import format_size_bytes
+
+    console = Console()
+    console.print(Text(measurements.source, style="bold"))
+    if measurements.collectives:
+        table = Table(title="collectives")
+        for column in ("op", "size", "dtype", "ranks", "place", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "wrong"):
+            table.add_column(column, justify="left" if column in ("op", "dtype", "place") else "right")
+        for row in measurements.collectives:
+            table.add_row(Text(row.op), format_size_bytes(row.size_bytes), Text(row.dtype), str(row.nranks or "?"),
+                          "in" if row.in_place else "out", f"{row.time_us:g}", f"{row.algbw_gbps:.2f}",
+                          f"{row.busbw_gbps:.2f}", "N/A" if row.wrong is None else str(row.wrong))
+        console.print(table)
+    if measurements.peer_copies:
+        table = Table(title="GPU peer copies")
+        for column in ("src", "dst", "p2p", "uni (GB/s)", "bi (GB/s)", "latency (us)"):
+            table.add_column(column, justify="right")
+        for copy in measurements.peer_copies:
+            table.add_row(str(copy.src), str(copy.dst), {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
+                          _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us))
+        console.print(table)
+    if measurements.host_copies:
+        table = Table(title="host <-> GPU copies")
+        for column in ("GPU", "direction", "GB/s"):
+            table.add_column(column, justify="right")
+        for host in measurements.host_copies:
+            table.add_row(str(host.gpu), host.direction, f"{host.gbps:.2f}")
+        console.print(table)
+    for note in measurements.notes:
+        console.print(Text(f"note: {note}"))
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

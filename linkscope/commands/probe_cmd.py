@@ -1,0 +1,172 @@
+"""`linkscope probe [--json] [-o FILE]`: read this machine (NVML, sysfs) into a snapshot, read-only.
+
+Prints the GPU identity table first (NVML index vs CUDA index under the current
+`CUDA_DEVICE_ORDER` / `CUDA_VISIBLE_DEVICES`, bus id, UUID, NUMA node, CPUs, nearest NIC), then
+the same views as `linkscope show`, the NUMA nodes and the gaps. `-o` writes the snapshot JSON
+that `show`, `check` and the app open on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from topo.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `probe` subcommand."""
+    parser = subparsers.add_parser(
+        "probe",
+        help="read this machine's GPUs, links, NUMA nodes and NICs (NVML + sysfs, read-only)",
+        description=(
+            "Read this machine through NVML and sysfs without root and without changing anything: the GPU "
+            "identity table (NVML index, CUDA index under CUDA_DEVICE_ORDER / CUDA_VISIBLE_DEVICES, bus id, "
+            "UUID, NUMA node, CPUs, nearest NIC), the link matrix as `nvidia-smi topo -m` spells it, NVLink "
+            "and PCIe state, NUMA nodes, NICs, and what could not be read (gaps). Works without GPUs: then "
+            "it reports NUMA nodes and NICs and says why the GPU part is missing."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope probe\n"
+            "  linkscope probe --json\n"
+            "  linkscope probe -o box.json && linkscope show box.json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the snapshot JSON to FILE")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="give up on NVML calls after this many seconds (default 2)")
+    parser.add_argument("--with-torch", action="store_true",
+                        help="import torch to ask it for the NCCL version (slow: seconds)")
+    parser.set_defaults(run=run)
+
+
+def identity_json(table: Any) -> dict[str, Any]:
+    """The identity table as plain JSON."""
+    return {
+        "device_order": table.device_order,
+        "visible_devices": table.visible_devices,
+        "notes": list(table.notes),
+        "rows": [
+            {
+                "nvml_index": row.nvml_index,
+                "cuda_index": row.cuda_index,
+                "pci_bus_id": row.pci_bus_id,
+                "uuid": row.uuid,
+                "name": row.name,
+                "numa_node": row.numa_node,
+                "cpu_affinity": row.cpu_affinity,
+                "nearest_nics": list(row.nearest_nics),
+                "nearest_nic_link": row.nearest_nic_token,
+            }
+            for row in table.rows
+        ],
+    }
+
+
+def _identity_view(table: Any) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    if not table.rows:
+        return Text("No GPUs: no identity table.")
+    view = Table(title="GPU identity", title_justify="left", box=None, padding=(0, 1, 0, 0), header_style="bold")
+    for name in ("NVML", "CUDA", "bus id", "UUID", "NUMA", "CPUs", "nearest NIC", "name"):
+        view.add_column(name, overflow="fold", no_wrap=name in ("NVML", "CUDA", "NUMA"))
+    for row in table.rows:
+        nics = ", ".join(row.nearest_nics) + (f" ({row.nearest_nic_token})" if row.nearest_nic_token else "")
+        view.add_row(
+            Text(str(row.nvml_index)),
+            Text("-" if row.cuda_index is None else str(row.cuda_index)),
+            Text(row.pci_bus_id or "-"),
+            Text(row.uuid or "-"),
+            Text("-" if row.numa_node is None else str(row.numa_node)),
+            Text(row.cpu_affinity or "-"),
+            Text(nics or "-"),
+            Text(row.name or "-"),
+        )
+    visible = "unset" if table.visible_devices is None else repr(table.visible_devices)
+    lines = [Text(f"CUDA_DEVICE_ORDER={table.device_order}  CUDA_VISIBLE_DEVICES={visible}", style="dim")]
+    lines += [Text(note, style="yellow") for note in table.notes]
+    return Group(view, *lines)
+
+
+def _numa_view(snapshot: Any) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    from topo.sizes import format_size_bytes
+
+    host = snapshot.host
+    if not host.numa_nodes:
+        return Text("No NUMA nodes recorded.")
+    view = Table(title="NUMA nodes", title_justify="left", box=None, padding=(0, 1, 0, 0), header_style="bold")
+    for name in ("node", "CPUs", "memory", "distances"):
+        view.add_column(name, overflow="fold")
+    for node in host.numa_nodes:
+        memory = format_size_bytes(node.memory_bytes) if node.memory_bytes is not None else "-"
+        view.add_row(Text(str(node.id)), Text(node.cpus or "-"), Text(memory), Text(" ".join(map(str, node.distances)) or "-"))
+    return view
+
+
+def _facts_line(snapshot: Any) -> Any:
+    from rich.text import Text
+
+    host = snapshot.host
+    caps, versions = host.capabilities, host.versions
+
+    def word(value: object | None) -> str:
+        return "unknown" if value is None else ("yes" if value is True else "no" if value is False else str(value))
+
+    return Text(
+        f"IOMMU {word(caps.iommu_enabled)}   GPUDirect RDMA (nvidia_peermem) {word(caps.gpudirect_rdma)}   "
+        f"NVSwitch fabric {word(caps.nvlink_fabric)}   torch {word(versions.torch)}   NCCL {word(versions.nccl)}   "
+        f"torch symmetric memory {word(caps.torch_symmetric_memory)}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe this machine and print the identity table, the views of `show`, NUMA nodes and gaps (or JSON)."""
+    from probes.host import DEFAULT_BUDGET_S, probe_host
+    from probes.identity import identity_table
+    from topo.codec import snapshot_to_json, to_jsonable
+
+    budget_s = DEFAULT_BUDGET_S if args.budget is None else args.budget
+    if not budget_s > 0:
+        raise InputError(f"--budget: must be a positive number of seconds, got {args.budget}")
+    snapshot = probe_host(budget_s=budget_s, with_torch=args.with_torch)
+    table = identity_table(snapshot.host)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(snapshot_to_json(snapshot) + "\n")
+        except OSError as exc:
+            raise InputError(f"{args.output}: cannot write ({exc.strerror})") from None
+    if args.json:
+        json.dump({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.text import Text
+
+    from linkscope.render.view import snapshot_view
+
+    console = Console(highlight=False, emoji=False)
+    for name, value in snapshot.meta:
+        if name == "note":
+            console.print(Text(f"note: {value}", style="yellow"))
+    console.print(_identity_view(table))
+    console.print()
+    console.print(snapshot_view(snapshot))
+    console.print()
+    console.print(_numa_view(snapshot))
+    console.print(_facts_line(snapshot))
+    if args.output:
+        console.print(Text(f"snapshot written to {args.output}"))
+    return 0

@@ -1,0 +1,110 @@
+"""`linkscope show [SOURCE] [--json]`: the link matrix, legend, affinities and NICs of a machine.
+
+The JSON form is a public contract (README, "linkscope show --json"): one object with the first
+host's `hostname`, `gpus`, `matrix`, `nics`, `gpu_nic`, `cpu_affinity`, `numa_affinity`, plus
+`source`, `gaps` and `hosts` (every host of the snapshot in that same per-host form).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from linkscope.render import gpu_nic_tokens, matrix_tokens
+from linkscope.source import open_source
+from topo.errors import InputError
+from topo.model import Gpu, Host, Snapshot
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `show` subcommand."""
+    parser = subparsers.add_parser(
+        "show",
+        help="print the link matrix, legend, CPU/NUMA affinity and NICs of a machine",
+        description=(
+            "Print how the GPUs and NICs of a machine are wired: the link matrix with the same tokens as "
+            "`nvidia-smi topo -m` (NV<n>, PIX, PXB, PHB, NODE, SYS), coloured by link class, the bandwidth "
+            "each class should deliver, every GPU's CPU and NUMA affinity and PCIe/NVLink state, the NICs "
+            "with their nearest GPUs, and what could not be read."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope show sample:dgx-h100\n"
+            "  linkscope show sample:dgx1-v100 --json\n"
+            "  nvidia-smi topo -m | linkscope show -\n"
+            "  linkscope show            (this machine)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "source",
+        nargs="?",
+        metavar="SOURCE",
+        help="snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object (see the README for its fields)")
+    parser.set_defaults(run=run)
+
+
+def gpu_json(gpu: Gpu) -> dict[str, Any]:
+    """The per-GPU object of the JSON output."""
+    return {
+        "index": gpu.index,
+        "name": gpu.name,
+        "uuid": gpu.uuid,
+        "pci_bus_id": gpu.pci_bus_id,
+        "numa_node": gpu.numa_node,
+        "cpu_affinity": gpu.cpu_affinity,
+        "numa_affinity": gpu.numa_affinity,
+        "memory_total_bytes": gpu.memory_total_bytes,
+        "compute_capability": gpu.compute_capability,
+        "nvlink_active": gpu.nvlink_active_count,
+        "nvlink_total": len(gpu.nvlinks),
+        "pcie_gen_current": gpu.pcie_gen_current,
+        "pcie_gen_max": gpu.pcie_gen_max,
+        "pcie_width_current": gpu.pcie_width_current,
+        "pcie_width_max": gpu.pcie_width_max,
+    }
+
+
+def host_json(host: Host) -> dict[str, Any]:
+    """One host in the `show --json` form."""
+    return {
+        "hostname": host.hostname,
+        "gpus": [gpu_json(gpu) for gpu in host.gpus],
+        "matrix": matrix_tokens(host),
+        "nics": [nic.name for nic in host.nics],
+        "gpu_nic": gpu_nic_tokens(host),
+        "cpu_affinity": [gpu.cpu_affinity for gpu in host.gpus],
+        "numa_affinity": [gpu.numa_affinity for gpu in host.gpus],
+    }
+
+
+def show_json(snapshot: Snapshot) -> dict[str, Any]:
+    """The `show --json` object: the first host at the top level, every host under `hosts`."""
+    hosts = [host_json(host) for host in snapshot.hosts]
+    return {
+        **hosts[0],
+        "source": snapshot.source,
+        "gaps": [{"subject": gap.subject, "reason": gap.reason} for gap in snapshot.gaps],
+        "hosts": hosts,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load SOURCE and print it as rich text or, with --json, as one JSON object."""
+    snapshot = open_source(args.source)
+    if not snapshot.hosts:
+        raise InputError(f"{args.source or 'this machine'}: the snapshot describes no host")
+    if args.json:
+        json.dump(show_json(snapshot), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    from linkscope.render.view import snapshot_view
+
+    Console(highlight=False, emoji=False).print(snapshot_view(snapshot))
+    return 0

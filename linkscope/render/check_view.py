@@ -1,0 +1,124 @@
+"""The console view of `linkscope check`: layout, per-dimension groups and costs, findings, suggestion."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from topo.checks import CheckReport, Finding
+from topo.layout import DIMENSION_NAMES
+from topo.sizes import format_size_bytes
+
+SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+"""Rich style of each finding severity."""
+
+SHOWN_GROUPS = 3
+"""Groups listed per dimension before `...`."""
+
+
+def format_seconds(seconds: float | None) -> str:
+    """A duration for people: `6.28 ms`, `1.2 s`, `15 us`."""
+    if seconds is None:
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} us"
+
+
+def _group_text(groups: list[list[int]]) -> str:
+    shown = []
+    for group in groups[:SHOWN_GROUPS]:
+        ranks = ",".join(map(str, group[:8])) + (",..." if len(group) > 8 else "")
+        shown.append(f"[{ranks}]")
+    return " ".join(shown) + (" ..." if len(groups) > SHOWN_GROUPS else "")
+
+
+def groups_table(report: CheckReport) -> Table:
+    """One row per dimension larger than 1: groups, the link its slowest group rides, time per step."""
+    table = Table(title="Process groups", title_justify="left", show_edge=False)
+    for column in ("dim", "groups", "size", "first groups", "slowest link", "comm / step"):
+        table.add_column(column)
+    costs = {cost.dim: cost for cost in report.costs}
+    layout = report.layout
+    for dim, groups in report.groups.items():
+        size = layout.size(dim) if layout is not None else len(groups[0]) if groups else 0
+        if size < 2:
+            continue
+        cost = costs.get(dim)
+        table.add_row(
+            Text(f"{dim} ({DIMENSION_NAMES[dim]})"),
+            str(len(groups)),
+            str(size),
+            Text(_group_text(groups)),
+            Text(cost.link_label if cost else "-"),
+            format_seconds(cost.time_s if cost else None),
+        )
+    return table
+
+
+def costs_table(report: CheckReport) -> Table:
+    """What each dimension sends per step, by collective, on its slowest group."""
+    table = Table(title="Predicted communication per step (slowest group of each dimension)", title_justify="left",
+                  show_edge=False)
+    for column in ("dim", "collective", "bytes/call", "calls/step", "algo", "time/call", "time/step"):
+        table.add_column(column, justify="right" if column.startswith(("bytes", "calls", "time")) else "left")
+    for cost in report.costs:
+        for op in cost.ops:
+            table.add_row(cost.dim, op.op, format_size_bytes(op.size_bytes), str(op.calls_per_step), op.algo,
+                          format_seconds(op.time_per_call_s), format_seconds(op.time_per_step_s))
+    return table
+
+
+def finding_view(finding: Finding) -> RenderableType:
+    """One finding: severity and code, the message, cost against the best alternative, the fix."""
+    head = Text()
+    head.append(f"{finding.severity.upper():8}", style=SEVERITY_STYLES.get(finding.severity, ""))
+    head.append(f"{finding.code}", style="bold")
+    if finding.dim:
+        head.append(f"  [{finding.dim}]")
+    lines: list[RenderableType] = [head, Text("  " + finding.message)]
+    if finding.cost_s is not None:
+        cost = f"  cost: {format_seconds(finding.cost_s)} per step"
+        if finding.best_cost_s is not None:
+            cost += f", best alternative {format_seconds(finding.best_cost_s)}"
+        lines.append(Text(cost, style="dim"))
+    if finding.fix:
+        lines.append(Text("  fix: " + finding.fix, style="green"))
+    return Group(*lines)
+
+
+def check_view(report: CheckReport) -> RenderableType:
+    """The whole `check` output."""
+    parts: list[RenderableType] = []
+    if report.layout is not None:
+        sizes = " ".join(f"{dim}={size}" for dim, size in report.layout.sizes if size > 1) or "one rank per group"
+        form = "mesh" if report.layout.mesh else "order"
+        parts.append(Text(f"Layout: {sizes}, world size {report.layout.world_size}, {form} {report.layout.order_string}"))
+    if report.placement_description:
+        parts.append(Text(f"Placement: {report.placement_description}"))
+    for note in report.assumptions:
+        parts.append(Text(f"Assumed: {note}", style="dim"))
+    parts += [Text(""), groups_table(report)]
+    if report.costs:
+        parts += [Text(""), costs_table(report),
+                  Text(f"Communication per step (no overlap): {format_seconds(report.step_time_s)}", style="bold")]
+    parts.append(Text(""))
+    if report.findings:
+        parts.append(Text(f"Findings ({len(report.findings)})", style="bold"))
+        parts += [finding_view(finding) for finding in report.findings]
+    else:
+        parts.append(Text("No findings: every group rides the best links this machine offers for it.", style="green"))
+    if report.suggestion is not None:
+        suggestion = report.suggestion
+        parts.append(Text(""))
+        parts.append(Text(f"Suggestion: {suggestion.speedup:.2f}x less communication per step "
+                          f"({format_seconds(suggestion.current_time_s)} -> {format_seconds(suggestion.time_s)})",
+                          style="bold green"))
+        for name, value in suggestion.env:
+            parts.append(Text(f"  export {name}={value}"))
+        for flag in suggestion.flags:
+            parts.append(Text(f"  {flag}"))
+    return Group(*parts)

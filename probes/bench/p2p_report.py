@@ -1,0 +1,120 @@
+"""Pure side of `bench p2p`: which pairs, verification, matrices with expected speed and ratio.
+
+No torch: the command line and the unit tests use this; :mod:`probes.bench.p2p` measures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from topo.errors import InputError
+from topo.links import LinkSpeed, link_speed
+from topo.model import Host, PeerCopy
+
+_PAIR = re.compile(r"\s*(\d+)\s*-\s*(\d+)\s*\Z")
+_BUS_ID = re.compile(r"\s*(?:([0-9a-fA-F]+):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\s*\Z")
+
+
+def all_pairs(count: int) -> list[tuple[int, int]]:
+    """Every ordered pair of distinct devices, row by row."""
+    return [(src, dst) for src in range(count) for dst in range(count) if src != dst]
+
+
+def parse_pairs(text: str | None, count: int) -> list[tuple[int, int]]:
+    """`--pairs 0-1,2-3` as ordered (src, dst) pairs; every ordered pair when None."""
+    if text is None:
+        return all_pairs(count)
+    pairs: list[tuple[int, int]] = []
+    for part in text.split(","):
+        match = _PAIR.match(part)
+        if not match:
+            raise InputError(f"--pairs: {part.strip()!r} is not SRC-DST (example: 0-1,2-3)")
+        src, dst = int(match.group(1)), int(match.group(2))
+        for device in (src, dst):
+            if device >= count:
+                raise InputError(f"--pairs: GPU {device} does not exist ({count} CUDA GPU(s) visible)")
+        if src == dst:
+            raise InputError(f"--pairs: {part.strip()} copies a GPU to itself")
+        if (src, dst) not in pairs:
+            pairs.append((src, dst))
+    return pairs
+
+
+def bus_id_key(bus_id: str) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of a PCI bus id in any spelling (`00000000:18:00.0`, `0000:18:00`, `18:00.0`)."""
+    match = _BUS_ID.match(bus_id)
+    if not match:
+        return None
+    domain = int(match.group(1), 16) if match.group(1) else 0
+    return domain, int(match.group(2), 16), int(match.group(3), 16)
+
+
+def positions_by_bus_id(host: Host, cuda_bus_ids: Sequence[str | None]) -> list[int | None]:
+    """For each CUDA device, the position of the same GPU in `host.gpus` (matched by PCI bus id)."""
+    index = {}
+    for position, gpu in enumerate(host.gpus):
+        key = bus_id_key(gpu.pci_bus_id) if gpu.pci_bus_id else None
+        if key is not None:
+            index[key] = position
+    result: list[int | None] = []
+    for bus_id in cuda_bus_ids:
+        key = bus_id_key(bus_id) if bus_id else None
+        result.append(index.get(key) if key is not None else None)
+    return result
+
+
+@dataclass(frozen=True)
+class PairCell:
+    """One cell of the peer-copy matrix: what was measured and what the link should do."""
+
+    src: int
+    dst: int
+    measured_gbps: float | None
+    expected: LinkSpeed | None
+    link_token: str | None
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured / typical expected bandwidth, when both are known."""
+        if self.measured_gbps is None or self.expected is None or self.expected.typical_gbps <= 0:
+            return None
+        return self.measured_gbps / self.expected.typical_gbps
+
+
+def pair_cells(copies: Sequence[PeerCopy], host: Host | None, positions: Sequence[int | None],
+               bidir: bool = False) -> list[PairCell]:
+    """Cells for every measured pair: bandwidth (uni or bidirectional) with the expected link speed.
+
+    For a bidirectional copy the expectation is twice the per-direction link speed.
+    """
+    cells = []
+    for copy in copies:
+        measured = copy.bidir_gbps if bidir else copy.unidir_gbps
+        expected: LinkSpeed | None = None
+        token: str | None = None
+        a = positions[copy.src] if copy.src < len(positions) else None
+        b = positions[copy.dst] if copy.dst < len(positions) else None
+        if host is not None and a is not None and b is not None:
+            try:
+                link = host.link(a, b)
+            except KeyError:
+                link = None
+            if link is not None:
+                speed = link_speed(host, link)
+                factor = 2.0 if bidir else 1.0
+                expected = LinkSpeed(speed.spec_gbps * factor, speed.typical_gbps * factor, speed.basis)
+                token = link.token
+        cells.append(PairCell(copy.src, copy.dst, measured, expected, token))
+    return cells
+
+
+def matrix(count: int, values: dict[tuple[int, int], float | None]) -> list[list[float | None]]:
+    """A count x count matrix (rows: source, columns: destination) with None where nothing was measured."""
+    return [[values.get((src, dst)) for dst in range(count)] for src in range(count)]
+
+
+def corrupted(copies: Sequence[PeerCopy]) -> list[PeerCopy]:
+    """Copies whose data did not arrive intact: findings, not numbers."""
+    return [copy for copy in copies if copy.verified is False]

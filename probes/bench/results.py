@@ -1,0 +1,41 @@
+"""Worker rows (the JSON rows `bench collectives --json` prints) -> :class:`topo.model.Measurements`.
+
+No torch: the command line and the torchrun worker both use this to write results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from topo.model import CollectiveResult, Measurements
+
+
+def collective_from_row(row: dict[str, Any]) -> CollectiveResult:
+    """One worker row as a CollectiveResult (ranks empty when the whole world ran it)."""
+    ranks = () if row["group"] == "world" else tuple(row["ranks"])
+    return CollectiveResult(
+        op=row["op"],
+        size_bytes=int(row["bytes"]),
+        dtype=row["dtype"],
+        time_us=float(row["time_us"]),
+        algbw_gbps=float(row["algbw_gbps"]),
+        busbw_gbps=float(row["busbw_gbps"]),
+        nranks=int(row["nranks"]),
+        wrong=row["wrong"],
+        ranks=ranks,
+        in_place=bool(row["in_place"]),
+        backend=row["backend"],
+    )
+
+
+def measurements_from_rows(rows: Sequence[dict[str, Any]], setup_ms: Sequence[tuple[str, float]],
+                           notes: Sequence[str], source: str = "linkscope bench collectives") -> Measurements:
+    """Collect a sweep's rows, group set-up times and notes into Measurements."""
+    return Measurements(
+        source=source,
+        collectives=tuple(collective_from_row(row) for row in rows),
+        group_setup_ms=tuple((label, float(ms)) for label, ms in setup_ms),
+        notes=tuple(notes),
+    )
+

@@ -1,0 +1,198 @@
+"""Spawn benchmark workers, wait for them under a deadline, and leave nothing behind.
+
+Each worker runs `python -m probes.bench.worker --job DIR` in a session (process group) of its
+own, so a Ctrl-C at the terminal reaches only this process, which then ends the workers: SIGTERM
+to every worker's whole group, a grace period, then SIGKILL. Rendezvous goes through a FileStore
+in a private temporary directory (mode 0700), and gloo is pinned to the loopback interface,
+so nothing listens on a network. A run that outlives its deadline is ended the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import probes
+from probes.bench.worker import (
+    JOB_FILE,
+    LOCAL_RANK_ENV,
+    PROGRESS_FILE,
+    RANK_ENV,
+    RESULT_FILE,
+    WORLD_ENV,
+    error_file,
+)
+
+TERM_GRACE_S = 3.0
+"""How long workers get between SIGTERM and SIGKILL."""
+POLL_S = 0.05
+
+
+class BenchError(Exception):
+    """A benchmark run failed (a worker error, the deadline, an interruption): one line for people."""
+
+
+class BenchInterrupted(BenchError):
+    """The run was stopped by Ctrl-C or SIGTERM; the workers have been ended."""
+
+
+@dataclass
+class WorkerGroup:
+    """The worker processes of one run and the private directory they share."""
+
+    job_dir: Path
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the workers (each is also its process group id)."""
+        return [process.pid for process in self.processes]
+
+    def terminate(self, grace_s: float = TERM_GRACE_S) -> None:
+        """SIGTERM every worker's process group, wait up to `grace_s`, then SIGKILL what is left."""
+        _signal_groups(self.processes, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(p.poll() is None for p in self.processes):
+            time.sleep(POLL_S)
+        _signal_groups(self.processes, signal.SIGKILL)
+        for process in self.processes:
+            process.wait()
+
+
+def _signal_groups(processes: list[subprocess.Popen[bytes]], signum: int) -> None:
+    for process in processes:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While running, turn SIGTERM into BenchInterrupted (main thread only), so cleanup runs."""
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise BenchInterrupted("terminated")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of one spawned worker: rank variables, loopback-only sockets, the package on the path."""
+    env = dict(os.environ)
+    env.update({RANK_ENV: str(rank), WORLD_ENV: str(world_size), LOCAL_RANK_ENV: str(local_rank)})
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    root = str(Path(probes.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra or {})
+    return env
+
+
+def start_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
+                  extra_env: dict[str, str] | None = None) -> WorkerGroup:
+    """Write the job to a fresh private directory and start `nproc` workers, each in its own session."""
+    job_dir = Path(tempfile.mkdtemp(prefix="linkscope-bench-"))
+    (job_dir / JOB_FILE).write_text(json.dumps({"kind": kind, "spec": spec, "timeout_s": timeout_s}))
+    group = WorkerGroup(job_dir)
+    try:
+        for rank in range(nproc):
+            with open(job_dir / f"stderr-{rank}.txt", "wb") as stderr:
+                group.processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "probes.bench.worker", "--job", str(job_dir)],
+                    env=worker_env(rank, nproc, rank, extra_env), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, cwd=job_dir,
+                ))
+    except BaseException:
+        group.terminate()
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+    return group
+
+
+def _failure_line(group: WorkerGroup) -> str:
+    """The first worker's own error line, or the last line of a crashed worker's stderr."""
+    for rank in range(len(group.processes)):
+        path = error_file(group.job_dir, rank)
+        if path.exists():
+            return path.read_text().strip()
+    for rank, process in enumerate(group.processes):
+        if process.returncode not in (0, None):
+            lines = (group.job_dir / f"stderr-{rank}.txt").read_text(errors="replace").strip().splitlines()
+            last = lines[-1] if lines else "no output"
+            return f"rank {rank} exited with status {process.returncode}: {last}"
+    return "a worker failed"
+
+
+def _progress_lines(job_dir: Path) -> int:
+    try:
+        with open(job_dir / PROGRESS_FILE, "rb") as handle:
+            return handle.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def run_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
+                on_progress: Callable[[int], None] | None = None, extra_env: dict[str, str] | None = None,
+                on_start: Callable[[WorkerGroup], None] | None = None) -> dict[str, Any]:
+    """Run a job on `nproc` workers and return rank 0's result; BenchError on failure or timeout.
+
+    Whatever happens (success, a failed rank, the deadline, Ctrl-C, SIGTERM), every worker's
+    process group is ended and the private directory removed before this returns or raises.
+    """
+    with _sigterm_raises():
+        group = start_workers(kind, spec, nproc, timeout_s, extra_env)
+        try:
+            if on_start is not None:
+                on_start(group)
+            return _wait(group, timeout_s, on_progress)
+        except KeyboardInterrupt:
+            raise BenchInterrupted("interrupted") from None
+        finally:
+            group.terminate()
+            shutil.rmtree(group.job_dir, ignore_errors=True)
+
+
+def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], None] | None) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while True:
+        codes = [process.poll() for process in group.processes]
+        if on_progress is not None:
+            done = _progress_lines(group.job_dir)
+            if done != seen:
+                seen = done
+                on_progress(done)
+        if any(code not in (0, None) for code in codes):
+            raise BenchError(_failure_line(group))
+        if all(code == 0 for code in codes):
+            break
+        if time.monotonic() > deadline:
+            stuck = [rank for rank, code in enumerate(codes) if code is None]
+            raise BenchError(f"deadline of {timeout_s:g} s passed; ended the workers (ranks still running: "
+                             f"{', '.join(map(str, stuck))})")
+        time.sleep(POLL_S)
+    result_path = group.job_dir / RESULT_FILE
+    if not result_path.exists():
+        raise BenchError("the workers finished without writing a result")
+    data: dict[str, Any] = json.loads(result_path.read_text())
+    return data

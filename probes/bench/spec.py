@@ -1,0 +1,142 @@
+"""What a collective benchmark run is asked to do, shared by the command line, the spawner and
+the worker (also when the worker runs under torchrun), so the options are parsed in one place.
+
+No torch here: the command line builds and checks a spec before any worker starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from topo.formats.nccl_tests import BUS_FACTOR_OPS as OPS
+from topo.errors import InputError
+from topo.layout import build_groups, parse_sizes, resolve_layout
+from topo.sizes import parse_size_bytes
+
+BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+"""Collectives `bench collectives` runs (the default `--ops`)."""
+
+DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+MAX_SIZE_STEPS = 64
+"""Longest size sweep accepted (8 B to 1 GiB by 2 is 28 steps)."""
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One process group the op runs in: a label (`world`, `tp0`...), its dimension and global ranks."""
+
+    label: str
+    dim: str
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CollectiveSpec:
+    """A collective sweep: ops x sizes, run concurrently in every group of each dimension."""
+
+    ops: tuple[str, ...]
+    sizes_bytes: tuple[int, ...]
+    dtype: str
+    warmup: int
+    iters: int
+    backend: str
+    world_size: int
+    dims: tuple[tuple[str, tuple[GroupSpec, ...]], ...]
+    """Per dimension (run one after another), the groups that run at the same time."""
+    check: bool = True
+    """Run the correctness pass (the `wrong` column)."""
+
+    @property
+    def steps(self) -> int:
+        """Number of (dimension, op, size) rows rank 0 reports progress for."""
+        return len(self.dims) * len(self.ops) * len(self.sizes_bytes)
+
+
+def size_sweep(min_bytes: int, max_bytes: int, factor: int) -> tuple[int, ...]:
+    """nccl-tests' sweep: min, min*factor, ... while not above max (always at least `min`)."""
+    if min_bytes < 1:
+        raise InputError(f"--min-bytes: must be at least 1, got {min_bytes}")
+    if max_bytes < min_bytes:
+        raise InputError(f"--max-bytes {max_bytes} is smaller than --min-bytes {min_bytes}")
+    if factor < 2:
+        raise InputError(f"--factor: must be at least 2, got {factor}")
+    sizes = [min_bytes]
+    while sizes[-1] * factor <= max_bytes:
+        sizes.append(sizes[-1] * factor)
+        if len(sizes) > MAX_SIZE_STEPS:
+            raise InputError(f"--min-bytes/--max-bytes/--factor give more than {MAX_SIZE_STEPS} sizes")
+    return tuple(sizes)
+
+
+def parse_ops(text: str) -> tuple[str, ...]:
+    """Split `all_reduce,all_gather` into op names; InputError naming an unknown one."""
+    ops = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ops:
+        raise InputError("--ops: no collective named")
+    for op in ops:
+        if op not in BENCH_OPS:
+            hint = " (reduce is not benchmarked; use all_reduce)" if op in OPS else ""
+            raise InputError(f"--ops: unknown collective {op!r}{hint} (known: {', '.join(BENCH_OPS)})")
+    return ops
+
+
+def layout_groups(layout_text: str | None, world_size: int) -> tuple[tuple[str, tuple[GroupSpec, ...]], ...]:
+    """The groups to run in: the whole world, or every dimension larger than 1 of `--layout`."""
+    if not layout_text:
+        return (("world", (GroupSpec("world", "world", tuple(range(world_size))),)),)
+    layout = resolve_layout(parse_sizes(layout_text), capacity=world_size)
+    if layout.world_size != world_size:
+        raise InputError(f"--layout {layout_text}: covers {layout.world_size} ranks, but --nproc is {world_size}")
+    dims = []
+    for dim, groups in build_groups(layout).items():
+        if layout.size(dim) > 1:
+            specs = tuple(GroupSpec(f"{dim}{index}", dim, tuple(ranks)) for index, ranks in enumerate(groups))
+            dims.append((dim, specs))
+    if not dims:
+        raise InputError(f"--layout {layout_text}: every dimension has size 1, so there is no group to run in")
+    return tuple(dims)
+
+
+def layout_world_size(layout_text: str) -> int:
+    """The number of ranks `--layout` names (the product of its sizes)."""
+    size = 1
+    for _, value in parse_sizes(layout_text):
+        size *= value
+    return size
+
+
+def add_collective_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sweep options shared by `linkscope bench collectives` and the torchrun worker."""
+    parser.add_argument("--ops", default=",".join(BENCH_OPS), help="comma-separated collectives (default: all six)")
+    parser.add_argument("--min-bytes", default="8", help="smallest size, nccl-tests style: 8, 64K, 1M (default 8)")
+    parser.add_argument("--max-bytes", default=None, help="largest size (default 1G with nccl, 16M with gloo)")
+    parser.add_argument("--factor", type=int, default=2, help="size multiplier between steps (default 2)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed iterations per size (default 5)")
+    parser.add_argument("--iters", type=int, default=20, help="timed iterations per size, one sync at the end (default 20)")
+    parser.add_argument("--layout", default=None, help="run in every group of a layout at once, e.g. tp=4,dp=2")
+    parser.add_argument("--no-check", action="store_true", help="skip the correctness pass (wrong = null)")
+
+
+def spec_from_args(args: argparse.Namespace, backend: str, world_size: int) -> CollectiveSpec:
+    """Build and check a spec from parsed options; InputError on a bad value."""
+    if args.warmup < 0:
+        raise InputError(f"--warmup: must be 0 or more, got {args.warmup}")
+    if args.iters < 1:
+        raise InputError(f"--iters: must be at least 1, got {args.iters}")
+    max_text = args.max_bytes or ("1G" if backend == "nccl" else "16M")
+    sizes = size_sweep(parse_size_bytes(args.min_bytes, "--min-bytes"), parse_size_bytes(max_text, "--max-bytes"), args.factor)
+    return CollectiveSpec(
+        ops=parse_ops(args.ops),
+        sizes_bytes=sizes,
+        dtype=args.dtype,
+        warmup=args.warmup,
+        iters=args.iters,
+        backend=backend,
+        world_size=world_size,
+        dims=layout_groups(args.layout, world_size),
+        check=not args.no_check,
+    )

@@ -1,0 +1,244 @@
+"""Entry point of a benchmark worker process.
+
+Two ways in:
+- spawned by :mod:`probes.bench.runner`: `python -m probes.bench.worker --job DIR`, rank and world
+  size in LINKSCOPE_RANK / LINKSCOPE_WORLD_SIZE / LINKSCOPE_LOCAL_RANK, rendezvous through a
+  FileStore in DIR (a private temporary directory), results written to DIR;
+- under torchrun, for several nodes (rank, world size and rendezvous from torchrun's environment):
+  `torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST0:29500
+   -m probes.bench.worker collectives --max-bytes 1G -o results.json`
+  where rank 0 writes Measurements JSON to `-o`.
+
+The test-only knob LINKSCOPE_BENCH_FAULT (`corrupt:RANK`, `hang:RANK`, `hang-ignore-term:RANK`,
+`fail:RANK`, comma-separated) makes a rank misbehave so the tests can see it caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+FAULT_ENV = "LINKSCOPE_BENCH_FAULT"
+RANK_ENV, WORLD_ENV, LOCAL_RANK_ENV = "LINKSCOPE_RANK", "LINKSCOPE_WORLD_SIZE", "LINKSCOPE_LOCAL_RANK"
+RESULT_FILE, PROGRESS_FILE, JOB_FILE, STORE_FILE = "result.json", "progress", "job.json", "store"
+
+
+def faults_for(rank: int) -> set[str]:
+    """The faults LINKSCOPE_BENCH_FAULT asks this rank to show."""
+    wanted = set()
+    for item in os.environ.get(FAULT_ENV, "").split(","):
+        kind, _, target = item.strip().partition(":")
+        if kind and target.strip() == str(rank):
+            wanted.add(kind)
+    return wanted
+
+
+def error_file(job_dir: Path, rank: int) -> Path:
+    """Where a spawned rank writes its one-line failure reason."""
+    return job_dir / f"error-{rank}.txt"
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send SIGTERM when the spawning process dies, so no worker is orphaned."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _misbehave(faults: set[str]) -> None:
+    if "fail" in faults:
+        raise RuntimeError("injected failure (LINKSCOPE_BENCH_FAULT)")
+    if "hang-ignore-term" in faults:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if faults & {"hang", "hang-ignore-term"}:
+        while True:
+            time.sleep(3600)
+
+
+def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progress: Any) -> dict[str, Any] | None:
+    """The sweep on this rank (process group already initialised); rank 0 returns the gathered result."""
+    import torch
+    import torch.distributed as dist
+
+    from probes.bench import collectives as coll
+    from probes.bench.spec import CollectiveSpec
+    from topo.codec import from_jsonable
+
+    spec = from_jsonable(CollectiveSpec, spec_data)
+    device = torch.device("cuda", local_rank) if spec.backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    faults = faults_for(rank)
+    handles, setup_ms = coll.create_groups(spec, device)
+    _misbehave(faults)
+    notes = coll.emulation_notes(spec)
+    sizes = list(spec.sizes_bytes)
+    if device.type == "cuda":
+        sizes, note = _sizes_that_fit(torch, dist, sizes, device)
+        if note:
+            notes.append(note)
+    rows: list[dict[str, Any]] = []
+    skipped: set[str] = set()
+    for _dim, groups in spec.dims:
+        mine = next((g for g in groups if rank in g.ranks), None)
+        for op in spec.ops:
+            for size in sizes:
+                row = None
+                if mine is not None:
+                    case = coll.make_case(op, size, spec, mine, handles[mine.label], device)
+                    if case is None:
+                        skipped.add(f"{op} {size} B")
+                        dist.barrier()
+                    else:
+                        row = coll.measure_group(case, spec, mine, handles[mine.label], dist.group.WORLD, device,
+                                                 "corrupt" in faults)
+                        del case
+                if row is not None:
+                    rows.append(row)
+                if rank == 0:
+                    progress(op, size)
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, {"rows": rows, "setup": setup_ms, "skipped": sorted(skipped)})
+    if rank != 0:
+        return None
+    all_rows = [row for part in gathered for row in part["rows"]]
+    setup: dict[str, float] = {}
+    for part in gathered:
+        for label, ms in part["setup"].items():
+            setup[label] = max(setup.get(label, 0.0), ms)
+    skipped_all = sorted({item for part in gathered for item in part["skipped"]})
+    if skipped_all:
+        notes.append(f"skipped (too small for one element per rank, or send_recv with one rank): {', '.join(skipped_all[:8])}"
+                     + (" ..." if len(skipped_all) > 8 else ""))
+    order = {g.label: (d, i) for d, (_, groups) in enumerate(spec.dims) for i, g in enumerate(groups)}
+    all_rows.sort(key=lambda r: (order[r["group"]][0], spec.ops.index(r["op"]), r["bytes"], order[r["group"]][1]))
+    setup_sorted = sorted(setup.items(), key=lambda item: order.get(item[0], (-1, 0)))
+    return {"rows": all_rows, "setup_ms": setup_sorted, "notes": notes}
+
+
+def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
+    """Drop sizes whose buffers (about 3x the size) would not fit in 80% of the smallest free GPU memory."""
+    free = torch.tensor([float(torch.cuda.mem_get_info(device)[0])], device=device)
+    dist.all_reduce(free, op=dist.ReduceOp.MIN)
+    budget = 0.8 * float(free.item()) / 3
+    kept = [size for size in sizes if size <= budget]
+    if len(kept) == len(sizes):
+        return sizes, None
+    return kept, f"sizes above {int(budget)} B skipped: not enough free GPU memory for their buffers"
+
+
+def _spawned(job_dir: Path) -> int:
+    rank, world, local_rank = (int(os.environ[name]) for name in (RANK_ENV, WORLD_ENV, LOCAL_RANK_ENV))
+    _die_with_parent()
+    try:
+        job = json.loads((job_dir / JOB_FILE).read_text())
+        signal.alarm(int(job["timeout_s"]) + 30)
+        import torch.distributed as dist
+
+        if job["kind"] == "p2p":
+            from probes.bench.p2p import run_p2p
+
+            _write_result(job_dir, run_p2p(job["spec"], lambda *step: _append_progress(job_dir, step)))
+            return 0
+        spec = job["spec"]
+        store = dist.FileStore(str(job_dir / STORE_FILE), world)
+        timeout = datetime.timedelta(seconds=float(job["timeout_s"]))
+        t0 = time.perf_counter()
+        if spec["backend"] == "nccl":
+            import torch
+
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(spec["backend"], store=store, rank=rank, world_size=world, timeout=timeout)
+        dist.barrier()
+        init_ms = (time.perf_counter() - t0) * 1e3
+        result = run_collectives(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step))
+        if result is not None:
+            result["setup_ms"] = [("init_process_group", init_ms), *result["setup_ms"]]
+            _write_result(job_dir, result)
+        dist.destroy_process_group()
+        return 0
+    except Exception as exc:  # one line for the parent to show; the traceback goes to this rank's stderr
+        import traceback
+
+        traceback.print_exc()
+        error_file(job_dir, rank).write_text(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return 1
+
+
+def _append_progress(job_dir: Path, step: tuple[Any, ...]) -> None:
+    with open(job_dir / PROGRESS_FILE, "a") as handle:
+        handle.write(json.dumps(list(step)) + "\n")
+
+
+def _write_result(job_dir: Path, result: dict[str, Any]) -> None:
+    partial = job_dir / (RESULT_FILE + ".part")
+    partial.write_text(json.dumps(result))
+    partial.rename(job_dir / RESULT_FILE)
+
+
+def _torchrun(argv: list[str]) -> int:
+    """Multi-node entry: rendezvous from torchrun's environment, rank 0 prints rows and writes `-o`."""
+    from probes.bench.results import measurements_from_rows
+    from probes.bench.spec import add_collective_arguments, spec_from_args
+    from topo.codec import measurements_to_json, to_jsonable
+    from topo.errors import InputError
+
+    parser = argparse.ArgumentParser(prog="python -m probes.bench.worker collectives",
+                                     description="Collective sweep under torchrun (one process per GPU, every node).")
+    add_collective_arguments(parser)
+    parser.add_argument("--backend", choices=("nccl", "gloo"), default=None)
+    parser.add_argument("-o", "--output", default=None, help="rank 0 writes Measurements JSON here")
+    args = parser.parse_args(argv)
+    import torch
+    import torch.distributed as dist
+
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    rank, world, local_rank = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", "0"))
+    try:
+        spec = spec_from_args(args, backend, world)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+    t0 = time.perf_counter()
+    dist.init_process_group(backend, init_method="env://")
+    dist.barrier()
+    init_ms = (time.perf_counter() - t0) * 1e3
+    result = run_collectives(to_jsonable(spec), rank, local_rank,
+                             lambda op, size: print(f"done {op} {size} B", file=sys.stderr, flush=True))
+    dist.destroy_process_group()
+    if result is None:
+        return 0
+    measurements = measurements_from_rows(result["rows"], [("init_process_group", init_ms), *result["setup_ms"]],
+                                          result["notes"], source="linkscope bench collectives (torchrun)")
+    for row in result["rows"]:
+        print(json.dumps(row))
+    if args.output:
+        Path(args.output).write_text(measurements_to_json(measurements))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch: `--job DIR` (spawned by linkscope) or `collectives ...` (under torchrun)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 2 and args[0] == "--job":
+        return _spawned(Path(args[1]))
+    if args and args[0] == "collectives":
+        return _torchrun(args[1:])
+    print("usage: python -m probes.bench.worker --job DIR | collectives [options]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

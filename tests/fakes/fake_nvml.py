@@ -1,0 +1,458 @@
+"""A fake pynvml module driven by a Snapshot, with fault injection and call counting.
+
+`FakeNvml.from_snapshot(load_sample("dgx-h100"))` answers the subset of the pynvml API that
+linkscope's probes call, the way NVML would on that machine: same function names, the same
+error class shape (`NVMLError(value)` picks the subclass for the code, `.value` holds it) and
+the same raw encodings (NVLink versions as `nvmlNvlinkVersion_t`, P2P as `nvmlGpuP2PStatus_t`,
+CUDA driver version as 12020). The encodings are written out here by hand from nvml.h, not
+borrowed from the probe, so a probe decoding bug shows up as a round-trip failure.
+
+Faults: `fail(function, code, gpu=None)`, `lose_gpu(index)`, `fail_init(code)`,
+`hang(function, gpu=None)` (returns the Event that releases it). Setters do not exist here,
+so a probe that called one would fail with AttributeError.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from topo.model import Gpu, Host, LinkKind, Snapshot
+from topo.pcipath import classify_pci_pair
+
+# nvmlReturn_t codes (nvml.h)
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+NVML_ERROR_UNKNOWN = 999
+
+NVML_NVLINK_MAX_LINKS = 36
+
+_ERROR_CLASS_NAMES = {
+    NVML_ERROR_UNINITIALIZED: "NVMLError_Uninitialized",
+    NVML_ERROR_INVALID_ARGUMENT: "NVMLError_InvalidArgument",
+    NVML_ERROR_NOT_SUPPORTED: "NVMLError_NotSupported",
+    NVML_ERROR_NO_PERMISSION: "NVMLError_NoPermission",
+    NVML_ERROR_DRIVER_NOT_LOADED: "NVMLError_DriverNotLoaded",
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVMLError_LibraryNotFound",
+    NVML_ERROR_FUNCTION_NOT_FOUND: "NVMLError_FunctionNotFound",
+    NVML_ERROR_GPU_IS_LOST: "NVMLError_GpuIsLost",
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH: "NVMLError_LibRmVersionMismatch",
+    NVML_ERROR_UNKNOWN: "NVMLError_Unknown",
+}
+
+
+class NVMLError(Exception):
+    """pynvml's base error: `NVMLError(code)` returns an instance of the subclass for that code."""
+
+    _by_code: ClassVar[dict[int, type[NVMLError]]] = {}
+    value: int
+
+    def __new__(cls, value: int) -> NVMLError:
+        chosen = NVMLError._by_code.get(value, cls) if cls is NVMLError else cls
+        instance = Exception.__new__(chosen)
+        instance.value = value
+        return instance
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return _ERROR_CLASS_NAMES.get(self.value, f"NVML error {self.value}")
+
+
+for _code, _name in _ERROR_CLASS_NAMES.items():
+    NVMLError._by_code[_code] = type(_name, (NVMLError,), {})
+
+# nvmlNvlinkVersion_t: generation -> NVML_NVLINK_VERSION_x_y
+_NVLINK_VERSION_CODE = {1: 1, 2: 2, 3: 4, 4: 6, 5: 7}
+# nvmlGpuP2PStatus_t
+_P2P_CODE = {"OK": 0, "CNS": 1, "GNS": 2, "TNS": 3, "DR": 4, "NS": 5, "U": 6}
+# nvmlGpuTopologyLevel_t
+_TOPOLOGY_CODE = {LinkKind.PIX: 10, LinkKind.PXB: 20, LinkKind.PHB: 30, LinkKind.NODE: 40, LinkKind.SYS: 50}
+# nvmlIntNvLinkDeviceType_t
+_REMOTE_TYPE_CODE = {"gpu": 0, "ibmc": 1, "switch": 2}
+_FABRIC_STATE_CODE = {"Not Started": 1, "In Progress": 2, "Completed": 3}
+_P2P_FIELDS = ("read", "write", "nvlink", "atomics")
+
+
+class c_nvmlGpuFabricInfoV_t(ctypes.Structure):
+    """The fabric-info struct the probe passes by reference."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_uint8 * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", ctypes.c_uint8),
+        ("healthMask", ctypes.c_uint32),
+    ]
+
+
+@dataclass
+class FakeValue:
+    """`c_nvmlValue_t`: the union of value slots."""
+
+    dVal: float = 0.0
+    uiVal: int = 0
+    ulVal: int = 0
+    ullVal: int = 0
+    sllVal: int = 0
+    siVal: int = 0
+    usVal: int = 0
+
+
+@dataclass
+class FakeFieldValue:
+    """`c_nvmlFieldValue_t`."""
+
+    fieldId: int
+    scopeId: int
+    nvmlReturn: int = NVML_SUCCESS
+    valueType: int = 3
+    value: FakeValue = field(default_factory=FakeValue)
+
+
+@dataclass
+class FakePciInfo:
+    """`nvmlPciInfo_t` with only the bus id (bytes, as ctypes returns a char array)."""
+
+    busId: bytes
+
+
+@dataclass
+class FakeMemory:
+    """`c_nvmlMemory_t`."""
+
+    total: int
+    free: int = 0
+    used: int = 0
+
+
+@dataclass(frozen=True)
+class FakeHandle:
+    """`c_nvmlDevice_t`: an opaque handle; here it carries the NVML index."""
+
+    index: int
+
+
+def _mask_words(numbers: set[int], words: int) -> list[int]:
+    mask = [0] * words
+    for number in numbers:
+        if number // 64 < words:
+            mask[number // 64] |= 1 << (number % 64)
+    return mask
+
+
+def _numbers(cpulist: str | None) -> set[int]:
+    found: set[int] = set()
+    for part in (cpulist or "").split(","):
+        if part:
+            low, _, high = part.partition("-")
+            found.update(range(int(low), int(high or low) + 1))
+    return found
+
+
+@dataclass
+class Counters:
+    """Cumulative counters the live sampler reads (bytes and error counts), advanced by `tick()`."""
+
+    nvlink_tx_kib: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(gpu, link) -> KiB sent."""
+    nvlink_rx_kib: dict[tuple[int, int], int] = field(default_factory=dict)
+    nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)
+    """(gpu, field id) -> total."""
+
+
+class FakeNvml:
+    """A stand-in for the `pynvml` module, built from one Host's description."""
+
+    NVMLError = NVMLError
+    NVML_NVLINK_MAX_LINKS = NVML_NVLINK_MAX_LINKS
+    c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfoV_t
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.gpus: list[Gpu] = sorted(host.gpus, key=lambda g: g.index)
+        self.calls: Counter[str] = Counter()
+        self.initialized = False
+        self._init_error: int | None = None
+        self._faults: dict[tuple[str, int | None], int] = {}
+        self._hangs: dict[tuple[str, int | None], threading.Event] = {}
+        self._lost: set[int] = set()
+        self.counters = Counters()
+        self.pcie_kb_per_s: dict[int, tuple[int, int]] = {}
+        """(TX, RX) KB/s per GPU index that `nvmlDeviceGetPcieThroughput` reports."""
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> FakeNvml:
+        """A fake NVML for the (first) host of `snapshot`."""
+        return cls(snapshot.host)
+
+    # --- fault injection -------------------------------------------------------------
+    def fail(self, function: str, code: int, gpu: int | None = None) -> None:
+        """Make `function` raise NVMLError(code) (for GPU `gpu` only, or for every call)."""
+        self._faults[(function, gpu)] = code
+
+    def fail_init(self, code: int) -> None:
+        """Make `nvmlInit` raise (LibraryNotFound, LibRmVersionMismatch, NoPermission...)."""
+        self._init_error = code
+
+    def lose_gpu(self, index: int) -> None:
+        """Every call that touches GPU `index` raises GpuIsLost from now on."""
+        self._lost.add(index)
+
+    def hang(self, function: str, gpu: int | None = None) -> threading.Event:
+        """Make `function` block until the returned Event is set (or 60 s pass)."""
+        event = threading.Event()
+        self._hangs[(function, gpu)] = event
+        return event
+
+    def release_all(self) -> None:
+        """Let every hung call return."""
+        for event in self._hangs.values():
+            event.set()
+
+    @property
+    def total_calls(self) -> int:
+        """Number of NVML calls made so far."""
+        return sum(self.calls.values())
+
+    def advance(self, seconds: float, nvlink_gbps: float = 0.0, errors: int = 0) -> None:
+        """Move every active link's TX/RX counters on as if `nvlink_gbps` (GB/s per link) flowed for `seconds`."""
+        kib = int(nvlink_gbps * 1e9 * seconds / 1024)
+        for gpu in self.gpus:
+            for port in gpu.nvlinks:
+                if port.active:
+                    key = (gpu.index, port.link)
+                    self.counters.nvlink_tx_kib[key] = self.counters.nvlink_tx_kib.get(key, 0) + kib
+                    self.counters.nvlink_rx_kib[key] = self.counters.nvlink_rx_kib.get(key, 0) + kib
+            for field_id in (38, 45, 52, 59):
+                key2 = (gpu.index, field_id)
+                self.counters.nvlink_errors[key2] = self.counters.nvlink_errors.get(key2, 0) + errors
+
+    # --- plumbing ----------------------------------------------------------------------
+    def _enter(self, function: str, *handles: FakeHandle) -> None:
+        self.calls[function] += 1
+        indices = [h.index for h in handles]
+        for key in [(function, None), *((function, i) for i in indices)]:
+            event = self._hangs.get(key)
+            if event is not None:
+                event.wait(60)
+        if function != "nvmlInit" and not self.initialized:
+            raise NVMLError(NVML_ERROR_UNINITIALIZED)
+        for index in indices:
+            if index in self._lost:
+                raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+        for key in [(function, None), *((function, i) for i in indices)]:
+            code = self._faults.get(key)
+            if code is not None:
+                raise NVMLError(code)
+
+    def _gpu(self, handle: FakeHandle) -> Gpu:
+        return self.gpus[handle.index]
+
+    @staticmethod
+    def _need(value: Any) -> Any:
+        if value is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return value
+
+    # --- system ------------------------------------------------------------------------
+    def nvmlInit(self) -> None:
+        self._enter("nvmlInit")
+        if self._init_error is not None:
+            raise NVMLError(self._init_error)
+        self.initialized = True
+
+    def nvmlShutdown(self) -> None:
+        self._enter("nvmlShutdown")
+        self.initialized = False
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._enter("nvmlSystemGetDriverVersion")
+        return str(self._need(self.host.versions.driver))
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        self._enter("nvmlSystemGetNVMLVersion")
+        return str(self._need(self.host.versions.nvml))
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion_v2")
+        major, _, minor = str(self._need(self.host.versions.cuda_driver)).partition(".")
+        return int(major) * 1000 + int(minor or 0) * 10
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._enter("nvmlDeviceGetCount")
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeHandle:
+        self._enter("nvmlDeviceGetHandleByIndex", FakeHandle(index))
+        if not 0 <= index < len(self.gpus):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return FakeHandle(index)
+
+    # --- one GPU -----------------------------------------------------------------------
+    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
+        self._enter("nvmlDeviceGetName", handle)
+        return self._gpu(handle).name
+
+    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
+        self._enter("nvmlDeviceGetUUID", handle)
+        return str(self._need(self._gpu(handle).uuid))
+
+    def nvmlDeviceGetPciInfo(self, handle: FakeHandle) -> FakePciInfo:
+        self._enter("nvmlDeviceGetPciInfo", handle)
+        return FakePciInfo(str(self._need(self._gpu(handle).pci_bus_id)).encode())
+
+    def nvmlDeviceGetMemoryInfo(self, handle: FakeHandle) -> FakeMemory:
+        self._enter("nvmlDeviceGetMemoryInfo", handle)
+        return FakeMemory(int(self._need(self._gpu(handle).memory_total_bytes)))
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: FakeHandle) -> tuple[int, int]:
+        self._enter("nvmlDeviceGetCudaComputeCapability", handle)
+        major, _, minor = str(self._need(self._gpu(handle).compute_capability)).partition(".")
+        return int(major), int(minor)
+
+    def nvmlDeviceGetMigMode(self, handle: FakeHandle) -> list[int]:
+        self._enter("nvmlDeviceGetMigMode", handle)
+        enabled = self._need(self._gpu(handle).mig_enabled)
+        return [int(enabled), int(enabled)]
+
+    def nvmlDeviceGetCpuAffinity(self, handle: FakeHandle, words: int) -> list[int]:
+        self._enter("nvmlDeviceGetCpuAffinity", handle)
+        return _mask_words(_numbers(self._need(self._gpu(handle).cpu_affinity)), words)
+
+    def nvmlDeviceGetMemoryAffinity(self, handle: FakeHandle, words: int, scope: int) -> list[int]:
+        self._enter("nvmlDeviceGetMemoryAffinity", handle)
+        return _mask_words(_numbers(self._need(self._gpu(handle).numa_affinity)), words)
+
+    def nvmlDeviceGetNumaNodeId(self, handle: FakeHandle) -> int:
+        self._enter("nvmlDeviceGetNumaNodeId", handle)
+        return int(self._need(self._gpu(handle).gpu_numa_id))
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        self._enter("nvmlDeviceGetCurrPcieLinkGeneration", handle)
+        return int(self._need(self._gpu(handle).pcie_gen_current))
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        self._enter("nvmlDeviceGetMaxPcieLinkGeneration", handle)
+        return int(self._need(self._gpu(handle).pcie_gen_max))
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: FakeHandle) -> int:
+        self._enter("nvmlDeviceGetCurrPcieLinkWidth", handle)
+        return int(self._need(self._gpu(handle).pcie_width_current))
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
+        self._enter("nvmlDeviceGetMaxPcieLinkWidth", handle)
+        return int(self._need(self._gpu(handle).pcie_width_max))
+
+    def nvmlDeviceGetPcieThroughput(self, handle: FakeHandle, counter: int) -> int:
+        self._enter("nvmlDeviceGetPcieThroughput", handle)
+        tx, rx = self.pcie_kb_per_s.get(handle.index, (0, 0))
+        return tx if counter == 0 else rx
+
+    def nvmlDeviceGetGpuFabricInfoV(self, handle: FakeHandle, info_ref: Any) -> int:
+        self._enter("nvmlDeviceGetGpuFabricInfoV", handle)
+        state = self.host.capabilities.nvlink_fabric
+        if state not in _FABRIC_STATE_CODE:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        info = getattr(info_ref, "_obj", info_ref)
+        info.state = _FABRIC_STATE_CODE[state]
+        info.status = NVML_SUCCESS
+        return NVML_SUCCESS
+
+    # --- NVLink ------------------------------------------------------------------------
+    def _port(self, handle: FakeHandle, link: int) -> Any:
+        ports = self._gpu(handle).nvlinks
+        if not ports:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        if not 0 <= link < len(ports):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return ports[link]
+
+    def nvmlDeviceGetNvLinkState(self, handle: FakeHandle, link: int) -> int:
+        self._enter("nvmlDeviceGetNvLinkState", handle)
+        return 1 if self._port(handle, link).active else 0
+
+    def nvmlDeviceGetNvLinkVersion(self, handle: FakeHandle, link: int) -> int:
+        self._enter("nvmlDeviceGetNvLinkVersion", handle)
+        return _NVLINK_VERSION_CODE[self._need(self._port(handle, link).version)]
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: FakeHandle, link: int) -> FakePciInfo:
+        self._enter("nvmlDeviceGetNvLinkRemotePciInfo", handle)
+        return FakePciInfo(str(self._need(self._port(handle, link).remote_pci_bus_id)).encode())
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: FakeHandle, link: int) -> int:
+        self._enter("nvmlDeviceGetNvLinkRemoteDeviceType", handle)
+        return _REMOTE_TYPE_CODE.get(self._port(handle, link).remote_type, 0xFF)
+
+    def nvmlDeviceGetFieldValues(self, handle: FakeHandle, field_ids: list[Any]) -> list[FakeFieldValue]:
+        self._enter("nvmlDeviceGetFieldValues", handle)
+        return [self._field(handle, *(item if isinstance(item, tuple) else (item, 0))) for item in field_ids]
+
+    def _field(self, handle: FakeHandle, field_id: int, scope: int) -> FakeFieldValue:
+        gpu = self._gpu(handle)
+        value = FakeFieldValue(field_id, scope)
+        number: int | None = None
+        if field_id == 91:
+            number = len(gpu.nvlinks)
+        elif field_id in (165, 166, 138, 139):
+            if scope >= len(gpu.nvlinks):
+                value.nvmlReturn = NVML_ERROR_INVALID_ARGUMENT if gpu.nvlinks else NVML_ERROR_NOT_SUPPORTED
+                return value
+            port = gpu.nvlinks[scope]
+            key = (gpu.index, scope)
+            if field_id == 165:
+                number = int(port.active)
+            elif field_id == 166:
+                number = _NVLINK_VERSION_CODE.get(port.version) if port.version is not None else None
+            elif field_id == 138:
+                number = self.counters.nvlink_tx_kib.get(key, 0)
+            else:
+                number = self.counters.nvlink_rx_kib.get(key, 0)
+        elif field_id in (38, 45, 52, 59) and gpu.nvlinks:
+            number = self.counters.nvlink_errors.get((gpu.index, field_id), 0)
+        if number is None:
+            value.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
+            return value
+        value.valueType = 3
+        value.value = FakeValue(ullVal=number, uiVal=number & 0xFFFFFFFF)
+        return value
+
+    # --- pairs -------------------------------------------------------------------------
+    def _pair_link(self, a: FakeHandle, b: FakeHandle) -> Any:
+        lo, hi = sorted((a.index, b.index))
+        for link in self.host.links:
+            if (self.gpus[link.a].index, self.gpus[link.b].index) == (lo, hi):
+                return link
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, a: FakeHandle, b: FakeHandle) -> int:
+        self._enter("nvmlDeviceGetTopologyCommonAncestor", a, b)
+        if a.index == b.index:
+            return 0
+        link = self._pair_link(a, b)
+        kind = link.kind
+        if kind is LinkKind.NVLINK:
+            ga, gb = self._gpu(a), self._gpu(b)
+            kind = classify_pci_pair(ga.pci_path, ga.numa_node, gb.pci_path, gb.numa_node)
+        return _TOPOLOGY_CODE[kind]
+
+    def nvmlDeviceGetP2PStatus(self, a: FakeHandle, b: FakeHandle, index: int) -> int:
+        self._enter("nvmlDeviceGetP2PStatus", a, b)
+        p2p = self._pair_link(a, b).p2p
+        if p2p is None or not 0 <= index < len(_P2P_FIELDS):
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return _P2P_CODE[self._need(getattr(p2p, _P2P_FIELDS[index]))]

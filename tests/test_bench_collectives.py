@@ -1,0 +1,188 @@
+"""`linkscope bench collectives` on gloo, for real: every op end to end, the nccl-tests arithmetic,
+the correctness pass catching a corrupted result, layout groups running at the same time."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+from probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
+from tests.bench_support import cli_main, cli_process
+from topo.codec import measurements_from_json
+from topo.errors import InputError
+from topo.formats.nccl_tests import algbw_gbps, bus_factor
+
+pytest.importorskip("torch")
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+FACTOR_3_RANKS = {"all_reduce": 4 / 3, "all_gather": 2 / 3, "reduce_scatter": 2 / 3, "all_to_all": 2 / 3,
+                  "broadcast": 1.0, "send_recv": 1.0}
+"""busbw/algbw for 3 ranks, worked out by hand from nccl-tests' PERFORMANCE.md formulas."""
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 120) -> tuple[int, str, str]:
+    process = cli_process(argv, env)
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """One sweep of all six ops on 3 gloo processes (an odd count exercises the per-rank rounding)."""
+    output = tmp_path_factory.mktemp("bench") / "m.json"
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--nproc", "3", "--min-bytes", "8",
+                           "--max-bytes", "4K", "--factor", "8", "--warmup", "1", "--iters", "3", "--json",
+                           "-o", str(output)])
+    assert code == 0, err
+    return {"json": json.loads(out), "measurements": measurements_from_json(output.read_text(), str(output))}
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_op_runs_correctly_with_sane_numbers(sweep: dict[str, object], op: str) -> None:
+    rows = [row for row in sweep["json"]["rows"] if row["op"] == op]  # type: ignore[index]
+    assert rows, f"no rows for {op}"
+    for row in rows:
+        assert row["wrong"] == 0
+        assert row["nranks"] == 3 and row["group"] == "world" and row["backend"] == "gloo"
+        assert 0 < row["time_us"] < 5e6
+        assert row["algbw_gbps"] == pytest.approx(row["bytes"] / (row["time_us"] * 1e3))
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * FACTOR_3_RANKS[op])
+
+
+@pytest.mark.parametrize(("op", "expected_bytes"), [
+    ("all_reduce", [8, 64, 512, 4096]),
+    ("broadcast", [8, 64, 512, 4096]),
+    ("send_recv", [8, 64, 512, 4096]),
+    ("all_gather", [60, 504, 4092]),  # 8 B is under one float per rank; sizes round down to 3 x 4 B x k
+    ("reduce_scatter", [60, 504, 4092]),
+    ("all_to_all", [60, 504, 4092]),
+])
+def test_sizes_follow_nccl_tests_rounding(sweep: dict[str, object], op: str, expected_bytes: list[int]) -> None:
+    assert [row["bytes"] for row in sweep["json"]["rows"] if row["op"] == op] == expected_bytes  # type: ignore[index]
+
+
+def test_output_file_holds_the_same_rows_as_measurements(sweep: dict[str, object]) -> None:
+    measurements = sweep["measurements"]
+    rows = sweep["json"]["rows"]  # type: ignore[index]
+    assert measurements.source == "linkscope bench collectives"  # type: ignore[attr-defined]
+    assert len(measurements.collectives) == len(rows)  # type: ignore[attr-defined]
+    first = measurements.collectives[0]  # type: ignore[attr-defined]
+    assert (first.op, first.size_bytes, first.nranks, first.wrong, first.in_place) == ("all_reduce", 8, 3, 0, True)
+    labels = [label for label, _ in measurements.group_setup_ms]  # type: ignore[attr-defined]
+    assert labels == ["init_process_group", "world"]
+    assert all(ms > 0 for _, ms in measurements.group_setup_ms)  # type: ignore[attr-defined]
+    assert any("in place" in note for note in measurements.notes)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_dtypes_check_exactly(dtype: str) -> None:
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce,reduce_scatter",
+                           "--min-bytes", "1K", "--max-bytes", "1K", "--dtype", dtype, "--iters", "2", "--json"])
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(row["op"], row["dtype"], row["wrong"]) for row in rows] == [("all_reduce", dtype, 0), ("reduce_scatter", dtype, 0)]
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "broadcast", "send_recv"])
+def test_a_corrupted_result_is_counted_wrong_and_exits_1(op: str) -> None:
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", op, "--min-bytes", "256",
+                           "--max-bytes", "256", "--iters", "1", "--json"], env={"LINKSCOPE_BENCH_FAULT": "corrupt:1"})
+    assert code == 1, err
+    rows = json.loads(out)["rows"]
+    assert [row["wrong"] for row in rows] == [1]
+    assert "wrong element" in err
+
+
+def test_layout_groups_run_concurrently_with_their_own_rows() -> None:
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--layout", "tp=2,dp=2", "--ops", "all_reduce",
+                           "--min-bytes", "4K", "--max-bytes", "4K", "--iters", "2", "--json"],
+                          env={"LINKSCOPE_BENCH_FAULT": "corrupt:3"})
+    assert code == 1, err
+    data = json.loads(out)
+    groups = {row["group"]: (row["ranks"], row["wrong"]) for row in data["rows"]}
+    # Megatron order tp-cp-ep-dp-pp: TP groups are consecutive ranks, DP groups strided.
+    assert groups == {"tp0": ([0, 1], 0), "tp1": ([2, 3], 1), "dp0": ([0, 2], 0), "dp1": ([1, 3], 1)}
+    assert all(row["busbw_gbps"] == pytest.approx(row["algbw_gbps"]) for row in data["rows"])  # 2(n-1)/n = 1 for n=2
+    assert set(data["group_setup_ms"]) == {"init_process_group", "tp0", "tp1", "dp0", "dp1"}
+
+
+def test_emulated_ring_reduce_scatter_is_correct_on_four_ranks() -> None:
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--nproc", "4", "--ops", "reduce_scatter",
+                           "--min-bytes", "64", "--max-bytes", "64K", "--factor", "32", "--iters", "2", "--json"],
+                          env={"LINKSCOPE_BENCH_EMULATE": "reduce_scatter"})
+    assert code == 0, err
+    data = json.loads(out)
+    assert [(row["bytes"], row["wrong"]) for row in data["rows"]] == [(64, 0), (2048, 0), (65536, 0)]
+    assert any("ring of send/recv" in note for note in data["notes"])
+
+
+def test_table_output_names_ops_and_set_up_time() -> None:
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--ops", "broadcast", "--min-bytes", "1M",
+                           "--max-bytes", "1M", "--iters", "2"])
+    assert code == 0, err
+    assert "broadcast" in out and "1 MiB" in out and "process-group set-up" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--ops", "all_reduce,gather"], "unknown collective 'gather'"),
+    (["--ops", "reduce"], "reduce is not benchmarked"),
+    (["--min-bytes", "1M", "--max-bytes", "1K"], "smaller than --min-bytes"),
+    (["--max-bytes", "12Q"], "--max-bytes"),
+    (["--factor", "1"], "--factor"),
+    (["--iters", "0"], "--iters"),
+    (["--layout", "tp=3", "--nproc", "2"], "--layout"),
+    (["--backend", "nccl"], "no CUDA GPU"),
+])
+def test_bad_options_are_one_line_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "collectives", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_size_sweep_matches_nccl_tests() -> None:
+    assert size_sweep(8, 64, 2) == (8, 16, 32, 64)
+    assert size_sweep(1024**3, 16 * 1024**3, 3) == (1024**3, 3 * 1024**3, 9 * 1024**3)
+    assert size_sweep(100, 100, 2) == (100,)
+
+
+def test_parse_ops_keeps_order() -> None:
+    assert parse_ops("send_recv, all_reduce") == ("send_recv", "all_reduce")
+    with pytest.raises(InputError):
+        parse_ops(",")
+
+
+def test_layout_groups_follow_megatron_order() -> None:
+    dims = layout_groups("tp=2,pp=2", 4)
+    assert [(dim, [g.ranks for g in groups]) for dim, groups in dims] == [
+        ("tp", [(0, 1), (2, 3)]), ("pp", [(0, 2), (1, 3)])]
+    assert layout_groups(None, 3)[0][1][0].ranks == (0, 1, 2)
+
+
+@pytest.mark.parametrize(("op", "nranks", "factor"), [
+    ("all_reduce", 8, 1.75), ("all_reduce", 1, 0.0), ("all_gather", 4, 0.75), ("reduce_scatter", 16, 0.9375),
+    ("all_to_all", 2, 0.5), ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("send_recv", 8, 1.0),
+])
+def test_bus_factor(op: str, nranks: int, factor: float) -> None:
+    assert bus_factor(op, nranks) == pytest.approx(factor)
+
+
+def test_algbw_is_bytes_per_microsecond_over_1000() -> None:
+    assert algbw_gbps(1_000_000_000, 1_000_000) == pytest.approx(1.0)
+    assert algbw_gbps(1073741824, 268588) == pytest.approx(3.9977, abs=1e-4)  # rtx2080ti all_reduce 1 GiB row: 4.00
+
+
+def test_spec_round_trips_through_the_codec() -> None:
+    from topo.codec import from_jsonable, to_jsonable
+
+    spec = CollectiveSpec(ops=("all_reduce",), sizes_bytes=(8,), dtype="float32", warmup=1, iters=1, backend="gloo",
+                          world_size=2, dims=layout_groups(None, 2))
+    assert from_jsonable(CollectiveSpec, json.loads(json.dumps(to_jsonable(spec)))) == spec
+
+
+def test_runs_as_the_console_script_too(tmp_path: pathlib.Path) -> None:
+    """The worker is found through the package, not the working directory."""
+    result = subprocess.run(["python", "-m", "probes.bench.worker"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and "usage" in result.stderr

@@ -1,0 +1,120 @@
+"""The snapshot model and its JSON codec: round-trip, validation, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from topo.codec import (
+    measurements_from_json,
+    measurements_to_json,
+    snapshot_from_json,
+    snapshot_to_json,
+    to_jsonable,
+)
+from topo.errors import InputError
+from topo.model import (
+    CollectiveResult,
+    Gap,
+    Gpu,
+    Host,
+    Link,
+    LinkKind,
+    Measurements,
+    NvLinkPort,
+    P2PStatus,
+    PeerCopy,
+    Snapshot,
+    parse_link_token,
+)
+
+
+def _two_gpu_snapshot() -> Snapshot:
+    ports = tuple(NvLinkPort(i, active=i != 3, version=4, remote_type="switch") for i in range(18))
+    host = Host(
+        "node-1",
+        gpus=(Gpu(0, "NVIDIA H100 80GB HBM3", nvlinks=ports, pcie_width_current=8), Gpu(1, "NVIDIA H100 80GB HBM3")),
+        links=(Link(0, 1, LinkKind.NVLINK, 17, 4, P2PStatus("OK", "OK", "OK", "OK")),),
+        gpu_nic=(("PIX",), ("PXB",)),
+    )
+    measurements = Measurements(
+        "test",
+        peer_copies=(PeerCopy(0, 1, 1 << 28, 390.5, 780.0, 2.5, True, True),),
+        collectives=(CollectiveResult("all_reduce", 1024, "float32", 10.0, 0.1, 0.1, 2, 0, (0, 1)),),
+    )
+    return Snapshot((host,), "test", meta=(("description", "two GPUs"),), gaps=(Gap("uuid", "NotSupported"),), measurements=measurements)
+
+
+def test_snapshot_round_trips_through_json() -> None:
+    snapshot = _two_gpu_snapshot()
+    assert snapshot_from_json(snapshot_to_json(snapshot)) == snapshot
+
+
+def test_derived_values() -> None:
+    snapshot = _two_gpu_snapshot()
+    assert snapshot.host.gpus[0].nvlink_active_count == 17
+    assert snapshot.host.gpus[0].nvlink_gen == 4
+    assert snapshot.host.matrix_tokens() == [["X", "NV17"], ["NV17", "X"]]
+    assert snapshot.host.link(1, 0).kind is LinkKind.NVLINK
+    assert snapshot.meta_value("description") == "two GPUs"
+    assert snapshot.meta_value("missing") is None
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [("NV18", (LinkKind.NVLINK, 18)), ("NV1", (LinkKind.NVLINK, 1)), ("SYS", (LinkKind.SYS, 0)), ("X", (LinkKind.SELF, 0))],
+)
+def test_parse_link_token(token: str, expected: tuple[LinkKind, int]) -> None:
+    assert parse_link_token(token) == expected
+
+
+@pytest.mark.parametrize("token", ["NV", "nv4", "PCI", ""])
+def test_parse_link_token_rejects_unknown(token: str) -> None:
+    with pytest.raises(ValueError):
+        parse_link_token(token)
+
+
+def _mutated(change) -> str:  # type: ignore[no-untyped-def]
+    data = to_jsonable(_two_gpu_snapshot())
+    change(data)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected_fragment"),
+    [
+        (lambda d: d.update(schema=99), "unsupported snapshot schema 99"),
+        (lambda d: d.pop("schema"), "unsupported snapshot schema None"),
+        (lambda d: d["hosts"][0]["gpus"][0].update(index="zero"), "$.hosts[0].gpus[0].index: expected an integer"),
+        (lambda d: d["hosts"][0]["links"][0].update(kind="NVL"), "$.hosts[0].links[0].kind: 'NVL' is not one of"),
+        (lambda d: d["hosts"][0].update(color="red"), "$.hosts[0]: unknown field 'color'"),
+        (lambda d: d.update(hosts={}), "$.hosts: expected a list"),
+        (lambda d: d["hosts"][0]["gpus"][0].update(memory_total_bytes=True), "memory_total_bytes: expected an integer"),
+        (lambda d: d["hosts"][0].pop("hostname"), "$.hosts[0]: "),
+    ],
+)
+def test_bad_snapshot_json_is_one_clear_line(change, expected_fragment: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError) as caught:
+        snapshot_from_json(_mutated(change), "box.json")
+    message = str(caught.value)
+    assert message.startswith("box.json: ")
+    assert expected_fragment in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(("text", "fragment"), [("{", "not valid JSON"), ("[1]", "JSON object"), ("", "not valid JSON")])
+def test_malformed_json(text: str, fragment: str) -> None:
+    with pytest.raises(InputError, match=fragment):
+        snapshot_from_json(text, "x.json")
+
+
+def test_measurements_round_trip() -> None:
+    measurements = _two_gpu_snapshot().measurements
+    assert measurements is not None
+    assert measurements_from_json(measurements_to_json(measurements)) == measurements
+
+
+def test_measurements_file_without_measurements() -> None:
+    with pytest.raises(InputError, match="no measurements"):
+        measurements_from_json('{"schema": 1}', "m.json")

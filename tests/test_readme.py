@@ -1,0 +1,67 @@
+"""The README's promises: it starts with the two set-up commands, CI runs its test command, and
+every `linkscope` example in it runs with the exit status it states."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+FENCE = re.compile(r"```(?:bash|sh|console)\n(.*?)```", re.DOTALL)
+EXPECTED_EXIT = re.compile(r"#\s*exit (\d+)")
+
+
+def _blocks() -> list[str]:
+    return FENCE.findall(README)
+
+
+def _examples() -> list[tuple[str, int]]:
+    """Every `linkscope ...` line of the README's shell blocks, with its expected exit status."""
+    examples = []
+    for block in _blocks():
+        for raw in block.splitlines():
+            line = raw.strip()
+            if not line.startswith("linkscope ") or "# interactive" in line:
+                continue
+            expected = EXPECTED_EXIT.search(line)
+            command = line.split("#", 1)[0].strip()
+            examples.append((command, int(expected.group(1)) if expected else 0))
+    return examples
+
+
+def test_readme_starts_with_install_and_run_then_install_and_test() -> None:
+    first, second = _blocks()[:2]
+    assert "pip install" in first and "linkscope" in first
+    assert "pip install" in second and "pytest" in second
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    test_command = _blocks()[1].strip().splitlines()[-1]
+    ci_script = (ROOT / ".ci" / "run").read_text()
+    assert f'readme_test_command="{test_command}"' in ci_script
+
+
+def test_readme_has_examples() -> None:
+    assert len(_examples()) >= 5
+
+
+@pytest.mark.parametrize(("command", "expected_status"), _examples(), ids=[c for c, _ in _examples()])
+def test_readme_example_runs(command: str, expected_status: int, tmp_path: pathlib.Path) -> None:
+    argv = shlex.split(command)
+    assert argv[0] == "linkscope"
+    result = subprocess.run(
+        [sys.executable, "-m", "linkscope", *argv[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "120", "TMPDIR": str(tmp_path)},
+    )
+    assert result.returncode == expected_status, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr

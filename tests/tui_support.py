@@ -1,0 +1,197 @@
+"""Shared helpers for the app tests: a small machine built from the model, and fake services."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from topo.errors import InputError
+from topo.model import (
+    Gpu,
+    Host,
+    Link,
+    LinkKind,
+    Measurements,
+    Nic,
+    NumaNode,
+    P2PStatus,
+    PeerCopy,
+    Snapshot,
+)
+from tui.services import (
+    BenchProgress,
+    BenchRequest,
+    GpuTraffic,
+    LayoutForm,
+    LinkTraffic,
+    LiveFeed,
+    LocalServices,
+    ReportLike,
+    TrafficReading,
+    Unavailable,
+)
+
+
+def nvswitch_host(hostname: str = "node-a", gpus: int = 8, nics: int = 4) -> Host:
+    """An H100-like box: every GPU pair NV18, two NUMA nodes, one switch per GPU pair with a NIC."""
+    gpu_list = []
+    for index in range(gpus):
+        numa = 0 if index < gpus // 2 else 1
+        root = f"pci0000:{0x10 + 0x40 * numa:02x}"
+        switch = f"0000:{0x11 + index // 2:02x}:00.0"
+        gpu_list.append(
+            Gpu(
+                index=index,
+                name="NVIDIA H100 80GB HBM3",
+                uuid=f"GPU-0000000{index}-aaaa-bbbb-cccc-dddddddddddd",
+                pci_bus_id=f"00000000:{0x18 + index:02X}:00.0",
+                numa_node=numa,
+                numa_affinity=str(numa),
+                cpu_affinity="0-55" if numa == 0 else "56-111",
+                pcie_gen_max=5,
+                pcie_width_max=16,
+                pci_path=(root, switch),
+            )
+        )
+    links = tuple(
+        Link(a, b, LinkKind.NVLINK, nvlink_count=18, nvlink_gen=4, p2p=P2PStatus("OK", "OK", "OK", "OK"))
+        for a in range(gpus)
+        for b in range(a + 1, gpus)
+    )
+    nic_list = []
+    for index in range(nics):
+        numa = 0 if index < nics // 2 else 1
+        root = f"pci0000:{0x10 + 0x40 * numa:02x}"
+        nic_list.append(
+            Nic(
+                name=f"mlx5_{index}",
+                pci_bus_id=f"0000:{0x30 + index:02x}:00.0",
+                numa_node=numa,
+                link_layer="InfiniBand",
+                rate_gbit_per_s=400.0,
+                state="ACTIVE",
+                pci_path=(root, f"0000:{0x11 + index * gpus // nics // 2:02x}:00.0"),
+            )
+        )
+    gpu_nic = []
+    for gpu in gpu_list:
+        row = []
+        for nic in nic_list:
+            if gpu.pci_path[1] == nic.pci_path[1]:
+                row.append("PIX")
+            elif gpu.numa_node == nic.numa_node:
+                row.append("NODE")
+            else:
+                row.append("SYS")
+        gpu_nic.append(tuple(row))
+    numa_nodes = (NumaNode(0, "0-55", 1 << 40), NumaNode(1, "56-111", 1 << 40))
+    return Host(hostname, tuple(gpu_list), links, tuple(nic_list), tuple(gpu_nic), numa_nodes)
+
+
+def small_snapshot(source: str = "sample:test-h100", gpus: int = 8) -> Snapshot:
+    """One host of `gpus` NVSwitch GPUs."""
+    return Snapshot(hosts=(nvswitch_host(gpus=gpus),), source=source)
+
+
+def measured_copies(gpus: int = 8, degraded: tuple[int, int] = (0, 3), size_bytes: int = 1 << 28) -> Measurements:
+    """Peer copies near 390 GB/s for every pair, except `degraded` at 120 GB/s."""
+    copies = []
+    for src in range(gpus):
+        for dst in range(gpus):
+            if src != dst:
+                slow = {src, dst} == set(degraded)
+                copies.append(PeerCopy(src, dst, size_bytes=size_bytes, unidir_gbps=120.0 if slow else 389.0))
+    return Measurements(source="test copies", peer_copies=tuple(copies))
+
+
+class FakeFeed:
+    """A live feed that returns scripted readings, one per `read()`, repeating the last."""
+
+    def __init__(self, readings: list[TrafficReading]) -> None:
+        self.readings = readings
+        self.reads = 0
+        self.closed = False
+
+    def read(self) -> TrafficReading:
+        reading = self.readings[min(self.reads, len(self.readings) - 1)]
+        self.reads += 1
+        return reading
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def traffic_reading(gpus: int = 8, tx_gbps: float = 100.0, replay_delta: int = 0) -> TrafficReading:
+    """A reading where every GPU sends `tx_gbps` over NVLink (split over 18 links)."""
+    return TrafficReading(
+        gpus=tuple(
+            GpuTraffic(
+                gpu=index,
+                nvlink_tx_gbps=tx_gbps,
+                nvlink_rx_gbps=tx_gbps / 2,
+                pcie_tx_gbps=1.5,
+                pcie_rx_gbps=0.5,
+                links=tuple(LinkTraffic(link, tx_gbps / 18, tx_gbps / 36) for link in range(18)),
+                error_deltas=(("replay", replay_delta if index == 2 else 0), ("crc_flit", 0)),
+                pcie_gen_current=5,
+                pcie_gen_max=5,
+                pcie_width_current=8 if index == 1 else 16,
+                pcie_width_max=16,
+            )
+            for index in range(gpus)
+        ),
+        interval_s=1.0,
+    )
+
+
+@dataclass
+class FakeServices:
+    """Services for tests: fixed snapshots, a scripted live feed, a scripted benchmark."""
+
+    snapshots: dict[str | None, Snapshot] = field(default_factory=dict)
+    feed: FakeFeed | None = None
+    bench_reason: str | None = None
+    bench_steps: int = 4
+    bench_gate: threading.Event | None = None
+    """When set, the fake benchmark waits for it before each step (to test cancelling)."""
+    bench_calls: list[BenchRequest] = field(default_factory=list)
+
+    def load_snapshot(self, source: str | None) -> Snapshot:
+        if source not in self.snapshots:
+            raise InputError(f"{source}: no such test source")
+        return self.snapshots[source]
+
+    def sample_names(self) -> list[str]:
+        return sorted(name[len("sample:") :] for name in self.snapshots if name and name.startswith("sample:"))
+
+    def open_live(self, snapshot: Snapshot) -> LiveFeed:
+        if self.feed is None:
+            raise Unavailable("no live data: test snapshot")
+        return self.feed
+
+    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
+        return self.bench_reason
+
+    def run_bench(
+        self,
+        snapshot: Snapshot,
+        request: BenchRequest,
+        progress: Callable[[BenchProgress], None],
+        cancel: threading.Event,
+    ) -> Measurements:
+        self.bench_calls.append(request)
+        gpus = len(snapshot.host.gpus)
+        copies: list[PeerCopy] = []
+        for step in range(self.bench_steps):
+            if self.bench_gate is not None:
+                self.bench_gate.wait(5)
+            if cancel.is_set():
+                break
+            size = request.sizes_bytes[step % len(request.sizes_bytes)]
+            copies.extend(PeerCopy(0, dst, size_bytes=size, unidir_gbps=50.0 * (step + 1)) for dst in range(1, gpus))
+            progress(BenchProgress((step + 1) / self.bench_steps, f"step {step + 1}", Measurements("fake bench", tuple(copies))))
+        return Measurements("fake bench", tuple(copies))
+
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None) -> ReportLike:
+        return LocalServices().check(snapshot, form, measurements)

@@ -1,0 +1,468 @@
+"""Findings over a job layout on a machine: which group crosses which slow link, and the fix.
+
+`check_layout` expands the layout into process groups (:mod:`topo.layout`), places the ranks
+(:mod:`topo.placement`), prices every group's collectives (:mod:`topo.cost`) and reports:
+
+| code | severity | when |
+|---|---|---|
+| `layout-mismatch` | error | the layout and the machine disagree (a GPU the host lacks, two ranks on one GPU) |
+| `tp-crosses-node` | error | a tensor-parallel group spans nodes |
+| `tp-slow-link` | warning | a TP group's best ring crosses PCIe on an NVLink box, SYS, or a far slower link than the best |
+| `ep-crosses-node` | warning | an expert-parallel group spans nodes |
+| `group-imbalance` | warning | groups of one dimension ride different links, so one group straggles |
+| `nic-far-from-gpu` | warning | a GPU with cross-node traffic reaches its nearest NIC through the CPU |
+| `dp-not-rail-aligned` | info | a DP group uses different local GPUs on different nodes, so its traffic changes rails |
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from topo.cost.calibrate import calibrate
+from topo.cost.collectives import GroupLinks, collective_cost
+from topo.cost.groups import GroupPricer
+from topo.cost.params import CostModel, nic_path_class
+from topo.cost.step import DimensionCost, links_per_group, step_costs
+from topo.layout import DEFAULT_ORDER, DIMENSION_NAMES, Layout, build_groups, resolve_layout
+from topo.model import Measurements, Snapshot
+from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
+from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
+from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, preset, step_traffic
+
+SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
+"""Finding severities, least severe first."""
+
+FINDING_CODES: tuple[str, ...] = (
+    "layout-mismatch",
+    "tp-crosses-node",
+    "tp-slow-link",
+    "ep-crosses-node",
+    "group-imbalance",
+    "nic-far-from-gpu",
+    "dp-not-rail-aligned",
+)
+
+IMBALANCE_RATIO = 1.1
+"""Groups of one dimension whose ring bandwidths differ by more than this factor are imbalanced."""
+
+MAX_FINDING_RANKS = 64
+"""A finding lists at most this many ranks (its message gives the full count)."""
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """Everything the command-line flags (or the app's form) say about the job."""
+
+    sizes: tuple[tuple[str, int], ...] = ()
+    """E.g. (("tp", 8), ("pp", 4)); missing dimensions are 1; dp, when absent, is inferred."""
+    order: str = DEFAULT_ORDER
+    mesh: tuple[tuple[str, int], ...] | None = None
+    """DeviceMesh shape, outermost first, instead of an order."""
+    nodes: int = 1
+    distribution: str = "block"
+    visible_devices: tuple[int, ...] | None = None
+    model: str | None = None
+    """Preset name (`8b`, `70b`, `8x7b`...); sets the per-step volumes."""
+    model_spec: ModelSpec | None = None
+    """A full model description; wins over `model`."""
+    rank_map: tuple[RankMapEntry, ...] | None = None
+    """Explicit placement; replaces nodes / distribution / visible_devices."""
+    cost_model: CostModel | None = None
+    """Link parameters (defaults when None)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem of the layout on this machine, with the link, the cost and the fix."""
+
+    code: str
+    severity: str
+    dim: str
+    ranks: tuple[int, ...]
+    message: str
+    link: str = ""
+    """The link it crosses, e.g. `SYS`, `mlx5_0 400 Gb/s`."""
+    cost_s: float | None = None
+    """Predicted communication time per step of the dimension as laid out."""
+    best_cost_s: float | None = None
+    """The same with the best alternative (None when there is none)."""
+    fix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as the JSON contract spells it."""
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "dim": self.dim,
+            "ranks": list(self.ranks),
+            "message": self.message,
+            "link": self.link,
+            "cost_s": self.cost_s,
+            "best_cost_s": self.best_cost_s,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The result of a check: groups, placement, findings, predicted costs and a suggestion."""
+
+    groups: dict[str, list[list[int]]]
+    placement: tuple[tuple[int, int], ...]
+    """rank -> (node index, GPU position on that host)."""
+    findings: tuple[Finding, ...]
+    suggestion: Suggestion | None
+    layout: Layout | None = None
+    costs: tuple[DimensionCost, ...] = ()
+    placement_description: str = ""
+    hostnames: tuple[str, ...] = ()
+    """Per node."""
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
+
+    def worst_severity(self) -> str | None:
+        """The most severe finding's severity, or None without findings."""
+        if not self.findings:
+            return None
+        return max((finding.severity for finding in self.findings), key=SEVERITIES.index)
+
+    def fails(self, fail_on: str) -> bool:
+        """True when a finding is at or above `fail_on` (error | warning | info)."""
+        worst = self.worst_severity()
+        return worst is not None and SEVERITIES.index(worst) >= SEVERITIES.index(fail_on)
+
+    @property
+    def step_time_s(self) -> float:
+        """Predicted communication time per step (all dimensions, no overlap)."""
+        return sum(cost.time_s for cost in self.costs)
+
+    def to_json(self) -> dict[str, Any]:
+        """One JSON object: `groups` and `findings` per the contract, plus layout, placement, costs."""
+        layout = None
+        if self.layout is not None:
+            layout = {
+                "sizes": dict(self.layout.sizes),
+                "world_size": self.layout.world_size,
+                "order": "-".join(self.layout.order) if self.layout.order else None,
+                "mesh": self.layout.order_string if self.layout.mesh else None,
+            }
+        suggestion = None
+        if self.suggestion is not None:
+            suggestion = {
+                "order": self.suggestion.order,
+                "distribution": self.suggestion.distribution,
+                "visible_devices": list(self.suggestion.visible_devices) if self.suggestion.visible_devices else None,
+                "flags": list(self.suggestion.flags),
+                "env": dict(self.suggestion.env),
+                "time_s": self.suggestion.time_s,
+                "current_time_s": self.suggestion.current_time_s,
+                "speedup": self.suggestion.speedup,
+            }
+        return {
+            "layout": layout,
+            "placement": {
+                "description": self.placement_description,
+                "hosts": list(self.hostnames),
+                "ranks": [list(pair) for pair in self.placement],
+            },
+            "groups": self.groups,
+            "findings": [finding.to_json() for finding in self.findings],
+            "costs": [
+                {
+                    "dim": cost.dim,
+                    "time_s": cost.time_s,
+                    "link": cost.link_label,
+                    "link_class": cost.link_class,
+                    "slowest_ranks": list(cost.slowest_ranks),
+                    "ops": [
+                        {"op": op.op, "size_bytes": op.size_bytes, "calls_per_step": op.calls_per_step, "algo": op.algo,
+                         "time_per_call_s": op.time_per_call_s, "time_per_step_s": op.time_per_step_s}
+                        for op in cost.ops
+                    ],
+                }
+                for cost in self.costs
+            ],
+            "step_time_s": self.step_time_s,
+            "suggestion": suggestion,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def model_for(request: CheckRequest) -> tuple[ModelSpec, tuple[str, ...]]:
+    """The model that sets the volumes, and a note when it was assumed rather than given."""
+    if request.model_spec is not None:
+        return request.model_spec, ()
+    if request.model is not None:
+        return preset(request.model), ()
+    note = f"no model given: volumes of the {DEFAULT_PRESET} preset (--model, --hidden... to change)"
+    return preset(DEFAULT_PRESET), (note,)
+
+
+def check_layout(
+    snapshot: Snapshot,
+    request: CheckRequest,
+    measurements: Measurements | None = None,
+    suggest: bool = False,
+) -> CheckReport:
+    """Expand, place and price the layout of `request` on `snapshot`; return groups and findings.
+
+    Raises InputError for bad input (unknown dimensions, sizes that do not fit); returns a
+    `layout-mismatch` finding when the layout and the machine disagree.
+    """
+    hosts, classes = cluster_hosts(snapshot, request.nodes if request.rank_map is None else 1)
+    if request.rank_map is not None:
+        capacity = len(request.rank_map)
+    elif request.visible_devices is not None:
+        capacity = len(request.visible_devices) * len(hosts)
+    else:
+        capacity = min(len(host.gpus) for host in hosts) * len(hosts)
+    layout = resolve_layout(request.sizes, capacity, request.order, request.mesh)
+    groups = build_groups(layout)
+    try:
+        if request.rank_map is not None:
+            placement = place_from_rank_map(snapshot, request.rank_map, layout.world_size)
+        else:
+            placement = place_ranks(hosts, classes, layout.world_size, request.distribution, request.visible_devices)
+    except LayoutMismatch as mismatch:
+        finding = Finding("layout-mismatch", "error", "", mismatch.ranks, mismatch.message,
+                          fix="make the rank map / visible devices match the GPUs the machine has")
+        return CheckReport(groups, (), (finding,), None, layout)
+    cost_model = request.cost_model or CostModel()
+    if measurements is not None:
+        cost_model = calibrate(cost_model, measurements, hosts[0])
+    spec, assumptions = model_for(request)
+    traffic = step_traffic(spec, dict(layout.sizes))
+    pricer = GroupPricer(placement, cost_model)
+    costs = step_costs(groups, pricer, traffic)
+    context = _Context(layout, groups, placement, pricer, traffic, {cost.dim: cost for cost in costs})
+    findings = [
+        *_tp_crosses_node(context),
+        *_tp_slow_link(context),
+        *_ep_crosses_node(context),
+        *_group_imbalance(context),
+        *_nic_far_from_gpu(context, cost_model),
+        *_dp_not_rail_aligned(context),
+    ]
+    findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
+    suggestion = None
+    if suggest and request.rank_map is None:
+        suggestion = suggest_layout(layout, placement, pricer, traffic, request.distribution, request.visible_devices)
+    hostnames = tuple(host.hostname if len(set(map(id, placement.hosts))) > 1 else f"{host.hostname}#{node}"
+                      for node, host in enumerate(placement.hosts))
+    return CheckReport(groups, placement.pairs(), tuple(findings), suggestion, layout, costs, placement.description,
+                       hostnames, assumptions)
+
+
+@dataclass
+class _Context:
+    layout: Layout
+    groups: dict[str, list[list[int]]]
+    placement: Placement
+    pricer: GroupPricer
+    traffic: list[Traffic]
+    costs: dict[str, DimensionCost]
+    _links: dict[str, list[GroupLinks]] = field(default_factory=dict)
+
+    def links(self, dim: str) -> list[GroupLinks]:
+        if dim not in self._links:
+            self._links[dim] = links_per_group(dim, self.groups[dim], self.pricer)
+        return self._links[dim]
+
+    def dim_time_s(self, dim: str, links: GroupLinks) -> float | None:
+        items = [item for item in self.traffic if item.dim == dim]
+        if not items:
+            return None
+        return sum(collective_cost(item.op, links, item.size_bytes).time_s * item.calls_per_step for item in items)
+
+    def cost_s(self, dim: str) -> float | None:
+        cost = self.costs.get(dim)
+        return cost.time_s if cost is not None else None
+
+    def gpus_per_node(self) -> int:
+        counts: dict[int, int] = {}
+        for node in self.placement.node_of_rank:
+            counts[node] = counts.get(node, 0) + 1
+        return max(len(host.gpus) for host in self.placement.hosts) if not counts else max(
+            max(counts.values()), min(len(host.gpus) for host in self.placement.hosts))
+
+
+def _ranks(group: list[int]) -> tuple[int, ...]:
+    return tuple(group[:MAX_FINDING_RANKS])
+
+
+def _gbps(value: float) -> str:
+    return "unbounded" if math.isinf(value) else f"{value:.0f} GB/s"
+
+
+def _tp_crosses_node(ctx: _Context) -> list[Finding]:
+    tp = ctx.layout.size("tp")
+    if tp < 2:
+        return []
+    links = ctx.links("tp")
+    crossing = [index for index, item in enumerate(links) if item.nodes > 1]
+    if not crossing:
+        return []
+    first = crossing[0]
+    per_node = len(ctx.placement.hosts[0].gpus)
+    host_class = ctx.placement.host_class[0]
+    best_cost = None
+    if tp <= per_node and per_node % tp == 0:
+        partition = best_partition(ctx.pricer, host_class, tp)
+        if partition is not None:
+            best_links = ctx.pricer.links_of(((host_class, tuple(sorted(partition.groups[0]))),), tp)
+            best_cost = ctx.dim_time_s("tp", best_links)
+        if ctx.layout.order and ctx.layout.order[0] != "tp":
+            rest = "-".join(dim for dim in ctx.layout.order if dim != "tp")
+            fix = f"put tp first in the order (--order tp-{rest}) so TP groups are consecutive local ranks"
+        elif ctx.layout.mesh and ctx.layout.mesh[-1] != "tp":
+            fix = "make tp the last (fastest) --mesh dimension so TP groups are consecutive local ranks"
+        else:
+            fix = "use block placement (--distribution block, torchrun's default) so consecutive ranks share a node"
+    else:
+        divisors = [size for size in range(min(tp, per_node), 0, -1) if per_node % size == 0]
+        fix = f"TP {tp} does not fit the {per_node} GPUs of one node: use --tp {divisors[0]} (and more pp or dp)"
+    message = (f"{len(crossing)} of {len(links)} TP groups span nodes, so tensor-parallel all_reduces cross "
+               f"{links[first].net_label} ({_gbps(links[first].ring_gbps)}) instead of the links inside a node")
+    return [Finding("tp-crosses-node", "error", "tp", _ranks(ctx.groups["tp"][first]), message, links[first].net_label,
+                    ctx.cost_s("tp"), best_cost, fix)]
+
+
+def _tp_slow_link(ctx: _Context) -> list[Finding]:
+    tp = ctx.layout.size("tp")
+    if tp < 2:
+        return []
+    links = ctx.links("tp")
+    slow: list[int] = []
+    best_by_class = {}
+    for index, item in enumerate(links):
+        if item.nodes > 1:
+            continue
+        node = ctx.placement.node_of_rank[ctx.groups["tp"][index][0]]
+        host_class = ctx.placement.host_class[node]
+        if host_class not in best_by_class:
+            best_by_class[host_class] = best_partition(ctx.pricer, host_class, tp)
+        partition = best_by_class[host_class]
+        best_gbps = partition.bottleneck_gbps if partition is not None else math.inf
+        if ring_is_slow(ctx.placement.hosts[node], item.intra_class, item.intra_gbps, best_gbps):
+            slow.append(index)
+    if not slow:
+        return []
+    worst = min(slow, key=lambda index: links[index].intra_gbps)
+    item = links[worst]
+    node = ctx.placement.node_of_rank[ctx.groups["tp"][worst][0]]
+    host_class = ctx.placement.host_class[node]
+    host = ctx.placement.hosts[node]
+    partition = best_by_class[host_class]
+    message = (f"{len(slow)} of {len(links)} TP groups ride a slow link: the best ring through ranks "
+               f"{ctx.groups['tp'][worst][:8]} crosses {item.intra_label} ({_gbps(item.intra_gbps)})")
+    best_cost = None
+    if partition is not None and not ring_is_slow(host, partition.bottleneck_class, partition.bottleneck_gbps,
+                                                  partition.bottleneck_gbps):
+        devices = ",".join(str(host.gpus[position].index) for position in partition.device_order)
+        best_links = ctx.pricer.links_of(((host_class, tuple(sorted(partition.groups[0]))),), tp)
+        best_cost = ctx.dim_time_s("tp", best_links)
+        best_ring = f"{partition.bottleneck_label}, {_gbps(partition.bottleneck_gbps)}"
+        message += f"; another permutation avoids it (best TP ring {best_ring})"
+        fix = f"CUDA_VISIBLE_DEVICES={devices} with tp first in the order (or run with --suggest)"
+    else:
+        clean = largest_clean_size(ctx.pricer, host_class, tp)
+        message += f"; no order or permutation avoids it on this machine: TP {tp} must shrink"
+        fix = f"use --tp {clean} (or less) on this machine; every {tp}-GPU ring here crosses a slow link"
+        if clean > 1:
+            smaller = best_partition(ctx.pricer, host_class, clean)
+            if smaller is not None:
+                best_links = ctx.pricer.links_of(((host_class, tuple(sorted(smaller.groups[0]))),), clean)
+                best_cost = ctx.dim_time_s("tp", best_links)
+    return [Finding("tp-slow-link", "warning", "tp", _ranks(ctx.groups["tp"][worst]), message, item.intra_label,
+                    ctx.cost_s("tp"), best_cost, fix)]
+
+
+def _ep_crosses_node(ctx: _Context) -> list[Finding]:
+    if ctx.layout.size("ep") < 2:
+        return []
+    links = ctx.links("ep")
+    crossing = [index for index, item in enumerate(links) if item.nodes > 1]
+    if not crossing:
+        return []
+    first = crossing[0]
+    per_node = len(ctx.placement.hosts[0].gpus)
+    message = (f"{len(crossing)} of {len(links)} EP groups span nodes: the expert all_to_all crosses "
+               f"{links[first].net_label} ({_gbps(links[first].node_net_gbps)} per node)")
+    fix = f"keep tp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
+    return [Finding("ep-crosses-node", "warning", "ep", _ranks(ctx.groups["ep"][first]), message, links[first].net_label,
+                    ctx.cost_s("ep"), None, fix)]
+
+
+def _group_imbalance(ctx: _Context) -> list[Finding]:
+    findings = []
+    for dim in ("tp", "cp", "ep", "dp"):
+        if ctx.layout.size(dim) < 2:
+            continue
+        links = ctx.links(dim)
+        distinct = {id(item): item for item in links}.values()
+        slowest = min(distinct, key=lambda item: item.ring_gbps)
+        fastest = max(distinct, key=lambda item: item.ring_gbps)
+        if fastest.ring_gbps <= slowest.ring_gbps * IMBALANCE_RATIO:
+            continue
+        slow_count = sum(1 for item in links if item.ring_gbps <= slowest.ring_gbps * IMBALANCE_RATIO)
+        index = next(i for i, item in enumerate(links) if item is slowest)
+        message = (f"{DIMENSION_NAMES[dim]} groups ride different links: {slow_count} of {len(links)} are limited by "
+                   f"{slowest.bottleneck_label} ({_gbps(slowest.ring_gbps)}), the best by {fastest.bottleneck_label} "
+                   f"({_gbps(fastest.ring_gbps)}); every step waits for the slowest group")
+        cost = ctx.costs.get(dim)
+        findings.append(Finding("group-imbalance", "warning", dim, _ranks(ctx.groups[dim][index]), message,
+                                slowest.bottleneck_label, cost.time_s if cost else None,
+                                cost.fastest_time_s if cost else None,
+                                "give every group the same kind of links (run with --suggest for an order or permutation)"))
+    return findings
+
+
+def _nic_far_from_gpu(ctx: _Context, cost_model: CostModel) -> list[Finding]:
+    if len(ctx.placement.hosts) < 2:
+        return []
+    crossing_dims = [dim for dim in ("tp", "cp", "ep", "dp", "pp")
+                     if ctx.layout.size(dim) > 1 and any(item.nodes > 1 for item in ctx.links(dim))]
+    if not crossing_dims:
+        return []
+    far: dict[tuple[int, int], str] = {}
+    for node, host in enumerate(ctx.placement.hosts):
+        for position in range(len(host.gpus)):
+            path = nic_path_class(host, position)
+            if path in ("NODE", "SYS"):
+                far[(node, position)] = path
+    affected = [rank for rank, pair in enumerate(ctx.placement.pairs()) if pair in far]
+    if not affected:
+        return []
+    node, position = ctx.placement.pairs()[affected[0]]
+    host = ctx.placement.hosts[node]
+    hop, name = cost_model.nic_hop(host, position)
+    current = sum(ctx.cost_s(dim) or 0.0 for dim in crossing_dims)
+    near = GroupPricer(ctx.placement, replace(cost_model, nic_path_penalty=False))
+    best = sum(cost.time_s for cost in step_costs(ctx.groups, near, ctx.traffic) if cost.dim in crossing_dims)
+    message = (f"{len(affected)} ranks with cross-node {'/'.join(d.upper() for d in crossing_dims)} traffic reach their "
+               f"nearest NIC through the CPU ({far[(node, position)]}): e.g. GPU {host.gpus[position].index} of "
+               f"{host.hostname} to {name or 'its NIC'}, {_gbps(hop.bandwidth_gbps)}")
+    fix = "put a NIC under each GPU's PCIe switch, or pin NCCL_IB_HCA / NCCL_NET_GDR_LEVEL and check the NIC affinity"
+    return [Finding("nic-far-from-gpu", "warning", crossing_dims[0], tuple(affected[:MAX_FINDING_RANKS]), message,
+                    hop.label, current or None, best or None, fix)]
+
+
+def _dp_not_rail_aligned(ctx: _Context) -> list[Finding]:
+    if ctx.layout.size("dp") < 2 or len(ctx.placement.hosts) < 2:
+        return []
+    node_of, gpu_of = ctx.placement.node_of_rank, ctx.placement.gpu_of_rank
+    misaligned: list[int] = []
+    for index, group in enumerate(ctx.groups["dp"]):
+        per_node: dict[int, list[int]] = {}
+        for rank in group:
+            per_node.setdefault(node_of[rank], []).append(gpu_of[rank])
+        if len(per_node) > 1 and len({tuple(sorted(positions)) for positions in per_node.values()}) > 1:
+            misaligned.append(index)
+    if not misaligned:
+        return []
+    group = ctx.groups["dp"][misaligned[0]]
+    message = (f"{len(misaligned)} of {len(ctx.groups['dp'])} DP groups use different local GPUs on different nodes, "
+               f"so their gradient traffic changes rails (crosses the network spine): e.g. ranks {group[:8]}")
+    fix = "keep the same local-rank -> GPU mapping on every node (one CUDA_VISIBLE_DEVICES for all, block placement)"
+    return [Finding("dp-not-rail-aligned", "info", "dp", _ranks(group), message, "network rails", ctx.cost_s("dp"), None, fix)]

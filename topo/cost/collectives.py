@@ -1,0 +1,230 @@
+"""Collective algorithms priced on a group's links: ring, tree, hierarchical, and `auto`.
+
+Formulas (DOMAIN.md, nccl-tests conventions), B = the buffer in bytes, n ranks over k nodes of g:
+- ring all_reduce `2(n-1)` steps, all_gather / reduce_scatter `n-1` steps, each step moving
+  B/n over every hop at once, so a step costs the slowest hop's `alpha + (B/n)/beta`;
+- tree all_reduce (NCCL: a chain inside each node, a double binary tree between nodes): latency
+  `2((g-1) alpha_intra + ceil(log2 k) alpha_net)`, bandwidth term `2B/beta`;
+- hierarchical all_reduce: reduce_scatter inside the node, all_reduce of the B/g shard across
+  nodes (each GPU on its own rail), all_gather inside the node;
+- all_to_all: every pair at once, bounded by the slowest pair, the GPU's NVLink egress and the
+  node's NICs for the bytes that leave the node;
+- broadcast: pipelined ring or tree; send/recv: one hop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from topo.errors import InputError
+
+OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+ALGORITHMS: tuple[str, ...] = ("ring", "tree", "hierarchical", "auto")
+
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+"""nccl-tests busbw = algbw x this factor."""
+
+
+@dataclass(frozen=True)
+class GroupLinks:
+    """What a collective over one group rides: the best ring's hops, the network, the slowest pair."""
+
+    ranks: int
+    nodes: int
+    gpus_per_node: int
+    """Most ranks of the group on one node."""
+    intra_alpha_us: float
+    intra_gbps: float
+    """Slowest hop of the best ring (one node) or chain (several) inside a node; inf when one GPU per node."""
+    intra_label: str
+    intra_class: str
+    net_alpha_us: float = 0.0
+    node_net_gbps: float = math.inf
+    """Network bandwidth one node gives the whole group (its distinct nearest NICs together)."""
+    rank_net_gbps: float = math.inf
+    """Network bandwidth of one GPU's rail (its nearest NIC, shared with group members on it)."""
+    net_label: str = ""
+    pair_min_gbps: float = math.inf
+    """Slowest GPU pair inside a node (all_to_all talks to every peer)."""
+    egress_gbps: float = math.inf
+    """One GPU's total NVLink egress when it sits on a switch (all peers share it); inf otherwise."""
+
+    @property
+    def bottleneck_class(self) -> str:
+        """The link class that limits a ring over this group: an intra class or `NET`."""
+        if self.nodes > 1 and self.node_net_gbps <= self.intra_gbps:
+            return "NET"
+        return self.intra_class
+
+    @property
+    def bottleneck_label(self) -> str:
+        """The limiting link, for people."""
+        if self.nodes > 1 and self.node_net_gbps <= self.intra_gbps:
+            return self.net_label
+        return self.intra_label
+
+    @property
+    def ring_gbps(self) -> float:
+        """Bandwidth of the best ring: its slowest hop, network included."""
+        return min(self.intra_gbps, self.node_net_gbps) if self.nodes > 1 else self.intra_gbps
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The predicted time of one collective call."""
+
+    op: str
+    size_bytes: int
+    ranks: int
+    algo: str
+    time_s: float
+
+    @property
+    def algbw_gbps(self) -> float:
+        """nccl-tests algbw: bytes / time."""
+        return self.size_bytes / self.time_s / 1e9 if self.time_s > 0 else math.inf
+
+    @property
+    def busbw_gbps(self) -> float:
+        """nccl-tests busbw: algbw x the op's bus factor."""
+        return self.algbw_gbps * BUS_FACTOR[self.op](self.ranks) if self.ranks > 1 else 0.0
+
+
+def _step_s(links: GroupLinks, chunk_bytes: float) -> float:
+    """One ring step: every hop moves `chunk_bytes` at once; the slowest hop sets the pace."""
+    step = 0.0
+    if links.gpus_per_node > 1:
+        step = links.intra_alpha_us * 1e-6 + chunk_bytes / (links.intra_gbps * 1e9)
+    if links.nodes > 1:
+        step = max(step, links.net_alpha_us * 1e-6 + chunk_bytes / (links.node_net_gbps * 1e9))
+    return step
+
+
+def ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
+    """A ring algorithm's time for `op` (send_recv: one hop of the slowest kind)."""
+    n = links.ranks
+    if n <= 1:
+        return 0.0
+    if op == "all_reduce":
+        return 2 * (n - 1) * _step_s(links, size_bytes / n)
+    if op in ("all_gather", "reduce_scatter"):
+        return (n - 1) * _step_s(links, size_bytes / n)
+    if op == "broadcast":
+        alpha = max(links.intra_alpha_us if links.gpus_per_node > 1 else 0.0, links.net_alpha_us if links.nodes > 1 else 0.0)
+        return (n - 1) * alpha * 1e-6 + size_bytes / (links.ring_gbps * 1e9)
+    if op == "send_recv":
+        return _step_s(links, size_bytes)
+    if op == "all_to_all":
+        return all_to_all_time_s(links, size_bytes)
+    raise ValueError(op)
+
+
+def tree_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
+    """The tree algorithm's time (all_reduce and broadcast only; None where NCCL has no tree)."""
+    n = links.ranks
+    if n <= 1 or op not in ("all_reduce", "broadcast"):
+        return None
+    depth_alpha_us = (links.gpus_per_node - 1) * links.intra_alpha_us
+    if links.nodes > 1:
+        depth_alpha_us += math.ceil(math.log2(links.nodes)) * links.net_alpha_us
+    beta = links.ring_gbps * 1e9
+    if op == "all_reduce":
+        return 2 * depth_alpha_us * 1e-6 + 2 * size_bytes / beta
+    return depth_alpha_us * 1e-6 + size_bytes / beta
+
+
+def hierarchical_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
+    """Inside-node then across-node phases (None when the group is on one node or one GPU per node)."""
+    g, k = links.gpus_per_node, links.nodes
+    if k <= 1 or g <= 1 or op not in ("all_reduce", "all_gather", "reduce_scatter"):
+        return None
+    intra = GroupLinks(g, 1, g, links.intra_alpha_us, links.intra_gbps, links.intra_label, links.intra_class)
+    inter = GroupLinks(k, k, 1, 0.0, math.inf, "", "", links.net_alpha_us, links.rank_net_gbps, links.rank_net_gbps,
+                       links.net_label)
+    shard = size_bytes / g
+    if op == "all_reduce":
+        return 2 * ring_time_s("reduce_scatter", intra, size_bytes) + ring_time_s("all_reduce", inter, int(shard))
+    return ring_time_s(op, intra, size_bytes) + ring_time_s(op, inter, int(shard))
+
+
+def all_to_all_time_s(links: GroupLinks, size_bytes: int) -> float:
+    """Every rank sends B/n to each peer at once: slowest pair, NVLink egress and the node's NICs bound it."""
+    n, g = links.ranks, links.gpus_per_node
+    if n <= 1:
+        return 0.0
+    piece = size_bytes / n
+    time = 0.0
+    alpha_us = 0.0
+    if g > 1:
+        time = max(piece / (links.pair_min_gbps * 1e9), (g - 1) * piece / (links.egress_gbps * 1e9))
+        alpha_us = links.intra_alpha_us
+    if links.nodes > 1:
+        leaving = g * (n - g) * piece
+        time = max(time, leaving / (links.node_net_gbps * 1e9))
+        alpha_us = max(alpha_us, links.net_alpha_us)
+    return alpha_us * 1e-6 + time
+
+
+def collective_cost(op: str, links: GroupLinks, size_bytes: int, algo: str = "auto") -> Cost:
+    """The time of `op` over a group with `links`; `auto` picks the cheapest algorithm, as NCCL tries to."""
+    if op not in OPS:
+        raise InputError(f"unknown operation {op!r} (known: {', '.join(OPS)})")
+    if algo not in ALGORITHMS:
+        raise InputError(f"--algo: {algo!r} is not one of {', '.join(ALGORITHMS)}")
+    candidates: dict[str, float | None] = {
+        "ring": ring_time_s(op, links, size_bytes),
+        "tree": tree_time_s(op, links, size_bytes),
+        "hierarchical": hierarchical_time_s(op, links, size_bytes),
+    }
+    if algo == "auto":
+        name, time = min(((name, time) for name, time in candidates.items() if time is not None), key=lambda item: item[1])
+    else:
+        chosen = candidates[algo]
+        if chosen is None:
+            raise InputError(f"--algo {algo}: not available for {op} over {links.ranks} ranks on {links.nodes} node(s)")
+        name, time = algo, chosen
+    if op == "all_to_all" and name == "ring":
+        name = "pairwise"
+    if op == "send_recv":
+        name = "p2p"
+    return Cost(op, size_bytes, links.ranks, name, time)
+
+
+def uniform_links(ranks: int, nodes: int, intra: tuple[float, float], inter: tuple[float, float]) -> GroupLinks:
+    """Links of a what-if cluster: `ranks` spread evenly over `nodes`, intra and inter (alpha_us, GB/s).
+
+    The inter bandwidth is per GPU (one rail each), so a node's g ranks together get g times it.
+    """
+    if ranks < 1 or nodes < 1:
+        raise InputError("--ranks and --nodes must be at least 1")
+    if ranks % nodes:
+        raise InputError(f"--ranks {ranks} does not spread evenly over --nodes {nodes}")
+    per_node = ranks // nodes
+    intra_alpha, intra_gbps = intra
+    inter_alpha, inter_gbps = inter
+    return GroupLinks(
+        ranks, nodes, per_node,
+        intra_alpha, intra_gbps if per_node > 1 else math.inf, "intra", "NV",
+        inter_alpha, inter_gbps * per_node, inter_gbps, "inter",
+        intra_gbps, math.inf,
+    )
+
+
+def parse_alpha_beta(text: str, field: str) -> tuple[float, float]:
+    """Parse `ALPHA_US:GBPS` (e.g. `1:300`); InputError naming `field` otherwise."""
+    alpha_text, sep, gbps_text = text.partition(":")
+    try:
+        alpha, gbps = float(alpha_text), float(gbps_text)
+    except ValueError:
+        raise InputError(f"{field}: {text!r} is not ALPHA_US:GBPS (example: 1:300)") from None
+    if not sep or alpha < 0 or gbps <= 0 or not math.isfinite(alpha) or not math.isfinite(gbps):
+        raise InputError(f"{field}: {text!r} is not ALPHA_US:GBPS with alpha >= 0 and GB/s > 0 (example: 1:300)")
+    return alpha, gbps

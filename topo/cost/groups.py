@@ -1,0 +1,162 @@
+"""Price the links of process groups placed on a cluster, memoised by the group's shape.
+
+Identical hosts make most groups alike: a group's links depend only on which GPU positions
+it uses on each node (and what kind of host each node is), not on which nodes. Groups are
+keyed by that signature, so 16,384 ranks cost a handful of ring searches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from topo.cost.collectives import GroupLinks
+from topo.cost.params import CostModel, Hop
+from topo.model import Host, LinkKind
+from topo.placement import Placement
+from topo.rings import Ring, best_chain, best_ring, ring_hops
+
+Signature = tuple[tuple[int, tuple[int, ...]], ...]
+"""Per node of a group, sorted: (host class, sorted GPU positions)."""
+
+
+class GroupPricer:
+    """Computes GroupLinks for groups of global ranks on one placement, with memoisation."""
+
+    def __init__(self, placement: Placement, model: CostModel) -> None:
+        self.placement = placement
+        self.model = model
+        self._host_of_class: dict[int, Host] = {}
+        for node, cls in enumerate(placement.host_class):
+            self._host_of_class.setdefault(cls, placement.hosts[node])
+        self._links: dict[Signature, GroupLinks] = {}
+        self._hops: dict[tuple[int, int, int], Hop] = {}
+        self._nics: dict[tuple[int, int], tuple[Hop, str]] = {}
+        self._rings: dict[tuple[int, tuple[int, ...], bool], Ring] = {}
+
+    def rebind(self, placement: Placement) -> GroupPricer:
+        """A pricer for another placement on the same hosts, sharing every memo (hosts must match)."""
+        other = GroupPricer.__new__(GroupPricer)
+        other.__dict__.update(self.__dict__)
+        other.placement = placement
+        return other
+
+    def links_of(self, signature: Signature, count: int) -> GroupLinks:
+        """GroupLinks for a group shape given directly (e.g. an alternative set of GPUs on one host)."""
+        found = self._links.get(signature)
+        if found is None:
+            found = self._compute(signature, count)
+            self._links[signature] = found
+        return found
+
+    def host(self, host_class: int) -> Host:
+        """A host of the given identity class."""
+        return self._host_of_class[host_class]
+
+    def hop(self, host_class: int, a: int, b: int) -> Hop:
+        """The hop between GPU positions `a` and `b` on a host of `host_class` (memoised)."""
+        key = (host_class, a, b) if a < b else (host_class, b, a)
+        hop = self._hops.get(key)
+        if hop is None:
+            hop = self.model.gpu_hop(self._host_of_class[host_class], key[1], key[2])
+            self._hops[key] = hop
+        return hop
+
+    def nic(self, host_class: int, gpu: int) -> tuple[Hop, str]:
+        """The network hop of a GPU position and its NIC's name (memoised)."""
+        key = (host_class, gpu)
+        found = self._nics.get(key)
+        if found is None:
+            found = self.model.nic_hop(self._host_of_class[host_class], gpu)
+            self._nics[key] = found
+        return found
+
+    def ring(self, host_class: int, positions: tuple[int, ...], closed: bool = True) -> Ring:
+        """The best ring (closed) or chain through `positions` of one host (memoised)."""
+        key = (host_class, positions, closed)
+        ring = self._rings.get(key)
+        if ring is None:
+            def bandwidth(a: int, b: int) -> float:
+                return self.hop(host_class, a, b).bandwidth_gbps
+
+            ring = best_ring(positions, bandwidth) if closed else best_chain(positions, bandwidth)
+            self._rings[key] = ring
+        return ring
+
+    def signature(self, ranks: Sequence[int]) -> Signature:
+        """The group's shape: per node, the host class and the sorted GPU positions it uses."""
+        node_of, gpu_of = self.placement.node_of_rank, self.placement.gpu_of_rank
+        per_node: dict[int, list[int]] = {}
+        for rank in ranks:
+            per_node.setdefault(node_of[rank], []).append(gpu_of[rank])
+        classes = self.placement.host_class
+        return tuple(sorted((classes[node], tuple(sorted(gpus))) for node, gpus in per_node.items()))
+
+    def links(self, ranks: Sequence[int]) -> GroupLinks:
+        """What a collective over `ranks` rides (memoised by signature)."""
+        return self.links_of(self.signature(ranks), len(ranks))
+
+    def _compute(self, signature: Signature, count: int) -> GroupLinks:
+        nodes = len(signature)
+        gpus_per_node = max(len(positions) for _, positions in signature)
+        intra_gbps, intra_alpha, intra_label, intra_class = math.inf, 0.0, "", "NV"
+        pair_min, egress = math.inf, math.inf
+        for host_class, positions in signature:
+            if len(positions) < 2:
+                continue
+            ring = self.ring(host_class, positions, closed=nodes == 1)
+            for a, b in ring_hops(ring):
+                hop = self.hop(host_class, a, b)
+                intra_alpha = max(intra_alpha, hop.alpha_us)
+                if hop.bandwidth_gbps < intra_gbps:
+                    intra_gbps, intra_label, intra_class = hop.bandwidth_gbps, hop.label, hop.link_class
+            for i, a in enumerate(positions):
+                for b in positions[i + 1 :]:
+                    pair_min = min(pair_min, self.hop(host_class, a, b).bandwidth_gbps)
+            if _is_switched(self.host(host_class)):
+                egress = min(egress, self.hop(host_class, positions[0], positions[1]).bandwidth_gbps)
+        links = GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
+                           pair_min_gbps=pair_min, egress_gbps=egress)
+        if nodes == 1:
+            return links
+        node_net, rank_net, net_alpha, net_label = math.inf, math.inf, 0.0, ""
+        for host_class, positions in signature:
+            by_nic: dict[str, list[Hop]] = {}
+            for gpu in positions:
+                hop, name = self.nic(host_class, gpu)
+                by_nic.setdefault(name, []).append(hop)
+            aggregate = 0.0
+            for hops in by_nic.values():
+                slowest = min(hops, key=lambda hop: hop.bandwidth_gbps)
+                aggregate += slowest.bandwidth_gbps
+                share = slowest.bandwidth_gbps / len(hops)
+                net_alpha = max(net_alpha, slowest.alpha_us)
+                if share < rank_net:
+                    rank_net, net_label = share, slowest.label
+            node_net = min(node_net, aggregate)
+        return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
+                          net_alpha, node_net, rank_net, net_label, pair_min, egress)
+
+    def chain_links(self, ranks: Sequence[int]) -> GroupLinks:
+        """Links of point-to-point traffic between consecutive ranks (pipeline stage boundaries)."""
+        node_of, gpu_of, classes = self.placement.node_of_rank, self.placement.gpu_of_rank, self.placement.host_class
+        worst: Hop | None = None
+        for a, b in itertools.pairwise(ranks):
+            node_a, node_b = node_of[a], node_of[b]
+            if node_a == node_b:
+                hop = self.hop(classes[node_a], gpu_of[a], gpu_of[b])
+            else:
+                hop = min(self.nic(classes[node_a], gpu_of[a])[0], self.nic(classes[node_b], gpu_of[b])[0],
+                          key=lambda item: item.bandwidth_gbps)
+            if worst is None or hop.bandwidth_gbps < worst.bandwidth_gbps:
+                worst = hop
+        if worst is None:
+            return GroupLinks(len(ranks), 1, 1, 0.0, math.inf, "", "NV")
+        return GroupLinks(len(ranks), 1, 2, worst.alpha_us, worst.bandwidth_gbps, worst.label, worst.link_class)
+
+
+def _is_switched(host: Host) -> bool:
+    """True when every GPU pair shows the same NVLink count: an NVSwitch box, where peers share a GPU's links."""
+    counts = {link.nvlink_count if link.kind is LinkKind.NVLINK else -1 for link in host.links}
+    return len(counts) == 1 and next(iter(counts)) > 0 and len(host.gpus) > 2

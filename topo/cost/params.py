@@ -1,0 +1,202 @@
+"""Alpha-beta parameters per link: what one hop of a collective costs on each link class.
+
+Moving b bytes over a hop costs `alpha + b / beta`. Defaults, and where they come from:
+
+- NVLink beta = bonded link count x a per-link ring bandwidth per generation, NCCL's own
+  constants (src/graph/topo.h, used by tuning.cc): 20 GB/s per link on V100 and A100, 20.6 on
+  H100, 40 on B200. They match measured ring all_reduce busbw (A100 ~230, H100 ~370 GB/s).
+- PCIe beta = the typical copy rate of the slower GPU's PCIe link, reduced for paths through
+  the CPU and across sockets (:func:`topo.links.link_speed`).
+- Network beta = the typical rate of the GPU's nearest NIC port (:func:`topo.links.network_speed`),
+  reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch.
+- Alpha: NVLink 1 us and network 5 us as in the DOMAIN worked example; PCIe hops 2-5 us, between
+  NCCL's LL and Simple hop latencies (tuning.cc `hwLat`) and the measured 14-19 us of PCIe copies
+  without P2P.
+Everything can be overridden from a JSON file and calibrated from measurements.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from topo.errors import InputError
+from topo.links import PCIE_PATH_FACTOR, link_speed, network_speed, nvlink_generation
+from topo.model import Host, Link, LinkKind, parse_link_token
+
+NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
+"""Per-link NVLink bandwidth NCCL assumes for rings, by NVLink generation (topo.h SM70/80/90/100)."""
+
+DEFAULT_ALPHA_US: dict[str, float] = {
+    "NV": 1.0,
+    "PIX": 2.0,
+    "PXB": 2.0,
+    "PHB": 3.0,
+    "NODE": 3.0,
+    "SYS": 5.0,
+    "NET": 5.0,
+}
+"""Per-hop latency by link class (see the module docstring for the sources)."""
+
+DEFAULT_NIC_GBIT = 100.0
+"""NIC line rate assumed when the snapshot has no NIC (or no rate for it)."""
+
+LINK_CLASSES: tuple[str, ...] = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
+"""Link classes of the cost model, fastest first: NVLink, the PCIe path classes, the network."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One hop of a collective: latency, bandwidth, and what link it is."""
+
+    alpha_us: float
+    bandwidth_gbps: float
+    link_class: str
+    """One of LINK_CLASSES."""
+    label: str
+    """For people: `NV18`, `SYS`, `mlx5_0 400 Gb/s`."""
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Alpha-beta parameters: defaults plus overrides from a file and calibration from measurements."""
+
+    nvlink_gbps_per_link: Mapping[int, float] = field(default_factory=lambda: dict(NCCL_NVLINK_RING_GBPS_PER_LINK))
+    alpha_us: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_ALPHA_US))
+    class_gbps: Mapping[str, float] = field(default_factory=dict)
+    """Fixed bandwidth per link class (overrides the derived figure)."""
+    class_scale: Mapping[str, float] = field(default_factory=dict)
+    """Calibration factor per link class (measured / predicted)."""
+    pair_gbps: Mapping[tuple[int, int], float] = field(default_factory=dict)
+    """Measured bandwidth per GPU pair (positions, a < b), from peer copies."""
+    pair_alpha_us: Mapping[tuple[int, int], float] = field(default_factory=dict)
+    default_nic_gbit: float = DEFAULT_NIC_GBIT
+    nic_path_penalty: bool = True
+    """Charge a GPU whose nearest NIC is not under its PCIe switch (PHB/NODE/SYS) for the longer path."""
+    sources: tuple[str, ...] = ("defaults: NCCL ring constants, topo.links",)
+    """Where the parameters came from, for people reading the output."""
+
+    def _scaled(self, link_class: str, gbps: float) -> float:
+        if link_class in self.class_gbps:
+            return self.class_gbps[link_class]
+        return gbps * self.class_scale.get(link_class, 1.0)
+
+    def gpu_hop(self, host: Host, a: int, b: int) -> Hop:
+        """The hop between GPU positions `a` and `b` of `host` (a pair the snapshot lacks counts as SYS)."""
+        key = (min(a, b), max(a, b))
+        try:
+            link = host.link(a, b)
+        except KeyError:
+            link = Link(key[0], key[1], LinkKind.SYS)
+        if link.kind is LinkKind.NVLINK:
+            generation = link.nvlink_gen or nvlink_generation(host.gpus[link.a], link.nvlink_count)
+            per_link = self.nvlink_gbps_per_link.get(generation, NCCL_NVLINK_RING_GBPS_PER_LINK[4])
+            link_class, gbps = "NV", per_link * link.nvlink_count
+        else:
+            link_class, gbps = link.kind.value, link_speed(host, link).typical_gbps
+        gbps = self._scaled(link_class, self.pair_gbps.get(key, gbps))
+        alpha = self.pair_alpha_us.get(key, self.alpha_us.get(link_class, DEFAULT_ALPHA_US[link_class]))
+        return Hop(alpha, gbps, link_class, link.token)
+
+    def nic_hop(self, host: Host, gpu: int) -> tuple[Hop, str]:
+        """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name)."""
+        best: tuple[int, str, float, str] | None = None
+        for column, nic in enumerate(host.nics):
+            if nic.state is not None and nic.state.upper() not in ("ACTIVE", "UP", "4: ACTIVE"):
+                continue
+            token = "SYS"
+            if gpu < len(host.gpu_nic) and column < len(host.gpu_nic[gpu]):
+                token = host.gpu_nic[gpu][column]
+            try:
+                kind, _ = parse_link_token(token)
+            except ValueError:
+                kind = LinkKind.SYS
+            rank = 0 if kind is LinkKind.NVLINK else 1 + list(PCIE_PATH_FACTOR).index(kind) if kind.is_pcie else 9
+            rate = nic.rate_gbit_per_s or self.default_nic_gbit
+            candidate = (rank, nic.name, rate, kind.value if kind.is_pcie else "PIX")
+            if best is None or candidate[0] < best[0] or (candidate[0] == best[0] and rate > best[2]):
+                best = candidate
+        if best is None:
+            gbps = self._scaled("NET", network_speed(self.default_nic_gbit).typical_gbps)
+            return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", f"network (no NIC known, {self.default_nic_gbit:g} Gb/s)"), ""
+        _, name, rate, path = best
+        gbps = network_speed(rate).typical_gbps
+        if self.nic_path_penalty:
+            gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
+        gbps = self._scaled("NET", gbps)
+        label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
+        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
+
+
+def nic_path_class(host: Host, gpu: int) -> str | None:
+    """The legend class (`PIX`...`SYS`) from GPU position `gpu` to its nearest NIC; None without NICs."""
+    if not host.nics or gpu >= len(host.gpu_nic):
+        return None
+    order = list(PCIE_PATH_FACTOR)
+    classes = []
+    for token in host.gpu_nic[gpu]:
+        try:
+            kind, _ = parse_link_token(token)
+        except ValueError:
+            continue
+        if kind.is_pcie:
+            classes.append(kind)
+    if not classes:
+        return None
+    return min(classes, key=order.index).value
+
+
+def load_cost_overrides(text: str, name: str, base: CostModel | None = None) -> CostModel:
+    """Apply a JSON override file to `base` (defaults when None).
+
+    Format: `{"alpha_us": {"NV": 1.0, "NET": 5.0}, "bandwidth_gbps": {"NET": 48, "SYS": 8},
+    "nvlink_gbps_per_link": {"4": 20.6}, "default_nic_gbit": 400}`; every key optional.
+    """
+    model = base or CostModel()
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}: line {exc.lineno}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{name}: expected a JSON object")
+    known = {"alpha_us", "bandwidth_gbps", "nvlink_gbps_per_link", "default_nic_gbit"}
+    for key in data:
+        if key not in known:
+            raise InputError(f"{name}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+    alpha = dict(model.alpha_us)
+    alpha.update(_class_numbers(data.get("alpha_us", {}), f"{name}: alpha_us"))
+    gbps = dict(model.class_gbps)
+    gbps.update(_class_numbers(data.get("bandwidth_gbps", {}), f"{name}: bandwidth_gbps"))
+    per_link = dict(model.nvlink_gbps_per_link)
+    raw_links = data.get("nvlink_gbps_per_link", {})
+    if not isinstance(raw_links, dict):
+        raise InputError(f"{name}: nvlink_gbps_per_link must be an object of generation -> GB/s")
+    for generation, value in raw_links.items():
+        if not str(generation).isdigit():
+            raise InputError(f"{name}: nvlink_gbps_per_link: {generation!r} is not an NVLink generation number")
+        per_link[int(generation)] = _positive_number(value, f"{name}: nvlink_gbps_per_link.{generation}")
+    nic = model.default_nic_gbit
+    if "default_nic_gbit" in data:
+        nic = _positive_number(data["default_nic_gbit"], f"{name}: default_nic_gbit")
+    return replace(model, alpha_us=alpha, class_gbps=gbps, nvlink_gbps_per_link=per_link, default_nic_gbit=nic,
+                   sources=(*model.sources, f"overrides from {name}"))
+
+
+def _class_numbers(raw: Any, field_name: str) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise InputError(f"{field_name} must be an object of link class -> number")
+    result = {}
+    for key, value in raw.items():
+        link_class = str(key).upper()
+        if link_class not in LINK_CLASSES:
+            raise InputError(f"{field_name}: unknown link class {key!r} (known: {', '.join(LINK_CLASSES)})")
+        result[link_class] = _positive_number(value, f"{field_name}.{key}")
+    return result
+
+
+def _positive_number(value: Any, field_name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InputError(f"{field_name}: expected a positive number, got {value!r}")
+    return float(value)

@@ -1,0 +1,232 @@
+"""Readers of GPU copy matrices: nvbandwidth and CUDA samples' p2pBandwidthLatencyTest.
+
+Both print square tables (rows and columns are device numbers) under a title line. The title
+says what the cells are: for nvbandwidth, e.g. `memcpy CE GPU(row) -> GPU(column) bandwidth
+(GB/s)` (the arrow gives the direction; `<->` marks a bidirectional test, whose cells are the
+bandwidth of one direction while the other runs, so a pair's bidirectional total is the sum of
+its two cells); for p2pBandwidthLatencyTest, `Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)`
+(cells are already both directions together). Every cell is checked; a malformed table is an
+InputError naming `file:line`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from topo.errors import InputError
+from topo.model import HostCopy, Measurements, PeerCopy
+
+_NVB_RUNNING = re.compile(r"^Running (?:benchmark )?(\w+)\.?\s*$")
+_NVB_TITLE = re.compile(
+    r"^(?P<what>.*?)\b(?P<left>CPU|GPU)\((?P<lside>rows?|columns?)\)\s*(?P<arrow><->|->|<-)\s*"
+    r"(?P<right>CPU|GPU)\((?P<rside>rows?|columns?)\)\s*(?:bandwidth\s*)?\((?P<unit>GB/s|ns|us)\)\s*$"
+)
+_P2P_TITLE = re.compile(
+    r"^(?P<dir>Unidirectional|Bidirectional)?\s*P2P=(?P<state>Enabled|Disabled)\s+(?P<kind>Bandwidth|Latency)\b.*"
+    r"Matrix\s*\((?P<unit>GB/s|us)\)\s*$"
+)
+_P2P_ACCESS = re.compile(r"^Device=(\d+)\s+(CAN|CANNOT) Access Peer Device=(\d+)")
+
+
+def looks_like_nvbandwidth(text: str) -> bool:
+    """True for nvbandwidth output (its version banner or a `memcpy ... GPU(row)` matrix title)."""
+    return "nvbandwidth Version" in text or any(_NVB_TITLE.match(line.strip()) for line in text.splitlines())
+
+
+def looks_like_p2p_bandwidth_latency_test(text: str) -> bool:
+    """True for cuda-samples p2pBandwidthLatencyTest output."""
+    return "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in text or any(
+        _P2P_TITLE.match(line.strip()) for line in text.splitlines())
+
+
+@dataclass
+class _Table:
+    """A square-ish numeric table: column ids and rows of (row id, cells; None for N/A)."""
+
+    columns: list[int]
+    rows: list[tuple[int, list[float | None]]] = field(default_factory=list)
+    end: int = 0
+    """Index of the first line after the table."""
+    labels: list[str] = field(default_factory=list)
+    """Words before the column numbers in the header (`D\\D`, `GPU`, `CPU`)."""
+
+
+def _read_matrix(lines: list[str], index: int, name: str, label_words: int) -> _Table:
+    """Read a header of column numbers (after `label_words` leading labels) and the numeric rows below it."""
+    while index < len(lines) and not lines[index].strip():
+        index += 1
+    if index >= len(lines):
+        raise InputError(f"{name}:{index}: a matrix title with no table under it")
+    labels, header = lines[index].split()[:label_words], lines[index].split()[label_words:]
+    if not header or not all(word.isdigit() for word in header):
+        raise InputError(f"{name}:{index + 1}: expected a row of column numbers, found {lines[index].strip()[:60]!r}")
+    table = _Table([int(word) for word in header], labels=labels)
+    index += 1
+    while index < len(lines):
+        words = lines[index].split()
+        if not words or not words[0].isdigit():
+            break
+        if len(words) != len(table.columns) + 1:
+            raise InputError(f"{name}:{index + 1}: expected {len(table.columns)} values after the row number, "
+                             f"found {len(words) - 1}")
+        cells: list[float | None] = []
+        for word in words[1:]:
+            if word == "N/A":
+                cells.append(None)
+                continue
+            try:
+                value = float(word)
+            except ValueError:
+                raise InputError(f"{name}:{index + 1}: {word!r} is not a number") from None
+            if value != value or value < 0:
+                raise InputError(f"{name}:{index + 1}: {word!r} is not a non-negative number")
+            cells.append(value)
+        table.rows.append((int(words[0]), cells))
+        index += 1
+    if not table.rows:
+        raise InputError(f"{name}:{index + 1}: a matrix header with no rows under it")
+    table.end = index
+    return table
+
+
+class _PeerBook:
+    """Peer-copy fields per ordered pair; a field set twice (two tests) starts a second record."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, object]] = []
+
+    def put(self, src: int, dst: int, name: str, value: float | bool | None, **extra: object) -> None:
+        for record in self.records:
+            if record["src"] == src and record["dst"] == dst and record.get(name) is None \
+                    and all(record.get(k) == v for k, v in extra.items()):
+                record[name] = value
+                return
+        self.records.append({"src": src, "dst": dst, name: value, **extra})
+
+    def copies(self) -> tuple[PeerCopy, ...]:
+        return tuple(PeerCopy(**record) for record in self.records)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Direction:
+    """What an nvbandwidth title says: the device kind of rows and columns, which side sends, the unit."""
+
+    row_kind: str
+    col_kind: str
+    src_is_row: bool
+    bidirectional: bool
+    unit: str
+
+
+def _direction(title: re.Match[str]) -> _Direction:
+    left_is_row = title.group("lside").startswith("row")
+    left, right = title.group("left"), title.group("right")
+    row_kind, col_kind = (left, right) if left_is_row else (right, left)
+    arrow = title.group("arrow")
+    src_is_row = True if arrow == "<->" else (arrow == "->") == left_is_row
+    return _Direction(row_kind, col_kind, src_is_row, arrow == "<->", title.group("unit"))
+
+
+def read_nvbandwidth(text: str, name: str) -> Measurements:
+    """Parse nvbandwidth output: GPU<->GPU copies (bandwidth, latency) and CPU<->GPU copies."""
+    lines = text.splitlines()
+    book = _PeerBook()
+    host: list[HostCopy] = []
+    notes: list[str] = []
+    test = "?"
+    bidir: dict[tuple[int, int], float] = {}
+    index = 0
+    tables = 0
+    while index < len(lines):
+        stripped = lines[index].strip()
+        if running := _NVB_RUNNING.match(stripped):
+            test = running.group(1)
+        title = _NVB_TITLE.match(stripped)
+        if not title:
+            index += 1
+            continue
+        table = _read_matrix(lines, index + 1, name, 0)
+        tables += 1
+        index = table.end
+        if "all" in test.split("_") or "local" in test:
+            notes.append(f"{test}: not a per-pair test, skipped")
+            continue
+        direction = _direction(title)
+        for row_id, cells in table.rows:
+            for col_id, value in zip(table.columns, cells, strict=True):
+                if value is None:
+                    continue
+                if direction.src_is_row:
+                    src_kind, src, dst_kind, dst = direction.row_kind, row_id, direction.col_kind, col_id
+                else:
+                    src_kind, src, dst_kind, dst = direction.col_kind, col_id, direction.row_kind, row_id
+                if src_kind == "GPU" and dst_kind == "GPU":
+                    if src == dst:
+                        continue
+                    if direction.unit != "GB/s":
+                        book.put(src, dst, "latency_us", value / 1000 if direction.unit == "ns" else value)
+                    elif direction.bidirectional:
+                        bidir[(src, dst)] = value
+                    else:
+                        book.put(src, dst, "unidir_gbps", value)
+                elif direction.unit == "GB/s" and not direction.bidirectional:
+                    gpu, kind = (dst, "h2d") if src_kind == "CPU" else (src, "d2h")
+                    host.append(HostCopy(gpu=gpu, direction=kind, numa_node=None, size_bytes=0, gbps=value))
+                else:
+                    notes.append(f"{test}: host latency and bidirectional host copies are not recorded")
+    for (src, dst), value in bidir.items():
+        back = bidir.get((dst, src))
+        if back is not None:
+            book.put(src, dst, "bidir_gbps", value + back)
+    if bidir:
+        notes.append("nvbandwidth bidirectional cells are per direction under opposite traffic; "
+                     "bidir_gbps is the sum of a pair's two cells")
+    if host:
+        notes.append("nvbandwidth host copies: NUMA node and buffer size not stated (size_bytes 0)")
+    if not tables:
+        raise InputError(f"{name}: no nvbandwidth matrix (a title like `memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)`)")
+    return Measurements(source=f"nvbandwidth ({name})", peer_copies=book.copies(), host_copies=tuple(host),
+                        notes=tuple(dict.fromkeys(notes)))
+
+
+def read_p2p_bandwidth_latency_test(text: str, name: str) -> Measurements:
+    """Parse p2pBandwidthLatencyTest: P2P-enabled matrices per pair (p2p_enabled from `CAN Access Peer`),
+    plus the P2P-disabled figures for pairs that do have P2P (the through-host baseline)."""
+    lines = text.splitlines()
+    access: dict[tuple[int, int], bool] = {}
+    book = _PeerBook()
+    notes: list[str] = []
+    index = 0
+    tables = 0
+    while index < len(lines):
+        stripped = lines[index].strip()
+        if match := _P2P_ACCESS.match(stripped):
+            access[(int(match.group(1)), int(match.group(3)))] = match.group(2) == "CAN"
+        title = _P2P_TITLE.match(stripped)
+        if not title:
+            index += 1
+            continue
+        table = _read_matrix(lines, index + 1, name, 1)
+        tables += 1
+        index = table.end
+        if title.group("kind") == "Latency" and table.labels != ["GPU"]:
+            raise InputError(f"{name}:{index - len(table.rows)}: expected the GPU latency table under the title, "
+                             f"found {' '.join(table.labels)!r}")
+        enabled = title.group("state") == "Enabled"
+        field_name = {"Unidirectional": "unidir_gbps", "Bidirectional": "bidir_gbps", None: "latency_us"}[title.group("dir")]
+        for row_id, cells in table.rows:
+            for col_id, value in zip(table.columns, cells, strict=True):
+                if row_id == col_id or value is None:
+                    continue
+                peer = access.get((row_id, col_id))
+                if enabled:
+                    book.put(row_id, col_id, field_name, value, p2p_enabled=peer)
+                elif peer:
+                    book.put(row_id, col_id, field_name, value, p2p_enabled=False)
+    if not tables:
+        raise InputError(f"{name}: no p2pBandwidthLatencyTest matrix (`... P2P=Enabled Bandwidth Matrix (GB/s)`)")
+    if access and not any(access.values()):
+        notes.append("no GPU pair can access its peer: every figure is a copy staged through host memory")
+    notes.append("device-local (diagonal) figures and CPU latency tables are not recorded")
+    return Measurements(source=f"p2pBandwidthLatencyTest ({name})", peer_copies=book.copies(), notes=tuple(notes))

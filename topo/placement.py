@@ -1,0 +1,185 @@
+"""Ranks -> devices: which host and which GPU of it each global rank runs on.
+
+The cluster is the SOURCE's host repeated `--nodes` times (or the hosts of a multi-host
+snapshot). torchrun places ranks in blocks (`RANK = node * nproc_per_node + LOCAL_RANK`),
+Slurm `--distribution=cyclic` deals them round-robin over nodes, and CUDA_VISIBLE_DEVICES
+permutes which physical GPU each local rank opens. An explicit rank map names every rank's
+host and GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from topo.errors import InputError
+from topo.model import Host, Snapshot
+
+DISTRIBUTIONS = ("block", "cyclic")
+
+
+class LayoutMismatch(Exception):
+    """The layout and the machine disagree (a GPU the host lacks, two ranks on one GPU...).
+
+    Not bad input in itself: `linkscope check` turns it into a `layout-mismatch` finding.
+    """
+
+    def __init__(self, message: str, ranks: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.ranks = ranks
+
+
+@dataclass(frozen=True)
+class RankMapEntry:
+    """One line of an explicit rank map: global rank, host name, GPU index on that host."""
+
+    rank: int
+    host: str
+    gpu: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where every rank runs: node index and GPU position (index into `Host.gpus`)."""
+
+    hosts: tuple[Host, ...]
+    """One entry per node of the cluster."""
+    host_class: tuple[int, ...]
+    """Per node, an id shared by nodes whose hosts are identical (to memoise group costs)."""
+    node_of_rank: tuple[int, ...]
+    gpu_of_rank: tuple[int, ...]
+    description: str
+    """How ranks were placed, for people (`torchrun block order, 8 GPUs per node`)."""
+
+    @property
+    def world_size(self) -> int:
+        """Number of placed ranks."""
+        return len(self.node_of_rank)
+
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """rank -> (node index, GPU position), as the check report carries it."""
+        return tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True))
+
+
+def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tuple[int, ...]]:
+    """The cluster's hosts and their identity classes: one host repeated `nodes` times, or every host."""
+    if nodes < 1:
+        raise InputError(f"--nodes: must be at least 1, got {nodes}")
+    if not snapshot.hosts:
+        raise InputError(f"{snapshot.source or 'snapshot'}: no hosts in the snapshot")
+    if len(snapshot.hosts) == 1:
+        if not snapshot.host.gpus:
+            raise InputError(f"{snapshot.source or 'snapshot'}: the host has no GPUs")
+        return (snapshot.host,) * nodes, (0,) * nodes
+    if nodes not in (1, len(snapshot.hosts)):
+        raise InputError(f"--nodes {nodes}: the snapshot already describes {len(snapshot.hosts)} hosts")
+    classes: list[int] = []
+    seen: dict[tuple[object, ...], int] = {}
+    for host in snapshot.hosts:
+        key = (tuple(map(tuple, host.matrix_tokens())), host.gpu_nic, tuple(n.rate_gbit_per_s for n in host.nics))
+        classes.append(seen.setdefault(key, len(seen)))
+    return snapshot.hosts, tuple(classes)
+
+
+def _positions(host: Host, devices: Sequence[int], node: int) -> list[int]:
+    """GPU positions for CUDA device indices `devices` (NVML order, as with CUDA_DEVICE_ORDER=PCI_BUS_ID)."""
+    by_index = {gpu.index: position for position, gpu in enumerate(host.gpus)}
+    positions = []
+    for device in devices:
+        if device not in by_index:
+            raise LayoutMismatch(f"--visible-devices names GPU {device}, but node {node} ({host.hostname}) has GPUs "
+                                 f"{sorted(by_index)}")
+        positions.append(by_index[device])
+    return positions
+
+
+def parse_visible_devices(text: str) -> tuple[int, ...]:
+    """Parse a CUDA_VISIBLE_DEVICES-style list `0,4,1,5`; InputError on anything but GPU indices."""
+    devices: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise InputError(f"--visible-devices: {part!r} is not a GPU index (example: 0,4,1,5,2,6,3,7)")
+        devices.append(int(part))
+    if len(set(devices)) != len(devices):
+        raise InputError(f"--visible-devices: a GPU appears twice in {text!r}")
+    return tuple(devices)
+
+
+def place_ranks(
+    hosts: tuple[Host, ...],
+    host_class: tuple[int, ...],
+    world_size: int,
+    distribution: str = "block",
+    visible_devices: Sequence[int] | None = None,
+) -> Placement:
+    """Place `world_size` ranks on the cluster the way torchrun (block) or Slurm cyclic would."""
+    if distribution not in DISTRIBUTIONS:
+        raise InputError(f"--distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+    per_node = [
+        _positions(host, visible_devices, node) if visible_devices is not None else list(range(len(host.gpus)))
+        for node, host in enumerate(hosts)
+    ]
+    gpus_per_node = min(len(positions) for positions in per_node)
+    nodes = len(hosts)
+    if world_size > gpus_per_node * nodes:
+        raise InputError(f"world size {world_size} does not fit {nodes} node(s) of {gpus_per_node} GPUs (raise --nodes)")
+    if distribution == "block":
+        node_of_rank = tuple(rank // gpus_per_node for rank in range(world_size))
+        local = tuple(rank % gpus_per_node for rank in range(world_size))
+    else:
+        node_of_rank = tuple(rank % nodes for rank in range(world_size))
+        local = tuple(rank // nodes for rank in range(world_size))
+    gpu_of_rank = tuple(per_node[node][slot] for node, slot in zip(node_of_rank, local, strict=True))
+    how = "torchrun block order" if distribution == "block" else "Slurm cyclic distribution"
+    description = f"{how}, {nodes} node(s) x {gpus_per_node} GPUs"
+    if visible_devices is not None:
+        description += f", CUDA_VISIBLE_DEVICES={','.join(map(str, visible_devices))}"
+    return Placement(hosts, host_class, node_of_rank, gpu_of_rank, description)
+
+
+def place_from_rank_map(snapshot: Snapshot, entries: Sequence[RankMapEntry], world_size: int) -> Placement:
+    """Place ranks as an explicit rank map says; hosts are matched by name in a multi-host snapshot,
+    otherwise the single host is repeated once per distinct host name (in order of first appearance)."""
+    if len(entries) != world_size:
+        raise LayoutMismatch(f"the rank map has {len(entries)} ranks but the layout's world size is {world_size}")
+    by_rank = {entry.rank: entry for entry in entries}
+    missing = [rank for rank in range(world_size) if rank not in by_rank]
+    if missing:
+        raise LayoutMismatch(f"the rank map has no entry for rank {missing[0]}", tuple(missing[:16]))
+    names: list[str] = []
+    for rank in range(world_size):
+        if by_rank[rank].host not in names:
+            names.append(by_rank[rank].host)
+    if len(snapshot.hosts) > 1:
+        known = {host.hostname: host for host in snapshot.hosts}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise LayoutMismatch(f"the rank map names host {unknown[0]!r}, which is not in the snapshot")
+        hosts = tuple(known[name] for name in names)
+        _, classes = cluster_hosts(Snapshot(hosts=hosts), len(hosts)) if len(hosts) > 1 else ((), (0,))
+    else:
+        hosts = (snapshot.host,) * len(names)
+        classes = (0,) * len(names)
+    node_index = {name: node for node, name in enumerate(names)}
+    node_of_rank: list[int] = []
+    gpu_of_rank: list[int] = []
+    used: dict[tuple[int, int], int] = {}
+    for rank in range(world_size):
+        entry = by_rank[rank]
+        node = node_index[entry.host]
+        host = hosts[node]
+        position = next((pos for pos, gpu in enumerate(host.gpus) if gpu.index == entry.gpu), None)
+        if position is None:
+            raise LayoutMismatch(f"rank {rank} is mapped to GPU {entry.gpu} of {entry.host}, which has only "
+                                 f"{len(host.gpus)} GPUs", (rank,))
+        if (node, position) in used:
+            other = used[(node, position)]
+            raise LayoutMismatch(f"ranks {other} and {rank} are both mapped to GPU {entry.gpu} of {entry.host}",
+                                 (other, rank))
+        used[(node, position)] = rank
+        node_of_rank.append(node)
+        gpu_of_rank.append(position)
+    description = f"rank map, {len(names)} host(s)"
+    return Placement(hosts, classes, tuple(node_of_rank), tuple(gpu_of_rank), description)

@@ -1,0 +1,50 @@
+"""Built-in sample machines: `sample:NAME` snapshots of real machine types, shipped as JSON data.
+
+Each `<name>.json` beside this module is a complete snapshot (what a probe of that machine
+would record) written by :mod:`topo.samples.build` from public facts; its `meta` holds a
+description and the public sources. The loader only reads the data files.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from topo.codec import snapshot_from_json
+from topo.errors import InputError
+from topo.model import Snapshot
+
+SAMPLE_NAMES: tuple[str, ...] = (
+    "dgx-h100",
+    "dgx-h100-degraded",
+    "dgx-a100",
+    "dgx1-v100",
+    "pcie-l40s-8",
+    "a100-pcie-nvbridge-4",
+    "consumer-2gpu",
+)
+"""Names of the built-in samples, in the order `linkscope samples` lists them."""
+
+
+def sample_names() -> list[str]:
+    """The names accepted by :func:`load_sample` (and as `sample:NAME` sources)."""
+    return list(SAMPLE_NAMES)
+
+
+def sample_file_name(name: str) -> str:
+    """File name of a sample's data file inside this package."""
+    return f"{name}.json"
+
+
+@cache
+def load_sample(name: str) -> Snapshot:
+    """The snapshot of sample `name`; InputError for a name that is not a built-in sample."""
+    if name not in SAMPLE_NAMES:
+        raise InputError(f"unknown sample {name!r} (available: {', '.join(SAMPLE_NAMES)})")
+    text = resources.files(__name__).joinpath(sample_file_name(name)).read_text(encoding="utf-8")
+    return snapshot_from_json(text, f"sample:{name}")
+
+
+def sample_description(name: str) -> str:
+    """One-line description of sample `name` (from its `meta`)."""
+    return load_sample(name).meta_value("description") or ""

@@ -1,0 +1,618 @@
+"""Generator of the built-in sample machines: builds each as model objects and writes its JSON.
+
+The JSON files next to this module are committed data; `python -m topo.samples.build` rewrites
+them and `python -m topo.samples.build --check` fails when they differ from what this module
+builds (a test runs the same comparison).
+
+Conventions shared with the probe, so that a fake NVML driven by a sample gives the sample back:
+- GPU bus ids and NVLink remote bus ids are in NVML form (`00000000:1B:00.0`); NIC bus ids and
+  `pci_path` elements are in sysfs form (`0000:1a:00.0`, host bridge `pci0000:15`).
+- Non-NVLink GPU pairs and the GPU x NIC tokens are :func:`topo.pcipath.classify_pci_pair` of the
+  paths and NUMA nodes; NVLink pair counts come from the GPUs' active NVLink ports
+  (:func:`nvlink_pair_count`).
+- Bus numbers follow the public layout where it is known (GPU and NIC bus ids, interface names);
+  otherwise they are plausible, unique numbers. NVSwitch bus ids are placeholders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from topo.codec import snapshot_to_json
+from topo.model import (
+    Capabilities,
+    Gpu,
+    Host,
+    Link,
+    LinkKind,
+    Nic,
+    NumaNode,
+    NvLinkPort,
+    P2PStatus,
+    Snapshot,
+    Versions,
+)
+from topo.pcipath import classify_pci_pair
+from topo.samples import SAMPLE_NAMES, sample_file_name
+
+GIB = 1024**3
+MIB = 1024**2
+
+# ---------------------------------------------------------------------------------------------
+# PCI tree
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A place in the PCI tree: the bridges above it (sysfs form) and the bus a device there sits on."""
+
+    path: tuple[str, ...]
+    bus: int
+    domain: int = 0
+
+    def sysfs_id(self, function: int = 0) -> str:
+        """The device's sysfs address, e.g. `0000:1a:00.0`."""
+        return f"{self.domain:04x}:{self.bus:02x}:00.{function}"
+
+    def nvml_bus_id(self) -> str:
+        """The device's bus id as NVML and nvidia-smi print it, e.g. `00000000:1A:00.0`."""
+        return f"{self.domain:08X}:{self.bus:02X}:00.0"
+
+
+def root_port(host_bridge_bus: int, device: int, secondary_bus: int, domain: int = 0, function: int = 0) -> Slot:
+    """The slot below root port `device.function` of host bridge `pci<domain>:<bus>`."""
+    host_bridge = f"pci{domain:04x}:{host_bridge_bus:02x}"
+    port = f"{domain:04x}:{host_bridge_bus:02x}:{device:02x}.{function}"
+    return Slot((host_bridge, port), secondary_bus, domain)
+
+
+def host_bridge_slot(domain: int) -> Slot:
+    """A device directly below a host bridge of its own (how a Hyper-V VM exposes a passed-through GPU)."""
+    return Slot((f"pci{domain:04x}:00",), 0, domain)
+
+
+def switch(upstream: Slot, device_buses: Sequence[int]) -> list[Slot]:
+    """The slots below the downstream ports of a PCIe switch whose upstream port sits at `upstream`."""
+    upstream_port = upstream.sysfs_id()
+    internal_bus = upstream.bus + 1
+    return [
+        Slot(
+            (*upstream.path, upstream_port, f"{upstream.domain:04x}:{internal_bus:02x}:{port:02x}.0"),
+            bus,
+            upstream.domain,
+        )
+        for port, bus in enumerate(device_buses)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs, NVLink, NICs, NUMA
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """What every GPU of one model has in common (NVML name, memory, compute capability, PCIe)."""
+
+    name: str
+    memory_total_bytes: int
+    compute_capability: str
+    pcie_gen: int
+    nvlink_gen: int | None = None
+
+
+H100_SXM = GpuModel("NVIDIA H100 80GB HBM3", 81559 * MIB, "9.0", 5, 4)
+A100_SXM = GpuModel("NVIDIA A100-SXM4-80GB", 81920 * MIB, "8.0", 4, 3)
+A100_PCIE = GpuModel("NVIDIA A100 80GB PCIe", 81920 * MIB, "8.0", 4, 3)
+V100_SXM2 = GpuModel("Tesla V100-SXM2-16GB", 16160 * MIB, "7.0", 3, 2)
+L40S = GpuModel("NVIDIA L40S", 46068 * MIB, "8.9", 4)
+RTX_4090 = GpuModel("NVIDIA GeForce RTX 4090", 24564 * MIB, "8.9", 4)
+
+
+def fake_uuid(sample: str, index: int) -> str:
+    """A deterministic GPU UUID in NVML's `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` form."""
+    digest = hashlib.sha256(f"linkscope-sample:{sample}:gpu{index}".encode()).hexdigest()
+    return f"GPU-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def make_gpu(
+    sample: str,
+    index: int,
+    model: GpuModel,
+    slot: Slot,
+    numa: NumaNode,
+    nvlinks: tuple[NvLinkPort, ...] = (),
+    pcie_width_current: int = 16,
+) -> Gpu:
+    """One GPU of `model` at `slot`, local to NUMA node `numa`."""
+    return Gpu(
+        index=index,
+        name=model.name,
+        uuid=fake_uuid(sample, index),
+        pci_bus_id=slot.nvml_bus_id(),
+        numa_node=numa.id,
+        cpu_affinity=numa.cpus,
+        numa_affinity=str(numa.id),
+        memory_total_bytes=model.memory_total_bytes,
+        compute_capability=model.compute_capability,
+        mig_enabled=False,
+        nvlinks=nvlinks,
+        pcie_gen_current=model.pcie_gen,
+        pcie_gen_max=model.pcie_gen,
+        pcie_width_current=pcie_width_current,
+        pcie_width_max=16,
+        pci_path=slot.path,
+    )
+
+
+def nvswitch_ports(
+    gen: int, links_per_switch: Sequence[int], switch_bus_ids: Sequence[str], active: int | None = None
+) -> tuple[NvLinkPort, ...]:
+    """The NVLink ports of a GPU on an NVSwitch baseboard: `links_per_switch[k]` links to switch k.
+
+    The first `active` links are up (all when None); the others are down and report no remote.
+    """
+    switch_of_link = [switch for switch, count in enumerate(links_per_switch) for _ in range(count)]
+    up_count = len(switch_of_link) if active is None else active
+    return tuple(
+        NvLinkPort(link, True, gen, switch_bus_ids[switch], "switch") if link < up_count else NvLinkPort(link, False, gen)
+        for link, switch in enumerate(switch_of_link)
+    )
+
+
+def direct_nvlink_ports(gen: int, peers: Sequence[tuple[str, int]]) -> tuple[NvLinkPort, ...]:
+    """The NVLink ports of a GPU wired straight to other GPUs: `count` links to each `(bus_id, count)`."""
+    remotes = [bus_id for bus_id, count in peers for _ in range(count)]
+    return tuple(NvLinkPort(link, True, gen, bus_id, "gpu") for link, bus_id in enumerate(remotes))
+
+
+def nvlink_pair_count(gpu_a: Gpu, gpu_b: Gpu) -> int:
+    """Bonded NVLinks between two GPUs, from their active ports (what nvidia-smi shows as `NV<n>`).
+
+    Links to another GPU count when their remote is that GPU; on an NVSwitch fabric every pair
+    of switch-attached GPUs gets the smaller of the two GPUs' active switch links.
+    """
+    direct = sum(
+        1 for port in gpu_a.nvlinks if port.active and port.remote_type == "gpu" and port.remote_pci_bus_id == gpu_b.pci_bus_id
+    )
+    switched_a = sum(1 for port in gpu_a.nvlinks if port.active and port.remote_type == "switch")
+    switched_b = sum(1 for port in gpu_b.nvlinks if port.active and port.remote_type == "switch")
+    return direct + min(switched_a, switched_b)
+
+
+def ib_netdev(slot: Slot) -> str:
+    """systemd's name for an InfiniBand port at `slot`, e.g. `ibp24s0` (bus in decimal)."""
+    return f"ibp{slot.bus}s0"
+
+
+def eth_netdev(slot: Slot, function: int, multi_function: bool) -> str:
+    """systemd's name for an Ethernet port at `slot`, e.g. `enp41s0f0np0` on a dual-port card."""
+    if multi_function:
+        return f"enp{slot.bus}s0f{function}np{function}"
+    return f"enp{slot.bus}s0"
+
+
+def make_nic(
+    name: str, slot: Slot, numa: int, link_layer: str, rate_gbit_per_s: float, function: int = 0, multi_function: bool = False
+) -> Nic:
+    """A NIC port at `slot` (function `function` of the card there)."""
+    netdev = ib_netdev(slot) if link_layer == "InfiniBand" else eth_netdev(slot, function, multi_function)
+    return Nic(
+        name=name,
+        netdev=netdev,
+        pci_bus_id=slot.sysfs_id(function),
+        numa_node=numa,
+        link_layer=link_layer,
+        rate_gbit_per_s=rate_gbit_per_s,
+        state="ACTIVE",
+        pci_path=slot.path,
+    )
+
+
+def cpulist(*ranges: tuple[int, int]) -> str:
+    """A Linux cpulist from inclusive (first, last) ranges, e.g. `0-55,112-167`."""
+    return ",".join(f"{first}-{last}" for first, last in ranges)
+
+
+def numa_nodes(
+    cpus: Sequence[str], memory_bytes: int, socket_of_node: Sequence[int], same_socket: int, other_socket: int
+) -> tuple[NumaNode, ...]:
+    """NUMA nodes with the given cpulists and memory, distances 10 / `same_socket` / `other_socket`."""
+
+    def distance(a: int, b: int) -> int:
+        if a == b:
+            return 10
+        return same_socket if socket_of_node[a] == socket_of_node[b] else other_socket
+
+    count = len(cpus)
+    return tuple(
+        NumaNode(node, cpus[node], memory_bytes, tuple(distance(node, other) for other in range(count))) for node in range(count)
+    )
+
+
+def two_socket_smt(cores_per_socket: int) -> list[str]:
+    """Cpulists of the two nodes of a 2-socket SMT machine: node 0 gets `0-(c-1),(2c)-(3c-1)`..."""
+    c = cores_per_socket
+    return [cpulist((0, c - 1), (2 * c, 3 * c - 1)), cpulist((c, 2 * c - 1), (3 * c, 4 * c - 1))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Host assembly
+
+P2P_NVLINK = P2PStatus(read="OK", write="OK", nvlink="OK", atomics="OK")
+P2P_PCIE_OK = P2PStatus(read="OK", write="OK", nvlink="NS", atomics="NS")
+P2P_NONE = P2PStatus(read="NS", write="NS", nvlink="NS", atomics="NS")
+
+P2PRule = Callable[[LinkKind], P2PStatus]
+"""P2P status of a GPU pair without NVLink, by its PCIe link class."""
+
+
+def p2p_within_socket(kind: LinkKind) -> P2PStatus:
+    """PCIe peer-to-peer works below one CPU socket and not across the socket interconnect."""
+    return P2P_NONE if kind is LinkKind.SYS else P2P_PCIE_OK
+
+
+def p2p_never(kind: LinkKind) -> P2PStatus:
+    """No PCIe peer-to-peer at all (GeForce cards, most VMs)."""
+    return P2P_NONE
+
+
+def gpu_link(gpu_a: Gpu, gpu_b: Gpu, position_a: int, position_b: int, p2p_rule: P2PRule) -> Link:
+    """The link between two GPUs: NVLink when they share active links, else their PCIe class."""
+    count = nvlink_pair_count(gpu_a, gpu_b)
+    if count:
+        return Link(position_a, position_b, LinkKind.NVLINK, count, gpu_a.nvlink_gen, P2P_NVLINK)
+    kind = classify_pci_pair(gpu_a.pci_path, gpu_a.numa_node, gpu_b.pci_path, gpu_b.numa_node)
+    return Link(position_a, position_b, kind, p2p=p2p_rule(kind))
+
+
+def assemble_host(
+    hostname: str,
+    gpus: Sequence[Gpu],
+    nics: Sequence[Nic],
+    nodes: tuple[NumaNode, ...],
+    versions: Versions,
+    capabilities: Capabilities,
+    p2p_rule: P2PRule,
+) -> Host:
+    """A host whose links and GPU x NIC tokens are derived from the GPUs' ports and PCI paths."""
+    links = tuple(gpu_link(gpus[a], gpus[b], a, b, p2p_rule) for a in range(len(gpus)) for b in range(a + 1, len(gpus)))
+    gpu_nic = tuple(
+        tuple(classify_pci_pair(gpu.pci_path, gpu.numa_node, nic.pci_path, nic.numa_node).value for nic in nics) for gpu in gpus
+    )
+    return Host(hostname, tuple(gpus), links, tuple(nics), gpu_nic, nodes, versions, capabilities)
+
+
+def snapshot(name: str, host: Host, description: str, sources: Sequence[str]) -> Snapshot:
+    """The sample snapshot `sample:<name>` with its description and public sources in `meta`."""
+    return Snapshot(
+        hosts=(host,),
+        source=f"sample:{name}",
+        meta=(("description", description), ("sources", "; ".join(sources))),
+    )
+
+
+def versions(driver: str, cuda_driver: str) -> Versions:
+    """Driver versions as NVML reports them (the NVML version is `<cuda major>.<driver>`)."""
+    return Versions(driver=driver, cuda_driver=cuda_driver, nvml=f"{cuda_driver.split('.')[0]}.{driver}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The machines
+
+DGX_H100_SOURCES = (
+    "NVIDIA DGX H100/H200 User Guide (hardware overview, network ports and NUMA)",
+    "NVIDIA H100 Tensor Core GPU datasheet (SXM5: 18 NVLink4 links, 900 GB/s; PCIe Gen5 x16)",
+    "NVIDIA Hopper architecture whitepaper (four 3rd-generation NVSwitch chips per HGX H100 8-GPU, 5/4/4/5 links per GPU)",
+    "real `nvidia-smi topo -m` of a DGX-style 8x H100 node: tests/fixtures/real/topo/h100-8gpu-nv18-13nic-named-ib-eth.txt",
+)
+
+
+def dgx_h100(name: str = "dgx-h100", degraded_gpu: int | None = None) -> Snapshot:
+    """DGX H100: 8x H100 SXM5 on four NVSwitches, 2x Xeon 8480C, 8x ConnectX-7 NDR + 4 storage ports.
+
+    With `degraded_gpu`, that GPU has 16 of 18 NVLinks up and its PCIe link trained to x8.
+    """
+    nodes = numa_nodes(two_socket_smt(56), 1024 * GIB, (0, 1), 21, 21)
+    switch_bus_ids = [f"00000000:{bus:02X}:00.0" for bus in (0xE4, 0xE5, 0xE6, 0xE7)]
+    host_bridges = (0x15, 0x37, 0x97, 0xB7)
+    gpus: list[Gpu] = []
+    nics: list[Nic] = []
+    for pair, bridge in enumerate(host_bridges):
+        numa = nodes[pair // 2]
+        upper = switch(root_port(bridge, 1, bridge + 1), (bridge + 3, bridge + 8))
+        for side, lower_slot in enumerate(upper):
+            index = 2 * pair + side
+            gpu_slot, nic_slot = switch(lower_slot, (lower_slot.bus + 3, lower_slot.bus + 2))
+            degraded = index == degraded_gpu
+            ports = nvswitch_ports(4, (5, 4, 4, 5), switch_bus_ids, active=16 if degraded else None)
+            gpus.append(make_gpu(name, index, H100_SXM, gpu_slot, numa, ports, pcie_width_current=8 if degraded else 16))
+            nics.append(make_nic(f"mlx5_{index}", nic_slot, numa.id, "InfiniBand", 400.0))
+    for card, bridge in enumerate((0x57, 0xD7)):
+        slot = root_port(bridge, 1, bridge + 1)
+        for function in (0, 1):
+            nics.append(make_nic(f"mlx5_{8 + 2 * card + function}", slot, nodes[card].id, "Ethernet", 200.0, function, True))
+    host = assemble_host(
+        name,
+        gpus,
+        nics,
+        nodes,
+        versions("535.129.03", "12.2"),
+        Capabilities(iommu_enabled=False, gpudirect_rdma=True, nvlink_fabric="Completed"),
+        p2p_within_socket,
+    )
+    description = (
+        "DGX H100: 8x H100 SXM5 80GB, NV18 to every peer through 4 NVSwitches, 2x Xeon 8480C (56 cores, SMT), "
+        "8x ConnectX-7 400 Gb/s InfiniBand (one PIX to each GPU), 2x dual-port 200 GbE storage, PCIe Gen5 x16"
+    )
+    if degraded_gpu is not None:
+        description = (
+            f"DGX H100 with a fault: GPU {degraded_gpu} has 16 of 18 NVLinks up (its pairs show NV16) "
+            "and its PCIe link trained to x8 of x16; otherwise as sample:dgx-h100"
+        )
+    return snapshot(name, host, description, DGX_H100_SOURCES)
+
+
+def dgx_h100_degraded() -> Snapshot:
+    """`dgx-h100` with GPU 3 short of two NVLinks and at PCIe x8."""
+    return dgx_h100("dgx-h100-degraded", degraded_gpu=3)
+
+
+def dgx_a100() -> Snapshot:
+    """DGX A100: 8x A100 SXM4 80GB on six NVSwitches, 2x EPYC 7742 in NPS4, 8x ConnectX-6 HDR + storage."""
+    name = "dgx-a100"
+    cpus = [cpulist((16 * node, 16 * node + 15), (128 + 16 * node, 128 + 16 * node + 15)) for node in range(8)]
+    nodes = numa_nodes(cpus, 128 * GIB, (0, 0, 0, 0, 1, 1, 1, 1), 12, 32)
+    switch_bus_ids = [f"00000000:{bus:02X}:00.0" for bus in range(0xC4, 0xCA)]
+    # (host bridge, NUMA node, GPU buses, NIC buses): GPU bus ids and the NICs' `ibp<bus>s0` names
+    # are those of the DGX A100 user guide.
+    quadrants = (
+        (0x00, 3, (0x07, 0x0F), (0x0C, 0x12)),
+        (0x40, 1, (0x47, 0x4E), (0x4B, 0x54)),
+        (0x80, 7, (0x87, 0x90), (0x8D, 0x94)),
+        (0xB0, 5, (0xB7, 0xBD), (0xBA, 0xCC)),
+    )
+    nic_names = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9")
+    gpus: list[Gpu] = []
+    nics: list[Nic] = []
+    for quadrant, (bridge, node, gpu_buses, nic_buses) in enumerate(quadrants):
+        gpu_switch, nic_switch = switch(root_port(bridge, 1, bridge + 1, function=1), (bridge + 3, bridge + 5))
+        for side, gpu_slot in enumerate(switch(gpu_switch, gpu_buses)):
+            index = 2 * quadrant + side
+            gpus.append(make_gpu(name, index, A100_SXM, gpu_slot, nodes[node], nvswitch_ports(3, (2,) * 6, switch_bus_ids)))
+        for side, nic_slot in enumerate(switch(nic_switch, nic_buses)):
+            nics.append(make_nic(nic_names[2 * quadrant + side], nic_slot, node, "InfiniBand", 200.0))
+    storage = root_port(0xE0, 1, 0xE1, function=1)
+    nics[4:4] = [make_nic(f"mlx5_{4 + function}", storage, 4, "Ethernet", 200.0, function, True) for function in (0, 1)]
+    host = assemble_host(
+        name,
+        gpus,
+        nics,
+        nodes,
+        versions("525.85.12", "12.0"),
+        Capabilities(iommu_enabled=False, gpudirect_rdma=True),
+        p2p_within_socket,
+    )
+    return snapshot(
+        name,
+        host,
+        "DGX A100: 8x A100 SXM4 80GB, NV12 to every peer through 6 NVSwitches, 2x EPYC 7742 in NPS4 (8 NUMA nodes), "
+        "2 GPUs + 2 ConnectX-6 200 Gb/s HDR per PCIe switch pair (PXB), dual-port storage NIC, PCIe Gen4",
+        (
+            "NVIDIA DGX A100 User Guide (network ports ibp12s0..ibp204s0 and enp225s0f0/1, GPU bus ids, NPS4 NUMA affinity)",
+            "NVIDIA DGX A100 System Architecture whitepaper (six NVSwitches, 12 NVLink3 links per GPU, 4 PCIe switches)",
+            "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB: 600 GB/s NVLink, PCIe Gen4)",
+        ),
+    )
+
+
+V100_CUBE_MESH: dict[tuple[int, int], int] = {
+    (0, 1): 1, (0, 2): 1, (0, 3): 2, (0, 4): 2,
+    (1, 2): 2, (1, 3): 1, (1, 5): 2,
+    (2, 3): 2, (2, 6): 1,
+    (3, 7): 1,
+    (4, 5): 1, (4, 6): 1, (4, 7): 2,
+    (5, 6): 2, (5, 7): 1,
+    (6, 7): 2,
+}  # fmt: skip
+"""NVLinks per GPU pair of the DGX-1 hybrid cube mesh (six links per GPU)."""
+
+
+def dgx1_v100() -> Snapshot:
+    """DGX-1 with V100: hybrid cube mesh of NVLink2, 2x Xeon E5-2698 v4, 4 PLX switches, 4x EDR."""
+    name = "dgx1-v100"
+    nodes = numa_nodes(two_socket_smt(20), 256 * GIB, (0, 1), 21, 21)
+    # (host bridge, root port, switch upstream bus, GPU buses, NIC bus, NIC name)
+    switches = (
+        (0x00, 0x02, 0x03, (0x06, 0x07), 0x05, "mlx5_0"),
+        (0x00, 0x03, 0x08, (0x0A, 0x0B), 0x0C, "mlx5_1"),
+        (0x80, 0x02, 0x82, (0x85, 0x86), 0x84, "mlx5_2"),
+        (0x80, 0x03, 0x87, (0x89, 0x8A), 0x8B, "mlx5_3"),
+    )
+    gpu_slots: list[Slot] = []
+    nics: list[Nic] = []
+    for bridge, port, upstream_bus, gpu_buses, nic_bus, nic_name in switches:
+        *slots, nic_slot = switch(root_port(bridge, port, upstream_bus), (*gpu_buses, nic_bus))
+        gpu_slots.extend(slots)
+        nics.append(make_nic(nic_name, nic_slot, 0 if bridge == 0 else 1, "InfiniBand", 100.0))
+    gpus = []
+    for index, slot in enumerate(gpu_slots):
+        peers = sorted((b if a == index else a, count) for (a, b), count in V100_CUBE_MESH.items() if index in (a, b))
+        ports = direct_nvlink_ports(2, [(gpu_slots[peer].nvml_bus_id(), count) for peer, count in peers])
+        gpus.append(make_gpu(name, index, V100_SXM2, slot, nodes[index // 4], ports))
+    host = assemble_host(
+        name,
+        gpus,
+        nics,
+        nodes,
+        versions("440.33.01", "10.2"),
+        Capabilities(iommu_enabled=False, gpudirect_rdma=True),
+        p2p_within_socket,
+    )
+    return snapshot(
+        name,
+        host,
+        "DGX-1 with V100: 8x V100 SXM2 16GB in the NVLink2 hybrid cube mesh (NV1/NV2, SYS otherwise), "
+        "2x Xeon E5-2698 v4, 4 PCIe switches with 2 GPUs + 1 ConnectX-4 100 Gb/s EDR each, PCIe Gen3",
+        (
+            "NVIDIA DGX-1 System Architecture whitepaper (hybrid cube-mesh NVLink topology, PLX switches, 4x EDR IB)",
+            "NVIDIA Tesla V100 datasheet (SXM2: six NVLink2 links, 300 GB/s total)",
+            "real `nvidia-smi topo -m` of a DGX-1-style V100 server: "
+            "tests/fixtures/real/topo/v100-sxm2-8gpu-hybrid-cube-mesh-mlx5.txt",
+        ),
+    )
+
+
+def pcie_l40s_8() -> Snapshot:
+    """A common 2-socket PCIe server: 8x L40S, two GPUs and one NIC per PCIe switch, one switch per root port."""
+    name = "pcie-l40s-8"
+    nodes = numa_nodes(two_socket_smt(32), 512 * GIB, (0, 1), 21, 21)
+    gpus: list[Gpu] = []
+    nics: list[Nic] = []
+    for number, bridge in enumerate((0x15, 0x37, 0x97, 0xB7)):
+        numa = nodes[number // 2]
+        gpu_a, gpu_b, nic_slot = switch(root_port(bridge, 1, bridge + 1), (bridge + 3, bridge + 4, bridge + 5))
+        gpus.extend(make_gpu(name, 2 * number + side, L40S, slot, numa) for side, slot in enumerate((gpu_a, gpu_b)))
+        nics.append(make_nic(f"mlx5_{number}", nic_slot, numa.id, "Ethernet", 200.0))
+    host = assemble_host(
+        name,
+        gpus,
+        nics,
+        nodes,
+        versions("550.54.15", "12.4"),
+        Capabilities(iommu_enabled=False, gpudirect_rdma=True),
+        p2p_within_socket,
+    )
+    return snapshot(
+        name,
+        host,
+        "2-socket PCIe server: 8x L40S 48GB without NVLink, 2x Xeon 8462Y+ (32 cores, SMT), one PCIe Gen4 switch per "
+        "root port with 2 GPUs (PIX) + 1 ConnectX-7 200 GbE; NODE within a socket, SYS across, no P2P across sockets",
+        (
+            "NVIDIA L40S datasheet (PCIe Gen4 x16, 48 GB GDDR6, no NVLink)",
+            "real `nvidia-smi topo -m` of an 8x L40S server (NODE within a socket, SYS across): "
+            "tests/fixtures/real/topo/l40s-8gpu-pcie-node-sys-1nic-pass-case.txt",
+            "nvidia-smi topo -p2p legend (OK / NS) and NVML nvmlDeviceGetP2PStatus documentation",
+        ),
+    )
+
+
+def a100_pcie_nvbridge_4() -> Snapshot:
+    """Azure NC96ads A100 v4: 4x A100 80GB PCIe, NVLink bridges 0-1 and 2-3, each GPU on its own NUMA node."""
+    name = "a100-pcie-nvbridge-4"
+    cpus = [cpulist((24 * node, 24 * node + 23)) for node in range(4)]
+    nodes = numa_nodes(cpus, 220 * GIB, (0, 0, 1, 1), 12, 32)
+    slots = [host_bridge_slot(domain) for domain in (1, 2, 3, 4)]
+    gpus = [
+        make_gpu(name, index, A100_PCIE, slot, nodes[index], direct_nvlink_ports(3, [(slots[index ^ 1].nvml_bus_id(), 12)]))
+        for index, slot in enumerate(slots)
+    ]
+    host = assemble_host(
+        name,
+        gpus,
+        [],
+        nodes,
+        versions("535.54.03", "12.2"),
+        Capabilities(iommu_enabled=False, gpudirect_rdma=False),
+        p2p_never,
+    )
+    return snapshot(
+        name,
+        host,
+        "Azure NC96ads A100 v4 VM: 4x A100 80GB PCIe with NVLink bridges in pairs (NV12 0-1 and 2-3, SYS otherwise), "
+        "96 vCPUs in 4 NUMA nodes (one GPU each), each GPU on its own virtual PCI domain, no RDMA NIC",
+        (
+            "Microsoft Azure NC A100 v4-series documentation (Standard_NC96ads_A100_v4: 4x A100 80GB PCIe, 96 vCPUs, 880 GiB)",
+            "NVIDIA A100 80GB PCIe datasheet (NVLink bridge for 2 GPUs: 600 GB/s, 12 links; PCIe Gen4)",
+            "real `nvidia-smi topo -m` of this VM type: "
+            "tests/fixtures/real/topo/a100-pcie-4gpu-azure-nc96ads-nv12-pairs-4numa.txt",
+        ),
+    )
+
+
+def consumer_2gpu() -> Snapshot:
+    """A one-socket workstation with two RTX 4090 on two CPU root ports (PHB), no P2P, one onboard 2.5 GbE port."""
+    name = "consumer-2gpu"
+    nodes = numa_nodes([cpulist((0, 47))], 128 * GIB, (0,), 12, 32)
+    gpu_slots = [root_port(0x00, 1, 0x01, function=1), root_port(0x00, 3, 0x02, function=1)]
+    gpus = [make_gpu(name, index, RTX_4090, slot, nodes[0]) for index, slot in enumerate(gpu_slots)]
+    (chipset_port,) = switch(root_port(0x00, 2, 0x03, function=1), (0x06,))
+    nic = make_nic("enp6s0", chipset_port, 0, "Ethernet", 2.5)
+    host = assemble_host(
+        name,
+        gpus,
+        [nic],
+        nodes,
+        versions("550.90.07", "12.4"),
+        Capabilities(iommu_enabled=False, gpudirect_rdma=False),
+        p2p_never,
+    )
+    return snapshot(
+        name,
+        host,
+        "Workstation: 2x GeForce RTX 4090 24GB on two CPU root ports (PHB), PCIe Gen4 x16 each, no NVLink and no P2P "
+        "(GeForce), 1 socket (Threadripper 7960X, 24 cores, SMT), one onboard 2.5 GbE port",
+        (
+            "NVIDIA GeForce RTX 4090 specifications (PCIe Gen4 x16, 24 GB, no NVLink)",
+            "real NCCL log of a 2-GPU desktop without P2P (SHM transport, NET/Socket over enp6s0): "
+            "tests/fixtures/real/nccl_debug/consumer-2gpu-msi-ms7d31-shm-socket.txt",
+            "real `nvidia-smi topo -m` / `-p2p` of 2 consumer GPUs reporting NS: "
+            "tests/fixtures/real/topo/rtx2080ti-2gpu-pix-p2p-not-supported.txt",
+        ),
+    )
+
+
+BUILDERS: dict[str, Callable[[], Snapshot]] = {
+    "dgx-h100": dgx_h100,
+    "dgx-h100-degraded": dgx_h100_degraded,
+    "dgx-a100": dgx_a100,
+    "dgx1-v100": dgx1_v100,
+    "pcie-l40s-8": pcie_l40s_8,
+    "a100-pcie-nvbridge-4": a100_pcie_nvbridge_4,
+    "consumer-2gpu": consumer_2gpu,
+}
+"""How each sample is built, by name."""
+
+
+def build_sample(name: str) -> Snapshot:
+    """Build sample `name` from its description in this module."""
+    return BUILDERS[name]()
+
+
+def sample_json(name: str) -> str:
+    """The exact text of sample `name`'s data file."""
+    return snapshot_to_json(build_sample(name)) + "\n"
+
+
+def data_dir() -> Path:
+    """The directory that holds the committed sample JSON files."""
+    return Path(__file__).resolve().parent
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write every sample's JSON (or, with --check, report the ones that differ); exit status 1 on a difference."""
+    parser = argparse.ArgumentParser(prog="python -m topo.samples.build", description=main.__doc__)
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    assert set(BUILDERS) == set(SAMPLE_NAMES), "every listed sample needs a builder"
+    stale = []
+    for name in SAMPLE_NAMES:
+        path = data_dir() / sample_file_name(name)
+        text = sample_json(name)
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        stale.append(name)
+        if not args.check:
+            path.write_text(text, encoding="utf-8")
+    verb = "differ" if args.check else "rewritten"
+    print(f"{len(stale)} of {len(SAMPLE_NAMES)} samples {verb}: {', '.join(stale) or '-'}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

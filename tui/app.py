@@ -1,0 +1,206 @@
+"""The linkscope app: five tabs over one snapshot, and the one factory that builds it.
+
+`build_app` is used by `linkscope open`, the tests and the screenshot script alike. The app owns
+the snapshot on show; tabs get it as an attribute and talk back with messages (:mod:`tui.messages`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from functools import partial
+from typing import ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+
+from topo.errors import InputError
+from topo.model import Measurements, Snapshot
+from tui.messages import MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
+from tui.screens.bench import BenchView
+from tui.screens.links import LinksView
+from tui.screens.monitor import MonitorView
+from tui.screens.ranks import RanksView
+from tui.screens.topology import TopologyView
+from tui.services import LocalServices, Services
+
+FALLBACK_SAMPLE = "dgx-h100"
+"""The sample opened when this machine has no NVIDIA GPU."""
+
+TABS: tuple[tuple[str, str], ...] = (
+    ("links", "Links"),
+    ("topology", "Topology"),
+    ("ranks", "Ranks"),
+    ("bench", "Bench"),
+    ("monitor", "Monitor"),
+)
+"""(id, title) of each tab, in order; digit keys 1-5 switch to them."""
+
+
+class LinkscopeApp(App[None]):
+    """Shows one snapshot in five tabs; loads it in a worker when it is not given."""
+
+    CSS_PATH = "linkscope.tcss"
+    TITLE = "linkscope"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(str(number), f"show_tab('{tab_id}')", title, show=False) for number, (tab_id, title) in enumerate(TABS, 1)),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        services: Services,
+        source: str | None = None,
+        snapshot: Snapshot | None = None,
+        notice: str | None = None,
+        initial_tab: str = "links",
+    ) -> None:
+        super().__init__()
+        self.services = services
+        self.source = source
+        self.snapshot = snapshot
+        self._initial_notice = notice
+        self._initial_tab = initial_tab
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial=self._initial_tab):
+            with TabPane("Links", id="links"):
+                yield LinksView()
+            with TabPane("Topology", id="topology"):
+                yield TopologyView()
+            with TabPane("Ranks", id="ranks"):
+                yield RanksView(self.services)
+            with TabPane("Bench", id="bench"):
+                yield BenchView(self.services)
+            with TabPane("Monitor", id="monitor"):
+                yield MonitorView(self.services)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._focus_pane(self.query_one(TabbedContent).active_pane)
+        if self.snapshot is not None:
+            self.post_message(SnapshotLoaded(self.snapshot, self._initial_notice))
+        else:
+            self.sub_title = f"loading {self.source}" if self.source else "probing this machine..."
+            self.load_source(self.source)
+
+    @work(thread=True, exclusive=True, group="load")
+    def load_source(self, source: str | None) -> None:
+        """Load (or probe) in a thread; fall back to a sample when this machine has no GPU."""
+        try:
+            snapshot = self.services.load_snapshot(source)
+        except InputError as exc:
+            self.post_message(SnapshotFailed(str(exc)))
+            return
+        except Exception as exc:  # a probe failure must not kill the app
+            if source is not None:
+                self.post_message(SnapshotFailed(f"{source}: {exc}"))
+                return
+            snapshot = None
+            reason = f"probing this machine failed ({exc})"
+        else:
+            reason = "no NVIDIA GPU found on this machine"
+        if source is None and (snapshot is None or not any(host.gpus for host in snapshot.hosts)):
+            try:
+                sample = self.services.load_snapshot(f"sample:{FALLBACK_SAMPLE}")
+            except InputError as exc:
+                self.post_message(SnapshotFailed(f"{reason}, and the sample failed: {exc}"))
+                return
+            notice = f"{reason}: showing sample:{FALLBACK_SAMPLE}. Open another sample from the command palette (ctrl+p)."
+            self.post_message(SnapshotLoaded(sample, notice))
+            return
+        assert snapshot is not None
+        self.post_message(SnapshotLoaded(snapshot))
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Put the keyboard focus in the new tab, so its key bindings show in the footer."""
+        self._focus_pane(event.pane)
+
+    def _focus_pane(self, pane: TabPane | None) -> None:
+        if pane is None:
+            return
+        for widget in pane.query("*"):
+            if widget.focusable:
+                widget.focus()
+                return
+
+    def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
+        self.show_snapshot(message.snapshot)
+        if message.notice:
+            self.notify(message.notice, title="No GPU", timeout=10, markup=False)
+
+    def on_snapshot_failed(self, message: SnapshotFailed) -> None:
+        self.sub_title = "nothing loaded"
+        self.notify(message.reason, title="Cannot open", severity="error", timeout=15, markup=False)
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        """Put `snapshot` on every tab."""
+        self.snapshot = snapshot
+        self.sub_title = snapshot.source or "snapshot"
+        self.query_one(LinksView).snapshot = snapshot
+        self.query_one(TopologyView).snapshot = snapshot
+        self.query_one(RanksView).snapshot = snapshot
+        self.query_one(BenchView).snapshot = snapshot
+        self.query_one(MonitorView).snapshot = snapshot
+
+    def on_ring_chosen(self, message: RingChosen) -> None:
+        self.query_one(LinksView).ring = message if message.hops or message.off_node_hops else None
+
+    def on_measurements_arrived(self, message: MeasurementsArrived) -> None:
+        """Benchmark results replace the snapshot's measurements, so the grid and checker use them."""
+        if self.snapshot is None:
+            return
+        self.show_snapshot(dataclasses.replace(self.snapshot, measurements=merge_measurements(self.snapshot.measurements, message.measurements)))
+
+    def action_show_tab(self, tab_id: str) -> None:
+        """Switch to the tab `tab_id`."""
+        self.query_one(TabbedContent).active = tab_id
+
+    def open_sample(self, name: str) -> None:
+        """Load a built-in sample in place of the current snapshot."""
+        self.sub_title = f"loading sample:{name}"
+        self.load_source(f"sample:{name}")
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for number, (tab_id, title) in enumerate(TABS, 1):
+            yield SystemCommand(
+                f"Show {title}", f"Switch to the {title} tab (key {number})", partial(self.action_show_tab, tab_id)
+            )
+        for name in self.services.sample_names():
+            yield SystemCommand(
+                f"Open sample: {name}", f"Show the built-in sample machine {name}", partial(self.open_sample, name)
+            )
+
+
+def merge_measurements(old: Measurements | None, new: Measurements) -> Measurements:
+    """`new` appended to `old` (later entries win where both measured the same thing)."""
+    if old is None:
+        return new
+    return Measurements(
+        source=f"{old.source} + {new.source}" if new.source not in old.source else old.source,
+        peer_copies=old.peer_copies + new.peer_copies,
+        host_copies=old.host_copies + new.host_copies,
+        collectives=old.collectives + new.collectives,
+        group_setup_ms=old.group_setup_ms + new.group_setup_ms,
+        notes=old.notes + new.notes,
+    )
+
+
+def build_app(
+    source: str | None = None,
+    *,
+    snapshot: Snapshot | None = None,
+    services: Services | None = None,
+    notice: str | None = None,
+    initial_tab: str = "links",
+) -> LinkscopeApp:
+    """The app for `source` (None: this machine) or an already loaded `snapshot`.
+
+    `services` defaults to the real ones (:class:`tui.services.LocalServices`); tests pass a fake.
+    """
+    return LinkscopeApp(services or LocalServices(), source=source, snapshot=snapshot, notice=notice, initial_tab=initial_tab)

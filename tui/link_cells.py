@@ -1,0 +1,138 @@
+"""What each cell of the Links grid says: link class, expected and measured bandwidth, ring hops.
+
+Pure functions over the snapshot model, so the grid widget only draws and tests need no terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topo.links import LinkSpeed, link_speed, network_speed
+from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
+
+DEGRADED_RATIO = 0.75
+"""A measured copy below this share of the typical bandwidth marks its cell as degraded."""
+
+CLASS_NAMES: dict[LinkKind, str] = {
+    LinkKind.SELF: "self",
+    LinkKind.NVLINK: "nvlink",
+    LinkKind.PIX: "switch",
+    LinkKind.PXB: "switch",
+    LinkKind.PHB: "host",
+    LinkKind.NODE: "host",
+    LinkKind.SYS: "sys",
+}
+"""Colour class of each link kind (a component class `link-grid--<name>` in the stylesheet)."""
+
+
+@dataclass(frozen=True)
+class GridCell:
+    """One cell: the link between row device and column device, with its numbers."""
+
+    row: int
+    col: int
+    token: str
+    """nvidia-smi legend token (`NV18`, `PIX`, `X`), or `?` when not recorded."""
+    kind: LinkKind | None
+    expected: LinkSpeed | None
+    measured_gbps: float | None = None
+    measured_size_bytes: int | None = None
+    on_ring: bool = False
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured over typical bandwidth, when both are known."""
+        if self.measured_gbps is None or self.expected is None or self.expected.typical_gbps <= 0:
+            return None
+        return self.measured_gbps / self.expected.typical_gbps
+
+    @property
+    def degraded(self) -> bool:
+        """True when a measurement fell below :data:`DEGRADED_RATIO` of the typical figure."""
+        ratio = self.ratio
+        return ratio is not None and ratio < DEGRADED_RATIO
+
+    @property
+    def colour_class(self) -> str:
+        """The component class name that colours this cell."""
+        if self.kind is None:
+            return "unknown"
+        return CLASS_NAMES[self.kind]
+
+    def text(self, show_expected: bool) -> str:
+        """The short cell text: measured GB/s and ratio, else expected GB/s or the token."""
+        if self.kind is LinkKind.SELF:
+            return "X"
+        ratio = self.ratio
+        if self.measured_gbps is not None and ratio is not None:
+            return f"{self.measured_gbps:.0f} {ratio:.0%}"
+        if self.measured_gbps is not None:
+            return f"{self.measured_gbps:.0f}"
+        if show_expected and self.expected is not None:
+            return f"{self.expected.typical_gbps:.0f}"
+        return self.token
+
+
+def _largest_copies(measurements: Measurements | None, hostname: str) -> dict[tuple[int, int], PeerCopy]:
+    """Per (src, dst) GPU index, the unidirectional copy of the largest size measured on `hostname`."""
+    chosen: dict[tuple[int, int], PeerCopy] = {}
+    if measurements is None:
+        return chosen
+    for copy in measurements.peer_copies:
+        if copy.unidir_gbps is None or (copy.host is not None and copy.host != hostname):
+            continue
+        key = (copy.src, copy.dst)
+        previous = chosen.get(key)
+        if previous is None or (copy.size_bytes or 0) >= (previous.size_bytes or 0):
+            chosen[key] = copy
+    return chosen
+
+
+def gpu_cells(
+    host: Host, measurements: Measurements | None, ring: frozenset[tuple[int, int]] = frozenset()
+) -> list[list[GridCell]]:
+    """The GPU x GPU grid of `host`; `ring` holds (position, position) hops to mark in both directions."""
+    copies = _largest_copies(measurements, host.hostname)
+    count = len(host.gpus)
+    pairs = {(link.a, link.b): link for link in host.links}
+    rows: list[list[GridCell]] = []
+    for a in range(count):
+        row: list[GridCell] = []
+        for b in range(count):
+            link: Link | None = Link(a, a, LinkKind.SELF) if a == b else pairs.get((min(a, b), max(a, b)))
+            copy = copies.get((host.gpus[a].index, host.gpus[b].index))
+            row.append(
+                GridCell(
+                    row=a,
+                    col=b,
+                    token=link.token if link is not None else "?",
+                    kind=link.kind if link is not None else None,
+                    expected=link_speed(host, link) if link is not None and a != b else None,
+                    measured_gbps=copy.unidir_gbps if copy is not None else None,
+                    measured_size_bytes=copy.size_bytes if copy is not None else None,
+                    on_ring=(a, b) in ring or (b, a) in ring,
+                )
+            )
+        rows.append(row)
+    return rows
+
+
+def _nic_speed(nic: Nic) -> LinkSpeed | None:
+    return network_speed(nic.rate_gbit_per_s) if nic.rate_gbit_per_s else None
+
+
+def nic_cells(host: Host) -> list[list[GridCell]]:
+    """The GPU x NIC grid of `host` from its legend tokens; expected bandwidth is the NIC port's."""
+    rows: list[list[GridCell]] = []
+    for a in range(len(host.gpus)):
+        tokens = host.gpu_nic[a] if a < len(host.gpu_nic) else ()
+        row: list[GridCell] = []
+        for b, nic in enumerate(host.nics):
+            token = tokens[b] if b < len(tokens) else "?"
+            try:
+                kind: LinkKind | None = parse_link_token(token)[0]
+            except ValueError:
+                kind = None
+            row.append(GridCell(row=a, col=b, token=token, kind=kind, expected=_nic_speed(nic)))
+        rows.append(row)
+    return rows

@@ -1,0 +1,93 @@
+"""App-level messages: small dataclasses that screens and workers post upwards.
+
+Workers run on threads and never touch widgets; they post one of these and the app (on the UI
+thread) sets the attributes of the widgets that show it ("attributes down, messages up").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from topo.model import Measurements, Snapshot
+from tui.services import BenchProgress, LayoutForm, ReportLike, TrafficReading
+
+
+@dataclass
+class SnapshotLoaded(Message):
+    """A snapshot finished loading (probe, file or sample) and replaces the one on show."""
+
+    snapshot: Snapshot
+    notice: str | None = None
+
+
+@dataclass
+class SnapshotFailed(Message):
+    """Loading a snapshot failed; `reason` is one line for the user."""
+
+    reason: str
+
+
+@dataclass
+class RingChosen(Message):
+    """The Ranks screen picked a group: draw its ring on the Links grid (empty: clear it)."""
+
+    label: str
+    node: int
+    """Node (host index) whose links the hops are on."""
+    hops: tuple[tuple[int, int], ...]
+    """(GPU position, GPU position) pairs on the shown host that the ring crosses, in ring order."""
+    off_node_hops: int = 0
+    """Hops of the ring that leave the host (drawn as a note, not as a cell)."""
+
+
+@dataclass
+class MeasurementsArrived(Message):
+    """A benchmark produced measurements: they feed the Links grid and the checker."""
+
+    measurements: Measurements
+
+
+@dataclass
+class LiveReadingArrived(Message):
+    """The live sampler read the counters once."""
+
+    reading: TrafficReading
+
+
+@dataclass
+class LiveUnavailable(Message):
+    """There is no live data for this snapshot; `reason` says why."""
+
+    reason: str
+
+
+@dataclass
+class BenchProgressed(Message):
+    """A benchmark run advanced (high-rate; each one replaces the previous)."""
+
+    progress: BenchProgress
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer progress message makes an older queued one redundant."""
+        return isinstance(message, BenchProgressed)
+
+
+@dataclass
+class BenchFinished(Message):
+    """A benchmark run ended: with measurements, cancelled, or failed (then `error` is set)."""
+
+    measurements: Measurements | None
+    cancelled: bool = False
+    error: str | None = None
+
+
+@dataclass
+class LayoutChecked(Message):
+    """The checker finished with the form's layout: a report, or one line saying why not."""
+
+    form: LayoutForm
+    report: ReportLike | None
+    error: str | None = None
+    elapsed_ms: float = 0.0

@@ -1,0 +1,240 @@
+"""Bench: run peer-copy and collective benchmarks on demand, with progress, cancel, a table and a plot.
+
+The run happens in a thread worker through the services (which start the engine's child
+processes); progress and the result come back as messages. Results go up to the app, which
+puts them into the snapshot so the Links grid and the checker use them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
+
+from topo.errors import InputError
+from topo.model import CollectiveResult, Measurements, PeerCopy, Snapshot
+from topo.sizes import format_size_bytes, parse_size_bytes
+from tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
+from tui.services import BENCH_KINDS, BenchRequest, Services, Unavailable
+from tui.text import gbps_label, plain
+from tui.widgets.bandwidth_plot import BandwidthPlot
+
+SIZE_FACTOR = 4
+"""Sizes grow by this factor between `from` and `to`."""
+
+
+def sweep(min_bytes: int, max_bytes: int) -> tuple[int, ...]:
+    """The sizes from `min_bytes` to `max_bytes` by :data:`SIZE_FACTOR` (the engine's own sweep rule)."""
+    from probes.bench.spec import size_sweep
+
+    return size_sweep(min_bytes, max_bytes, SIZE_FACTOR)
+
+
+def peer_copy_points(copies: Iterable[PeerCopy]) -> tuple[tuple[int, float], ...]:
+    """Mean unidirectional GB/s over all GPU pairs, per size."""
+    by_size: dict[int, list[float]] = {}
+    for copy in copies:
+        if copy.size_bytes is not None and copy.unidir_gbps is not None:
+            by_size.setdefault(copy.size_bytes, []).append(copy.unidir_gbps)
+    return tuple((size, sum(values) / len(values)) for size, values in sorted(by_size.items()))
+
+
+def collective_points(results: Iterable[CollectiveResult], op: str) -> tuple[tuple[int, float], ...]:
+    """Best bus bandwidth per size for `op`."""
+    by_size: dict[int, float] = {}
+    for result in results:
+        if result.op == op:
+            by_size[result.size_bytes] = max(by_size.get(result.size_bytes, 0.0), result.busbw_gbps)
+    return tuple(sorted(by_size.items()))
+
+
+class BenchView(Vertical):
+    """The Bench tab; the app sets `snapshot`. `r` runs, `s` stops."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "run", "Run"),
+        Binding("s", "stop", "Stop"),
+    ]
+
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The snapshot whose machine would be measured."""
+
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self.services = services
+        self.unavailable: str | None = "no snapshot yet"
+        self.running = False
+        self._cancel = threading.Event()
+        self._request: BenchRequest | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="form-row"):
+            yield Label("benchmark", classes="form-label")
+            yield Select([(kind, kind) for kind in BENCH_KINDS], id="bench-kind", value="p2p", allow_blank=False, compact=True)
+            yield Label("from", classes="form-label")
+            yield Input("1M", id="bench-min", compact=True, classes="bench-size")
+            yield Label("to", classes="form-label")
+            yield Input("256M", id="bench-max", compact=True, classes="bench-size")
+            yield Button("Run", id="bench-run", compact=True)
+            yield Button("Stop", id="bench-stop", compact=True, disabled=True)
+        yield Static(id="bench-status", markup=False)
+        yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
+        with Horizontal(id="bench-body"):
+            yield DataTable[Text](id="bench-table", cursor_type="row")
+            yield BandwidthPlot(id="bench-plot")
+
+    def watch_snapshot(self, snapshot: Snapshot | None) -> None:
+        """Find out (in a worker: it may look for GPUs) whether benchmarks can run on this snapshot."""
+        if snapshot is None or not self.is_mounted:
+            return
+        self.unavailable = "checking whether benchmarks can run..."
+        self._set_status(Text(self.unavailable))
+        self.query_one("#bench-run", Button).disabled = True
+        self.check_available(snapshot)
+
+    @work(thread=True, exclusive=True, group="bench-check")
+    def check_available(self, snapshot: Snapshot) -> None:
+        """Ask the services why benchmarks cannot run (None: they can)."""
+        reason = self.services.bench_unavailable_reason(snapshot)
+        self.app.call_from_thread(self._availability, reason)
+
+    def _availability(self, reason: str | None) -> None:
+        self.unavailable = reason
+        self.query_one("#bench-run", Button).disabled = reason is not None or self.running
+        if reason is not None:
+            self._set_status(plain(f"Benchmarks are unavailable: {reason}"))
+        else:
+            self._set_status(Text("Ready: pick a benchmark and sizes, then r (Run)."))
+
+    def _set_status(self, text: Text) -> None:
+        self.query_one("#bench-status", Static).update(text)
+
+    def read_request(self) -> BenchRequest:
+        """The form as a request; InputError naming the field when it is not valid."""
+        kind = str(self.query_one("#bench-kind", Select).value)
+        min_bytes = parse_size_bytes(self.query_one("#bench-min", Input).value, "from")
+        max_bytes = parse_size_bytes(self.query_one("#bench-max", Input).value, "to")
+        return BenchRequest(kind=kind, sizes_bytes=sweep(min_bytes, max_bytes))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "bench-run":
+            self.action_run()
+        elif event.button.id == "bench-stop":
+            self.action_stop()
+
+    def action_run(self) -> None:
+        """Start the benchmark in the form (refused while one runs or when unavailable)."""
+        if self.running or self.snapshot is None:
+            return
+        if self.unavailable is not None:
+            self.app.notify(f"Benchmarks are unavailable: {self.unavailable}", severity="warning", markup=False)
+            return
+        try:
+            request = self.read_request()
+        except InputError as exc:
+            self._set_status(plain(str(exc)))
+            return
+        self._request = request
+        self._cancel = threading.Event()
+        self.running = True
+        self.query_one("#bench-run", Button).disabled = True
+        self.query_one("#bench-stop", Button).disabled = False
+        self.query_one(ProgressBar).update(progress=0.0)
+        sizes = f"{format_size_bytes(request.sizes_bytes[0])} to {format_size_bytes(request.sizes_bytes[-1])}"
+        self._set_status(plain(f"Running {request.kind}, {len(request.sizes_bytes)} sizes from {sizes}... (s: stop)"))
+        self.run_request(self.snapshot, request, self._cancel)
+
+    def action_stop(self) -> None:
+        """Ask the running benchmark to stop (its workers are ended by the engine)."""
+        if self.running:
+            self._cancel.set()
+            self._set_status(Text("Stopping..."))
+
+    @work(thread=True, exclusive=True, group="bench")
+    def run_request(self, snapshot: Snapshot, request: BenchRequest, cancel: threading.Event) -> None:
+        """Run the benchmark off the UI thread; post progress and the outcome."""
+        try:
+            measurements = self.services.run_bench(snapshot, request, lambda progress: self.post_message(BenchProgressed(progress)), cancel)
+        except (InputError, Unavailable) as exc:
+            self.post_message(BenchFinished(None, cancelled=cancel.is_set(), error=str(exc)))
+            return
+        except Exception as exc:  # an engine failure is reported, not raised into the app
+            self.post_message(BenchFinished(None, cancelled=cancel.is_set(), error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(BenchFinished(measurements, cancelled=cancel.is_set()))
+
+    def on_bench_progressed(self, message: BenchProgressed) -> None:
+        message.stop()
+        progress = message.progress
+        self.query_one(ProgressBar).update(progress=progress.fraction)
+        self._set_status(plain(f"{progress.label} ({progress.fraction:.0%})  s: stop"))
+        if progress.partial is not None:
+            self.show_results(progress.partial)
+
+    def on_bench_finished(self, message: BenchFinished) -> None:
+        """Show the outcome; hand measurements to the app for the Links grid and the checker."""
+        message.stop()
+        self.running = False
+        self.query_one("#bench-run", Button).disabled = self.unavailable is not None
+        self.query_one("#bench-stop", Button).disabled = True
+        if message.error is not None:
+            self._set_status(plain(f"Benchmark failed: {message.error}"))
+            return
+        measurements = message.measurements
+        if measurements is None:
+            return
+        self.show_results(measurements)
+        if message.cancelled:
+            self._set_status(Text("Stopped; the sizes measured before the stop are shown and used."))
+        else:
+            self.query_one(ProgressBar).update(progress=1.0)
+            self._set_status(Text("Done; the Links grid and the Ranks checker now use these numbers."))
+        if measurements.peer_copies or measurements.collectives:
+            self.post_message(MeasurementsArrived(measurements))
+
+    def show_results(self, measurements: Measurements) -> None:
+        """Fill the table and the plot from `measurements`."""
+        table: DataTable[Text] = self.query_one("#bench-table", DataTable)
+        plot = self.query_one(BandwidthPlot)
+        table.clear(columns=True)
+        if measurements.peer_copies:
+            table.add_columns("src", "dst", "size", "GB/s", "bidir", "latency us")
+            table.add_rows(
+                [
+                    Text(f"GPU{copy.src}"),
+                    Text(f"GPU{copy.dst}"),
+                    Text(format_size_bytes(copy.size_bytes) if copy.size_bytes else "-"),
+                    Text(gbps_label(copy.unidir_gbps)),
+                    Text(gbps_label(copy.bidir_gbps)),
+                    Text(f"{copy.latency_us:.1f}" if copy.latency_us is not None else "-"),
+                ]
+                for copy in measurements.peer_copies
+            )
+            plot.title = "peer copy GB/s (mean over pairs)"
+            plot.points = peer_copy_points(measurements.peer_copies)
+        elif measurements.collectives:
+            table.add_columns("op", "size", "time us", "algbw", "busbw", "ranks", "wrong")
+            table.add_rows(
+                [
+                    Text(result.op),
+                    Text(format_size_bytes(result.size_bytes)),
+                    Text(f"{result.time_us:.1f}"),
+                    Text(gbps_label(result.algbw_gbps)),
+                    Text(gbps_label(result.busbw_gbps)),
+                    Text(str(result.nranks)),
+                    Text("-" if result.wrong is None else str(result.wrong)),
+                ]
+                for result in measurements.collectives
+            )
+            op = measurements.collectives[0].op
+            plot.title = f"{op} busbw GB/s"
+            plot.points = collective_points(measurements.collectives, op)

@@ -1,0 +1,131 @@
+"""Links: the GPU x GPU (or GPU x NIC) grid of one host, its legend, and the detail of a cell."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from topo.model import Host, Snapshot
+from tui.link_cells import gpu_cells, nic_cells
+from tui.messages import RingChosen
+from tui.widgets.legend import Legend
+from tui.widgets.link_detail import LinkDetail
+from tui.widgets.link_grid import LinkGrid
+
+
+class LinksView(Vertical):
+    """The Links tab. The app sets `snapshot` and `ring`; keys toggle NICs, expected GB/s and host."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "toggle_nics", "GPU x NIC"),
+        Binding("e", "toggle_expected", "GB/s"),
+        Binding("h", "next_host", "Next host", show=False),
+        Binding("x", "clear_ring", "Clear ring", show=False),
+    ]
+
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The snapshot on show (with its measurements, if any)."""
+    ring: reactive[RingChosen | None] = reactive(None, always_update=True)
+    """The ring chosen on the Ranks tab, drawn over the grid."""
+    nic_mode: reactive[bool] = reactive(False)
+    """True to show GPU x NIC instead of GPU x GPU."""
+    show_expected: reactive[bool] = reactive(False)
+    """True to show expected GB/s in cells that have no measurement, instead of the token."""
+    host_index: reactive[int] = reactive(0)
+    """Which host of a multi-host snapshot is on show."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="links-title", markup=False)
+        yield LinkGrid(id="link-grid")
+        yield Legend(id="links-legend")
+        yield LinkDetail(id="link-detail")
+
+    @property
+    def host(self) -> Host | None:
+        """The host on show, or None before a snapshot arrives."""
+        if self.snapshot is None or not self.snapshot.hosts:
+            return None
+        return self.snapshot.hosts[min(self.host_index, len(self.snapshot.hosts) - 1)]
+
+    def watch_snapshot(self) -> None:
+        self._redraw()
+
+    def watch_ring(self) -> None:
+        self._redraw()
+
+    def watch_nic_mode(self) -> None:
+        self._redraw()
+
+    def watch_show_expected(self) -> None:
+        self._redraw()
+
+    def watch_host_index(self) -> None:
+        self._redraw()
+
+    def _title(self, host: Host) -> Text:
+        title = Text()
+        title.append(host.hostname or "host", style="bold")
+        title.append(f"  {len(host.gpus)} GPUs, {len(host.nics)} NICs")
+        if self.snapshot is not None and len(self.snapshot.hosts) > 1:
+            title.append(f"  (host {self.host_index + 1} of {len(self.snapshot.hosts)}; h: next)")
+        measurements = self.snapshot.measurements if self.snapshot is not None else None
+        if measurements is not None and measurements.peer_copies:
+            title.append(f"  measured: {measurements.source}")
+        if self.ring is not None and not self.nic_mode:
+            title.append(f"  ring {self.ring.label}: {len(self.ring.hops)} hops in this host", style="bold")
+            if self.ring.off_node_hops:
+                title.append(f", {self.ring.off_node_hops} leave it")
+            title.append(" (x: clear)")
+        return title
+
+    def _redraw(self) -> None:
+        if not self.is_mounted:
+            return
+        grid = self.query_one(LinkGrid)
+        detail = self.query_one(LinkDetail)
+        title = self.query_one("#links-title", Static)
+        host = self.host
+        if host is None:
+            title.update(Text("Waiting for a snapshot..."))
+            grid.clear(columns=True)
+            return
+        title.update(self._title(host))
+        row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
+        if self.nic_mode:
+            cells = nic_cells(host)
+            column_labels = [nic.name for nic in host.nics]
+        else:
+            ring = frozenset(self.ring.hops) if self.ring is not None else frozenset()
+            measurements = self.snapshot.measurements if self.snapshot is not None else None
+            cells = gpu_cells(host, measurements, ring)
+            column_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
+        grid.show(cells, row_labels, column_labels, self.show_expected)
+        detail.host = host
+        detail.nic_mode = self.nic_mode
+        detail.cell = grid.cell_at(grid.cursor_coordinate.row, grid.cursor_coordinate.column)
+
+    def on_link_grid_cell_chosen(self, event: LinkGrid.CellChosen) -> None:
+        self.query_one(LinkDetail).cell = event.cell
+
+    def action_toggle_nics(self) -> None:
+        """Switch between the GPU x GPU and GPU x NIC grids."""
+        self.nic_mode = not self.nic_mode
+
+    def action_toggle_expected(self) -> None:
+        """Show expected GB/s instead of tokens in unmeasured cells (or back)."""
+        self.show_expected = not self.show_expected
+
+    def action_next_host(self) -> None:
+        """Show the next host of a multi-host snapshot."""
+        if self.snapshot is not None and self.snapshot.hosts:
+            self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)
+
+    def action_clear_ring(self) -> None:
+        """Stop drawing the ring chosen on the Ranks tab."""
+        self.ring = None

@@ -1,0 +1,152 @@
+"""Monitor: live NVLink and PCIe throughput, error-counter deltas and PCIe link state per GPU.
+
+A thread worker reads the sampler once a second and posts each reading; on a recording (a sample
+or a file) there are no live counters, and the tab says so instead of showing numbers.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
+
+from topo.model import Snapshot
+from tui.messages import LiveReadingArrived, LiveUnavailable
+from tui.services import GpuTraffic, Services, TrafficReading, Unavailable
+from tui.text import gbps_label, plain
+
+GPU_COLUMNS = ("GPU", "NVLink TX GB/s", "NVLink RX GB/s", "PCIe TX GB/s", "PCIe RX GB/s", "errors +", "PCIe gen", "width")
+LINK_COLUMNS = ("link", "TX GB/s", "RX GB/s")
+
+
+def _pair(current: int | None, maximum: int | None, prefix: str) -> Text:
+    """`cur/max`, marked when the current value is below the maximum."""
+    if current is None and maximum is None:
+        return Text("-")
+    text = Text(f"{prefix}{current if current is not None else '?'}/{maximum if maximum is not None else '?'}")
+    if current is not None and maximum is not None and current < maximum:
+        text.append(" <", style="bold")
+    return text
+
+
+def _errors(gpu: GpuTraffic) -> Text:
+    total = sum(delta for _, delta in gpu.error_deltas)
+    if not gpu.error_deltas:
+        return Text("-")
+    if total == 0:
+        return Text("0")
+    changed = ", ".join(f"{name} +{delta}" for name, delta in gpu.error_deltas if delta)
+    return Text(changed, style="bold reverse")
+
+
+def gpu_row(gpu: GpuTraffic) -> list[Text]:
+    """One table row for a GPU's reading."""
+    return [
+        plain(f"GPU{gpu.gpu}"),
+        Text(gbps_label(gpu.nvlink_tx_gbps)),
+        Text(gbps_label(gpu.nvlink_rx_gbps)),
+        Text(gbps_label(gpu.pcie_tx_gbps)),
+        Text(gbps_label(gpu.pcie_rx_gbps)),
+        _errors(gpu),
+        _pair(gpu.pcie_gen_current, gpu.pcie_gen_max, "Gen"),
+        _pair(gpu.pcie_width_current, gpu.pcie_width_max, "x"),
+    ]
+
+
+class MonitorView(Vertical):
+    """The Monitor tab; the app sets `snapshot`, which starts (or stops) the sampling worker."""
+
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The snapshot on show; only one probed on this machine has live counters."""
+
+    interval_s = 1.0
+    """Seconds between two readings."""
+
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self.services = services
+        self.reading: TrafficReading | None = None
+        self._selected = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("Waiting for a snapshot...", id="monitor-status", markup=False)
+        yield DataTable[Text](id="monitor-gpus", cursor_type="row")
+        yield Static("Per link of the selected GPU:", id="monitor-links-title", markup=False)
+        yield DataTable[Text](id="monitor-links", cursor_type="row")
+
+    def on_mount(self) -> None:
+        self.query_one("#monitor-gpus", DataTable).add_columns(*GPU_COLUMNS)
+        self.query_one("#monitor-links", DataTable).add_columns(*LINK_COLUMNS)
+
+    def watch_snapshot(self, snapshot: Snapshot | None) -> None:
+        """Start sampling the new snapshot's machine (the previous worker is cancelled)."""
+        if snapshot is None or not self.is_mounted:
+            return
+        self.reading = None
+        self.query_one("#monitor-gpus", DataTable).clear()
+        self.query_one("#monitor-links", DataTable).clear()
+        self.query_one("#monitor-status", Static).update(Text("Opening the counters..."))
+        self.sample(snapshot)
+
+    @work(thread=True, exclusive=True, group="live")
+    def sample(self, snapshot: Snapshot) -> None:
+        """Read the counters every `interval_s` until cancelled; post each reading."""
+        worker = get_current_worker()
+        try:
+            feed = self.services.open_live(snapshot)
+        except Unavailable as exc:
+            self.post_message(LiveUnavailable(str(exc)))
+            return
+        try:
+            while not worker.is_cancelled:
+                started = time.monotonic()
+                try:
+                    reading = feed.read()
+                except Exception as exc:  # a lost GPU or a driver error ends sampling, not the app
+                    self.post_message(LiveUnavailable(f"reading the counters failed: {exc}"))
+                    return
+                self.post_message(LiveReadingArrived(reading))
+                while not worker.is_cancelled and time.monotonic() - started < self.interval_s:
+                    time.sleep(0.05)
+        finally:
+            feed.close()
+
+    def on_live_unavailable(self, message: LiveUnavailable) -> None:
+        message.stop()
+        self.query_one("#monitor-status", Static).update(plain(message.reason + " - the Monitor shows no numbers without live counters."))
+
+    def on_live_reading_arrived(self, message: LiveReadingArrived) -> None:
+        """Redraw both tables from the new reading, keeping the selected row."""
+        message.stop()
+        self.reading = message.reading
+        host = self.snapshot.host.hostname if self.snapshot is not None and self.snapshot.hosts else "this machine"
+        status = plain(f"Live counters of {host}, every {self.interval_s:g} s")
+        status.append("   '<' marks a PCIe link below its maximum (an idle GPU may train down; width below max is a fault)")
+        self.query_one("#monitor-status", Static).update(status)
+        table: DataTable[Text] = self.query_one("#monitor-gpus", DataTable)
+        row = table.cursor_row
+        table.clear()
+        table.add_rows(gpu_row(gpu) for gpu in message.reading.gpus)
+        if 0 <= row < table.row_count:
+            table.move_cursor(row=row, animate=False)
+        self._show_links()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "monitor-gpus":
+            self._selected = event.cursor_row
+            self._show_links()
+
+    def _show_links(self) -> None:
+        table: DataTable[Text] = self.query_one("#monitor-links", DataTable)
+        table.clear()
+        if self.reading is None or not 0 <= self._selected < len(self.reading.gpus):
+            return
+        gpu = self.reading.gpus[self._selected]
+        self.query_one("#monitor-links-title", Static).update(plain(f"Per link of GPU{gpu.gpu}:"))
+        table.add_rows([Text(str(link.link)), Text(gbps_label(link.tx_gbps)), Text(gbps_label(link.rx_gbps))] for link in gpu.links)

@@ -1,0 +1,263 @@
+"""Ranks: a layout form, the nodes x GPUs rank map coloured by group, live findings and the suggestion.
+
+Every form change runs the checker (`topo.checks` through the services) in a thread worker; the
+result comes back as a :class:`~tui.messages.LayoutChecked` message. Picking a group posts a
+:class:`~tui.messages.RingChosen` so the Links tab draws which links its ring crosses.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.widgets import Input, Label, Select, Static
+
+from topo.errors import InputError
+from topo.model import Snapshot
+from topo.placement import parse_visible_devices
+from tui.layout_export import export_command, suggested_form, suggestion_text
+from tui.messages import LayoutChecked, RingChosen
+from tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
+from tui.screens.export import ExportScreen
+from tui.services import LayoutForm, ReportLike, Services, Unavailable
+from tui.text import plain
+from tui.widgets.findings_table import FindingsTable
+from tui.widgets.rank_map import RankMap
+
+DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+"""Parallel dimensions the form offers, in Megatron's default order."""
+
+
+class RanksView(Vertical):
+    """The Ranks tab; the app sets `snapshot` (and measurements inside it feed the checker)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "next_dim", "Colour by"),
+        Binding("a", "apply_suggestion", "Apply suggestion"),
+        Binding("c", "export", "Export"),
+    ]
+
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The snapshot whose hosts the layout is placed on."""
+
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self.services = services
+        self.report: ReportLike | None = None
+        self.checked_form: LayoutForm | None = None
+        self._pending: LayoutForm | None = None
+        self._colour_dim = "tp"
+        self._group_of_rank: list[int] = []
+        self._filling = False
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="form-row"):
+            for dim in DIMS:
+                yield Label(dim, classes="form-label")
+                yield Input("", id=f"size-{dim}", type="integer", placeholder="auto" if dim == "dp" else "1", compact=True, classes="size-input")
+            yield Label("nodes", classes="form-label")
+            yield Input("1", id="nodes", type="integer", compact=True, classes="size-input")
+            yield Label("colour", classes="form-label")
+            yield Select([(dim, dim) for dim in DIMS], id="colour-dim", value="tp", allow_blank=False, compact=True)
+        with Horizontal(classes="form-row"):
+            yield Label("order", classes="form-label")
+            yield Input("tp-cp-ep-dp-pp", id="order", compact=True)
+            yield Label("place", classes="form-label")
+            yield Select([("block", "block"), ("cyclic", "cyclic")], id="distribution", value="block", allow_blank=False, compact=True)
+            yield Label("devices", classes="form-label")
+            yield Input("", id="devices", placeholder="0,1,2,...", compact=True)
+            yield Label("model", classes="form-label")
+            yield Input("", id="model", placeholder="(optional)", compact=True)
+        yield Static(id="ranks-status", markup=False)
+        with Horizontal(id="ranks-body"):
+            yield RankMap(id="rank-map")
+            yield FindingsTable(id="findings")
+        yield Static(id="suggestion", markup=False)
+
+    def watch_snapshot(self, snapshot: Snapshot | None) -> None:
+        """A new snapshot: reset the form to one full node of tensor parallelism and check it."""
+        if snapshot is None or not self.is_mounted or not snapshot.hosts:
+            return
+        gpus = max(len(host.gpus) for host in snapshot.hosts)
+        nodes = len(snapshot.hosts)
+        self.fill_form(LayoutForm(sizes=(("tp", max(gpus, 1)),), nodes=nodes))
+
+    def fill_form(self, form: LayoutForm) -> None:
+        """Put `form` into the inputs and check it once (not once per field)."""
+        self._filling = True
+        try:
+            sizes = dict(form.sizes)
+            for dim in DIMS:
+                self.query_one(f"#size-{dim}", Input).value = str(sizes[dim]) if dim in sizes else ""
+            self.query_one("#nodes", Input).value = str(form.nodes)
+            self.query_one("#order", Input).value = form.order
+            self.query_one("#distribution", Select).value = form.distribution
+            self.query_one("#model", Input).value = form.model or ""
+            devices = form.visible_devices
+            self.query_one("#devices", Input).value = ",".join(map(str, devices)) if devices is not None else ""
+        finally:
+            self._filling = False
+        self.request_check()
+
+    def read_form(self) -> LayoutForm:
+        """The form's values; InputError naming the field when one is not valid."""
+        sizes: list[tuple[str, int]] = []
+        for dim in DIMS:
+            text = self.query_one(f"#size-{dim}", Input).value.strip()
+            if text:
+                sizes.append((dim, _positive(text, dim)))
+        nodes = _positive(self.query_one("#nodes", Input).value, "nodes")
+        order = self.query_one("#order", Input).value.strip() or "tp-cp-ep-dp-pp"
+        distribution = str(self.query_one("#distribution", Select).value)
+        model = self.query_one("#model", Input).value.strip() or None
+        devices_text = self.query_one("#devices", Input).value.strip()
+        devices = parse_visible_devices(devices_text) if devices_text else None
+        return LayoutForm(sizes=tuple(sizes), order=order, nodes=nodes, distribution=distribution, visible_devices=devices, model=model)
+
+    @on(Input.Changed)
+    @on(Select.Changed, "#distribution")
+    def _form_changed(self) -> None:
+        if not self._filling:
+            self.request_check()
+
+    @on(Select.Changed, "#colour-dim")
+    def _colour_changed(self, event: Select.Changed) -> None:
+        self._colour_dim = str(event.value)
+        self._draw_map()
+
+    def request_check(self) -> None:
+        """Read the form and check it in a worker; a bad field shows in the status line."""
+        if self.snapshot is None:
+            return
+        try:
+            form = self.read_form()
+        except InputError as exc:
+            self._status(Text(str(exc)))
+            return
+        self._pending = form
+        self._status(Text(f"checking on {form.nodes} node(s)..."))
+        self.run_check(self.snapshot, form)
+
+    @work(thread=True, exclusive=True, group="check")
+    def run_check(self, snapshot: Snapshot, form: LayoutForm) -> None:
+        """Run the checker off the UI thread and post the outcome."""
+        started = time.perf_counter()
+        try:
+            report = self.services.check(snapshot, form, snapshot.measurements)
+        except (InputError, Unavailable) as exc:
+            self.post_message(LayoutChecked(form, None, str(exc)))
+            return
+        self.post_message(LayoutChecked(form, report, None, (time.perf_counter() - started) * 1000))
+
+    def on_layout_checked(self, message: LayoutChecked) -> None:
+        """Show a fresh result (results of forms that were edited since are dropped)."""
+        message.stop()
+        if message.form != self._pending:
+            return
+        if message.report is None:
+            self.report = None
+            self._status(Text(message.error or "no result"))
+            self._draw_map()
+            self.query_one(FindingsTable).show(())
+            self.query_one("#suggestion", Static).update("")
+            return
+        self.report = message.report
+        self.checked_form = message.form
+        findings = message.report.findings
+        status = plain(f"{len(message.report.placement)} ranks on {message.form.nodes} node(s): ")
+        status.append(f"{len(findings)} finding(s)", style="bold" if findings else "")
+        status.append(f"  checked in {message.elapsed_ms:.0f} ms   Enter on a cell: draw its group's ring on Links")
+        self._status(status)
+        self._draw_map()
+        self.query_one(FindingsTable).show(findings)
+        self.query_one("#suggestion", Static).update(suggestion_text(message.report.suggestion))
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#ranks-status", Static).update(text)
+
+    def _draw_map(self) -> None:
+        rank_map = self.query_one(RankMap)
+        report, form = self.report, self.checked_form
+        if report is None or form is None or self.snapshot is None:
+            rank_map.show([], 0, [], [])
+            return
+        placement = report.placement
+        gpus = max(len(host.gpus) for host in self.snapshot.hosts)
+        nodes = max([form.nodes, *(node + 1 for node, _ in placement[-1:])])
+        if len(self.snapshot.hosts) > 1:
+            labels = [host.hostname for host in self.snapshot.hosts]
+        else:
+            labels = [f"node{node}" for node in range(nodes)]
+        self._group_of_rank = group_index(report.groups.get(self._colour_dim, []), len(placement))
+        rank_map.picked_group = None
+        rank_map.show(labels, gpus, rank_grid(placement, len(labels), gpus), self._group_of_rank)
+
+    def on_rank_map_rank_picked(self, event: RankMap.RankPicked) -> None:
+        event.stop()
+        self.pick_group(self._colour_dim, event.rank)
+
+    def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
+        event.stop()
+        finding = event.finding
+        if finding.dim in DIMS and finding.ranks:
+            self.query_one("#colour-dim", Select).value = finding.dim
+            self._colour_dim = finding.dim
+            self._draw_map()
+            self.pick_group(finding.dim, finding.ranks[0])
+
+    def pick_group(self, dim: str, rank: int) -> None:
+        """Mark the `dim` group holding `rank` and send its ring to the Links tab."""
+        report = self.report
+        if report is None:
+            return
+        groups = report.groups.get(dim, [])
+        owner = group_index(groups, len(report.placement))
+        if not 0 <= rank < len(owner) or owner[rank] < 0:
+            return
+        number = owner[rank]
+        members = groups[number]
+        self.query_one(RankMap).set_picked_group(number if dim == self._colour_dim else None)
+        overlay = ring_overlay(members, report.placement)
+        label = f"{dim} group {number} (ranks {rank_ranges(members)})"
+        self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
+        where = f"{len(overlay.hops)} hop(s) on node {overlay.node}" + (f", {overlay.off_node_hops} between nodes" if overlay.off_node_hops else "")
+        self._status(plain(f"{label}: ring {where}; see the Links tab (1)"))
+
+    def action_next_dim(self) -> None:
+        """Colour the map by the next dimension."""
+        select = self.query_one("#colour-dim", Select)
+        select.value = DIMS[(DIMS.index(self._colour_dim) + 1) % len(DIMS)]
+
+    def action_apply_suggestion(self) -> None:
+        """Put the checker's suggested layout into the form."""
+        report, form = self.report, self.checked_form
+        suggested = suggested_form(report.suggestion, form) if report is not None and form is not None else None
+        if suggested is None:
+            self.app.notify("No suggested layout to apply.", markup=False)
+            return
+        self.fill_form(suggested)
+
+    def action_export(self) -> None:
+        """Show the checked layout as a `linkscope check` command and as JSON."""
+        if self.report is None or self.checked_form is None or self.snapshot is None:
+            self.app.notify("Nothing checked yet.", markup=False)
+            return
+        command, document = export_command(self.snapshot, self.checked_form, self.report)
+        self.app.push_screen(ExportScreen(command, document))
+
+
+def _positive(text: str, field: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"{field}: {text!r} is not a whole number") from None
+    if value < 1:
+        raise InputError(f"{field}: must be at least 1")
+    return value
+

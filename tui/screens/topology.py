@@ -1,0 +1,171 @@
+"""Topology: NUMA nodes -> PCIe host bridges and switches -> GPUs and NICs, and the identity table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+from textual.widgets.tree import TreeNode
+
+from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Nic, Snapshot, parse_link_token
+from topo.sizes import format_size_bytes
+from tui.text import plain
+from tui.widgets.plain_tree import PlainTree
+
+
+def nearest_nic(host: Host, position: int) -> str | None:
+    """Name of the NIC closest to GPU `position` by legend class (PIX first, SYS last); None if none."""
+    tokens = host.gpu_nic[position] if position < len(host.gpu_nic) else ()
+    best: tuple[int, str] | None = None
+    for nic, token in zip(host.nics, tokens, strict=False):
+        try:
+            kind = parse_link_token(token)[0]
+        except ValueError:
+            continue
+        if kind not in PCIE_KINDS_NEAR_TO_FAR:
+            continue
+        rank = PCIE_KINDS_NEAR_TO_FAR.index(kind)
+        if best is None or rank < best[0]:
+            best = (rank, nic.name)
+    return best[1] if best is not None else None
+
+
+def cuda_indices(host: Host) -> list[int]:
+    """CUDA index of each GPU position under `CUDA_DEVICE_ORDER=PCI_BUS_ID` (bus id order)."""
+    order = sorted(range(len(host.gpus)), key=lambda pos: (host.gpus[pos].pci_bus_id or "", host.gpus[pos].index))
+    indices = [0] * len(host.gpus)
+    for cuda_index, position in enumerate(order):
+        indices[position] = cuda_index
+    return indices
+
+
+@dataclass
+class _Bridge:
+    """One PCI bridge in the tree being built, with what hangs below it."""
+
+    children: dict[str, _Bridge] = field(default_factory=dict)
+    devices: list[Gpu | Nic] = field(default_factory=list)
+
+
+def _insert(root: _Bridge, path: tuple[str, ...], device: Gpu | Nic) -> None:
+    node = root
+    for bus_id in path:
+        node = node.children.setdefault(bus_id, _Bridge())
+    node.devices.append(device)
+
+
+def _device_label(device: Gpu | Nic) -> Text:
+    if isinstance(device, Gpu):
+        text = plain(f"GPU{device.index} ", "bold")
+        text.append(device.name or "GPU")
+        if device.pci_bus_id:
+            text.append(f"  {device.pci_bus_id}")
+        return text
+    text = plain(f"NIC {device.name}", "bold")
+    details = [
+        part
+        for part in (device.link_layer, f"{device.rate_gbit_per_s:g} Gb/s" if device.rate_gbit_per_s else None, device.state)
+        if part
+    ]
+    if details:
+        text.append("  " + ", ".join(details))
+    return text
+
+
+def _add_bridge(tree_node: TreeNode[str], bridge: _Bridge) -> None:
+    for bus_id, child in bridge.children.items():
+        kind = "host bridge" if bus_id.startswith("pci") else "bridge"
+        branch = tree_node.add(plain(f"{kind} {bus_id}"), expand=True)
+        _add_bridge(branch, child)
+    for device in bridge.devices:
+        tree_node.add_leaf(_device_label(device))
+
+
+def fill_tree(tree: PlainTree, host: Host) -> None:
+    """Rebuild `tree` for `host`: one branch per NUMA node (and one for devices of unknown node)."""
+    tree.clear()
+    tree.root.set_label(plain(host.hostname or "host", "bold"))
+    by_numa: dict[int | None, _Bridge] = {}
+    for device in (*host.gpus, *host.nics):
+        _insert(by_numa.setdefault(device.numa_node, _Bridge()), device.pci_path, device)
+    numa_info = {node.id: node for node in host.numa_nodes}
+    node_ids = sorted({*numa_info, *(key for key in by_numa if key is not None)})
+    for node_id in node_ids:
+        info = numa_info.get(node_id)
+        label = plain(f"NUMA {node_id}", "bold")
+        if info is not None:
+            label.append(f"  CPUs {info.cpus or '?'}  memory {format_size_bytes(info.memory_bytes) if info.memory_bytes else '?'}")
+        _add_bridge(tree.root.add(label, expand=True), by_numa.get(node_id, _Bridge()))
+    if None in by_numa:
+        _add_bridge(tree.root.add(plain("NUMA node unknown", "bold"), expand=True), by_numa[None])
+    tree.root.expand()
+
+
+IDENTITY_COLUMNS = ("NVML", "CUDA*", "name", "bus id", "UUID", "NUMA", "CPU affinity", "nearest NIC")
+
+
+def identity_rows(host: Host) -> list[list[Text]]:
+    """One row per GPU: indices, name, bus id, UUID, NUMA node, CPU affinity, nearest NIC."""
+    cuda = cuda_indices(host)
+    rows = []
+    for position, gpu in enumerate(host.gpus):
+        numa = gpu.numa_affinity if gpu.numa_affinity is not None else gpu.numa_node
+        values = (
+            gpu.index,
+            cuda[position],
+            gpu.name,
+            gpu.pci_bus_id,
+            gpu.uuid,
+            numa,
+            gpu.cpu_affinity,
+            nearest_nic(host, position),
+        )
+        rows.append([plain(value) for value in values])
+    return rows
+
+
+class TopologyView(Vertical):
+    """The Topology tab; the app sets `snapshot`."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("h", "next_host", "Next host", show=False)]
+
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The snapshot on show."""
+    host_index: reactive[int] = reactive(0)
+    """Which host of a multi-host snapshot is on show."""
+
+    def compose(self) -> ComposeResult:
+        yield PlainTree("host", id="topology-tree")
+        yield Static(
+            "* CUDA index with CUDA_DEVICE_ORDER=PCI_BUS_ID (also the default order when all GPUs are one model)",
+            id="identity-note",
+            markup=False,
+        )
+        yield DataTable[Text](id="identity-table", cursor_type="row")
+
+    def watch_snapshot(self) -> None:
+        self._redraw()
+
+    def watch_host_index(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        if not self.is_mounted or self.snapshot is None or not self.snapshot.hosts:
+            return
+        host = self.snapshot.hosts[min(self.host_index, len(self.snapshot.hosts) - 1)]
+        fill_tree(self.query_one(PlainTree), host)
+        table: DataTable[Text] = self.query_one("#identity-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(*IDENTITY_COLUMNS)
+        table.add_rows(identity_rows(host))
+
+    def action_next_host(self) -> None:
+        """Show the next host of a multi-host snapshot."""
+        if self.snapshot is not None and self.snapshot.hosts:
+            self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)

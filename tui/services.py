@@ -1,0 +1,255 @@
+"""The app's I/O layer as an interface: loading snapshots, live counters, benchmarks, the checker.
+
+The app receives a :class:`Services` in its constructor and never calls probes directly, so tests
+hand it a fake and the screens stay free of hardware code. Every method here may block; the app
+only calls them from thread workers. :class:`LocalServices` is the real implementation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from topo.model import Measurements, Snapshot
+
+
+class Unavailable(Exception):
+    """A service cannot run here; the message is one line for the user (no GPU, no checker...)."""
+
+
+@dataclass(frozen=True)
+class LinkTraffic:
+    """Throughput of one NVLink of a GPU over the last interval."""
+
+    link: int
+    tx_gbps: float | None
+    rx_gbps: float | None
+
+
+@dataclass(frozen=True)
+class GpuTraffic:
+    """Counters of one GPU over the last interval: rates, error deltas, PCIe link state."""
+
+    gpu: int
+    nvlink_tx_gbps: float | None = None
+    nvlink_rx_gbps: float | None = None
+    pcie_tx_gbps: float | None = None
+    pcie_rx_gbps: float | None = None
+    links: tuple[LinkTraffic, ...] = ()
+    error_deltas: tuple[tuple[str, int], ...] = ()
+    """(counter name, increase since the previous reading), e.g. (`replay`, 0)."""
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+
+
+@dataclass(frozen=True)
+class TrafficReading:
+    """One reading of every GPU's counters (what the Monitor screen shows)."""
+
+    gpus: tuple[GpuTraffic, ...]
+    interval_s: float
+
+
+class LiveFeed(Protocol):
+    """An open counter sampler: each `read()` returns rates since the previous one."""
+
+    def read(self) -> TrafficReading:
+        """Read the counters once; rates are over the time since the previous read (may block briefly)."""
+        ...
+
+    def close(self) -> None:
+        """Release the sampler."""
+        ...
+
+
+BENCH_KINDS: tuple[str, ...] = ("p2p", "all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+"""Benchmarks the Bench screen offers: peer copies between every GPU pair, then collectives."""
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What to measure: `p2p` peer copies or one collective, over a sweep of sizes."""
+
+    kind: str
+    sizes_bytes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BenchProgress:
+    """How far a benchmark run is, with what it measured so far."""
+
+    fraction: float
+    label: str
+    partial: Measurements | None = None
+
+
+@dataclass(frozen=True)
+class LayoutForm:
+    """The Ranks screen's form, as plain values: what `linkscope check` takes on its command line."""
+
+    sizes: tuple[tuple[str, int], ...]
+    """Dimensions given explicitly; a missing `dp` is inferred from the cluster size."""
+    order: str = "tp-cp-ep-dp-pp"
+    nodes: int = 1
+    distribution: str = "block"
+    visible_devices: tuple[int, ...] | None = None
+    """CUDA_VISIBLE_DEVICES for every node, as GPU indices; None for all GPUs in order."""
+    model: str | None = None
+
+    def cli_args(self) -> list[str]:
+        """The `linkscope check` arguments that reproduce this form."""
+        args: list[str] = []
+        for dim, size in self.sizes:
+            if size != 1:
+                args += [f"--{dim}", str(size)]
+        args += ["--order", self.order, "--nodes", str(self.nodes), "--distribution", self.distribution]
+        if self.visible_devices is not None:
+            args += ["--visible-devices", ",".join(map(str, self.visible_devices))]
+        if self.model:
+            args += ["--model", self.model]
+        return args
+
+
+class FindingLike(Protocol):
+    """What the app reads of a checker finding (`topo.checks.Finding`)."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def severity(self) -> str: ...
+    @property
+    def dim(self) -> str | None: ...
+    @property
+    def ranks(self) -> Sequence[int]: ...
+    @property
+    def message(self) -> str: ...
+
+
+class ReportLike(Protocol):
+    """What the app reads of a checker report (`topo.checks.CheckReport`)."""
+
+    @property
+    def groups(self) -> dict[str, list[list[int]]]: ...
+    @property
+    def placement(self) -> Sequence[tuple[int, int]]: ...
+    @property
+    def findings(self) -> Sequence[FindingLike]: ...
+    @property
+    def suggestion(self) -> object | None: ...
+
+
+class Services(Protocol):
+    """Everything the app asks of the outside world. Every call may block: call from workers."""
+
+    def load_snapshot(self, source: str | None) -> Snapshot:
+        """Load `source` (file, `sample:NAME`) or probe this machine when it is None."""
+        ...
+
+    def sample_names(self) -> list[str]:
+        """Names of the built-in sample machines."""
+        ...
+
+    def open_live(self, snapshot: Snapshot) -> LiveFeed:
+        """Open the counter sampler for `snapshot`'s machine; Unavailable when it is not this one."""
+        ...
+
+    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
+        """Why benchmarks cannot run on `snapshot`'s machine, or None when they can."""
+        ...
+
+    def run_bench(
+        self,
+        snapshot: Snapshot,
+        request: BenchRequest,
+        progress: Callable[[BenchProgress], None],
+        cancel: threading.Event,
+    ) -> Measurements:
+        """Run one benchmark; call `progress` as it goes; stop early when `cancel` is set."""
+        ...
+
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None) -> ReportLike:
+        """Expand and check a rank layout (`topo.checks.check_layout`), with a suggestion."""
+        ...
+
+
+LIVE_SOURCE = "probe"
+"""`Snapshot.source` of a snapshot probed on this machine: the only one with live counters."""
+
+
+class LocalServices:
+    """The real services: probes for this machine, files and samples, the checker in `topo`."""
+
+    def load_snapshot(self, source: str | None) -> Snapshot:
+        """Load a source the way every command does (`linkscope.source`-equivalent, without the CLI)."""
+        if source is None:
+            from probes.host import probe_host
+
+            return probe_host()
+        from topo.sources import load_source
+
+        return load_source(source)
+
+    def sample_names(self) -> list[str]:
+        """The built-in samples, or none when the samples package is missing."""
+        try:
+            from topo.samples import sample_names
+        except ImportError:
+            return []
+        return list(sample_names())
+
+    def open_live(self, snapshot: Snapshot) -> LiveFeed:
+        """Wrap `probes.live.LiveSampler` when `snapshot` was probed here."""
+        if snapshot.source != LIVE_SOURCE:
+            raise Unavailable(f"no live data: {snapshot.source or 'this snapshot'} is a recording, not this machine")
+        try:
+            from tui.live_adapter import open_local_feed
+        except ImportError as exc:
+            raise Unavailable(f"no live data: the counter sampler is not available ({exc})") from None
+        return open_local_feed(snapshot)
+
+    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
+        """Benchmarks need this machine, its GPUs and the benchmark engine."""
+        if snapshot.source != LIVE_SOURCE:
+            return f"benchmarks run on this machine only; {snapshot.source or 'this snapshot'} is a recording"
+        try:
+            from tui.bench_adapter import unavailable_reason
+        except ImportError as exc:
+            return f"the benchmark engine is not available ({exc})"
+        return unavailable_reason(snapshot)
+
+    def run_bench(
+        self,
+        snapshot: Snapshot,
+        request: BenchRequest,
+        progress: Callable[[BenchProgress], None],
+        cancel: threading.Event,
+    ) -> Measurements:
+        """Run the benchmark engine of `probes.bench` in its child processes."""
+        reason = self.bench_unavailable_reason(snapshot)
+        if reason is not None:
+            raise Unavailable(reason)
+        from tui.bench_adapter import run_request
+
+        return run_request(snapshot, request, progress, cancel)
+
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None) -> ReportLike:
+        """Call `topo.checks.check_layout` with a suggestion."""
+        try:
+            from topo.checks import CheckRequest, check_layout
+        except ImportError:
+            raise Unavailable("the layout checker (topo.checks) is not available in this build") from None
+        request = CheckRequest(
+            sizes=form.sizes,
+            order=form.order,
+            mesh=None,
+            nodes=form.nodes,
+            distribution=form.distribution,
+            visible_devices=form.visible_devices,
+            model=form.model,
+        )
+        report: ReportLike = check_layout(snapshot, request, measurements=measurements, suggest=True)
+        return report

@@ -1,0 +1,101 @@
+"""The detail pane under the Links grid: everything known about the chosen cell."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from topo.model import Gpu, Host, LinkKind
+from tui.link_cells import DEGRADED_RATIO, GridCell
+
+
+def _gpu_label(gpu: Gpu) -> str:
+    return f"GPU{gpu.index}"
+
+
+def _pci_path(path: tuple[str, ...]) -> str:
+    return " > ".join(path) if path else "not recorded"
+
+
+def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
+    """Kind, NVLink count and generation, P2P capabilities, PCIe paths, expected vs measured."""
+    gpu_a, gpu_b = host.gpus[cell.row], host.gpus[cell.col]
+    text = Text()
+    text.append(f"{_gpu_label(gpu_a)} <-> {_gpu_label(gpu_b)}: ", style="bold")
+    if cell.kind is LinkKind.SELF:
+        text.append(f"the same GPU ({gpu_a.name})")
+        return text
+    link = host.link(cell.row, cell.col) if cell.kind is not None else None
+    text.append(cell.token)
+    if link is not None and link.kind is LinkKind.NVLINK:
+        generation = link.nvlink_gen or gpu_a.nvlink_gen
+        text.append(f"  {link.nvlink_count} NVLinks" + (f", generation {generation}" if generation else ""))
+    if cell.expected is not None:
+        text.append(
+            f"\nexpected {cell.expected.typical_gbps:.0f} GB/s typical, {cell.expected.spec_gbps:.0f} spec ({cell.expected.basis})"
+        )
+    if cell.measured_gbps is not None:
+        ratio = cell.ratio
+        size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""
+        text.append(f"\nmeasured {cell.measured_gbps:.1f} GB/s{size}")
+        if ratio is not None:
+            text.append(f" = {ratio:.0%} of typical", style="bold" if ratio < DEGRADED_RATIO else "")
+            if ratio < DEGRADED_RATIO:
+                text.append("  DEGRADED", style="bold reverse")
+    else:
+        text.append("\nnot measured (run a peer-copy benchmark on the Bench tab, or open a snapshot with measurements)")
+    if link is not None and link.p2p is not None:
+        p2p = link.p2p
+        text.append(
+            f"\nP2P read {p2p.read or '-'}  write {p2p.write or '-'}  nvlink {p2p.nvlink or '-'}  atomics {p2p.atomics or '-'}"
+        )
+    else:
+        text.append("\nP2P capabilities not recorded")
+    text.append(f"\nPCIe {_gpu_label(gpu_a)}: {_pci_path(gpu_a.pci_path)}")
+    text.append(f"\nPCIe {_gpu_label(gpu_b)}: {_pci_path(gpu_b.pci_path)}")
+    return text
+
+
+def describe_gpu_nic(host: Host, cell: GridCell) -> Text:
+    """The path class between a GPU and a NIC, the NIC's port and both PCIe paths."""
+    gpu, nic = host.gpus[cell.row], host.nics[cell.col]
+    text = Text()
+    text.append(f"{_gpu_label(gpu)} <-> {nic.name}: ", style="bold")
+    text.append(cell.token)
+    port = ", ".join(
+        part for part in (nic.link_layer, f"{nic.rate_gbit_per_s:g} Gb/s" if nic.rate_gbit_per_s else None, nic.state) if part
+    )
+    if port:
+        text.append(f"  ({port})")
+    if cell.expected is not None:
+        text.append(f"\nexpected {cell.expected.typical_gbps:.0f} GB/s typical through the port ({cell.expected.basis})")
+    text.append(f"\nPCIe {_gpu_label(gpu)}: {_pci_path(gpu.pci_path)}")
+    text.append(f"\nPCIe {nic.name}: {_pci_path(nic.pci_path)}")
+    return text
+
+
+class LinkDetail(Static):
+    """Shows the chosen cell; the parent sets `host`, `cell` and `nic_mode`."""
+
+    cell: reactive[GridCell | None] = reactive(None)
+    """The chosen cell, or None before the first choice."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self.host: Host | None = None
+        self.nic_mode = False
+
+    def watch_cell(self, cell: GridCell | None) -> None:
+        """Redraw for the new cell."""
+        self.refresh_detail()
+
+    def refresh_detail(self) -> None:
+        """Recompute the text (after `host`, `cell` or `nic_mode` changed)."""
+        cell, host = self.cell, self.host
+        if cell is None or host is None:
+            self.update(Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link."))
+        elif self.nic_mode:
+            self.update(describe_gpu_nic(host, cell))
+        else:
+            self.update(describe_gpu_pair(host, cell))
