@@ -90,13 +90,17 @@ def _read_software_with_torch() -> SoftwareFacts:
         return SoftwareFacts(gaps=(Gap("import torch", f"{type(exc).__name__}: {exc}"),), nccl=_nccl_from_metadata())
     gaps: list[Gap] = []
     nccl: str | None = None
-    try:
-        raw = torch.cuda.nccl.version()
-        nccl = ".".join(str(part) for part in raw) if isinstance(raw, tuple) else str(raw)
-    except Exception as exc:
-        gaps.append(Gap("torch.cuda.nccl.version()", f"{type(exc).__name__}: {exc}"))
-        nccl = _nccl_from_metadata()
     cuda = torch.version.cuda
+    if cuda is None:
+        gaps.append(Gap("torch.cuda.nccl.version()", "torch is a CPU build: no NCCL"))
+    else:
+        try:
+            raw = torch.cuda.nccl.version()
+            nccl = ".".join(str(part) for part in raw) if isinstance(raw, tuple) else str(raw)
+        except Exception as exc:
+            gaps.append(Gap("torch.cuda.nccl.version()", f"{type(exc).__name__}: {exc}"))
+    if nccl is None:
+        nccl = _nccl_from_metadata()
     symmetric = False
     try:
         import torch.distributed._symmetric_memory

@@ -1,6 +1,6 @@
 """`probe_host()`: this machine as a :class:`~topo.model.Snapshot`, from NVML and sysfs, read-only.
 
-NVML runs in a worker thread with a time budget: a call that hangs is abandoned when the
+NVML runs in a worker thread (while sysfs is read) with a time budget: a call that hangs is abandoned when the
 budget runs out and recorded as a gap, with everything read before it kept. Without NVML (no
 driver, no GPU, a version mismatch) the snapshot still has the NUMA nodes, NICs and the GPUs
 sysfs sees, plus a note that says why the rest is missing.
@@ -15,8 +15,10 @@ the disagreement is recorded as a gap.
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +29,9 @@ from topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, V
 from topo.pcipath import classify_pci_pair
 from topo.samples.build import nvlink_pair_count
 
-DEFAULT_BUDGET_S = 2.0
-"""How long the NVML part of a probe may take before it is abandoned."""
+DEFAULT_BUDGET_S = 10.0
+"""How long the NVML part of a probe may take before it is abandoned: generous, because `nvmlInit`
+alone can take seconds on a box without the persistence daemon; a hung call still ends the wait."""
 
 AUTO = "auto"
 """`nvml=AUTO` (the default) imports pynvml; `nvml=None` probes as if NVML were absent."""
@@ -61,31 +64,44 @@ def _collect_safely(query: NvmlQuery, facts: NvmlFacts) -> None:
         facts.done = True
 
 
+class NvmlRun:
+    """:func:`probes.nvml.collect` running in a daemon worker thread, so the caller can read sysfs meanwhile."""
+
+    def __init__(self, module: Any) -> None:
+        self.query = NvmlQuery(module)
+        self.facts = NvmlFacts()
+        self.started_s = time.monotonic()
+        self._worker = threading.Thread(target=_collect_safely, args=(self.query, self.facts), name="linkscope-nvml",
+                                        daemon=True)
+        self._worker.start()
+
+    def result(self, budget_s: float) -> NvmlResult:
+        """Wait until `budget_s` after the start at most; then abandon the worker and keep what it read."""
+        self._worker.join(max(0.0, self.started_s + budget_s - time.monotonic()))
+        timed_out = self._worker.is_alive()
+        gaps = list(self.query.gaps)
+        if timed_out:
+            self.query.abandoned.set()
+            gaps.append(Gap(self.query.in_flight or "NVML", f"timed out after {budget_s:g} s; the rest of NVML was not read"))
+        facts = self.facts
+        copied = NvmlFacts(
+            available=facts.available,
+            unavailable_reason=facts.unavailable_reason,
+            driver=facts.driver,
+            cuda_driver=facts.cuda_driver,
+            nvml_version=facts.nvml_version,
+            device_count=facts.device_count,
+            gpus=list(facts.gpus),
+            ancestors=dict(facts.ancestors),
+            p2p=dict(facts.p2p),
+            done=facts.done,
+        )
+        return NvmlResult(copied, tuple(gaps), self.query.calls, timed_out)
+
+
 def run_nvml(module: Any, budget_s: float = DEFAULT_BUDGET_S) -> NvmlResult:
-    """Run :func:`probes.nvml.collect` in a worker thread; give up after `budget_s` and keep what was read."""
-    query = NvmlQuery(module)
-    facts = NvmlFacts()
-    worker = threading.Thread(target=_collect_safely, args=(query, facts), name="linkscope-nvml", daemon=True)
-    worker.start()
-    worker.join(budget_s)
-    timed_out = worker.is_alive()
-    gaps = list(query.gaps)
-    if timed_out:
-        query.abandoned.set()
-        gaps.append(Gap(query.in_flight or "NVML", f"timed out after {budget_s:g} s; the rest of NVML was not read"))
-    copied = NvmlFacts(
-        available=facts.available,
-        unavailable_reason=facts.unavailable_reason,
-        driver=facts.driver,
-        cuda_driver=facts.cuda_driver,
-        nvml_version=facts.nvml_version,
-        device_count=facts.device_count,
-        gpus=list(facts.gpus),
-        ancestors=dict(facts.ancestors),
-        p2p=dict(facts.p2p),
-        done=facts.done,
-    )
-    return NvmlResult(copied, tuple(gaps), query.calls, timed_out)
+    """Read NVML in a worker thread; give up after `budget_s` and keep what was read."""
+    return NvmlRun(module).result(budget_s)
 
 
 def _gpu_from_nvml(found: NvmlGpu, device: PciDevice | None) -> Gpu:
@@ -133,8 +149,13 @@ def _gpus(nvml: NvmlResult, sysfs: SysfsFacts, notes: _Notes) -> tuple[Gpu, ...]
     for found in sorted(facts.gpus, key=lambda g: g.index):
         device = by_bus.get(sysfs_bus_id(found.pci_bus_id)) if found.pci_bus_id else None
         if device is None and found.pci_bus_id:
-            notes.gaps.append(Gap(f"sysfs PCI device {found.pci_bus_id}", "not found: no PCI path or NUMA node for this GPU"))
+            notes.gaps.append(Gap(f"sysfs PCI device ({found.pci_bus_id})", "not found: no PCI path or NUMA node for this GPU"))
         gpus.append(_gpu_from_nvml(found, device))
+    if len(sysfs.gpus) > facts.device_count:
+        notes.lines.append(
+            f"sysfs lists {len(sysfs.gpus)} NVIDIA GPUs but NVML counts {facts.device_count}: a GPU may have fallen off "
+            "the bus or be bound to another driver (vfio)"
+        )
     if len(gpus) < facts.device_count:
         missing = sorted(set(range(facts.device_count)) - {gpu.index for gpu in gpus})
         notes.lines.append(f"NVML counts {facts.device_count} GPUs; not reported: {', '.join(map(str, missing))}")
@@ -164,9 +185,9 @@ def _pcie_kind(gpu_a: Gpu, gpu_b: Gpu, ancestor: LinkKind | None, notes: _Notes)
     if from_paths is not None and ancestor is not None and ancestor is not from_paths:
         notes.gaps.append(
             Gap(
-                f"pair topology gpu {gpu_a.index}, gpu {gpu_b.index}",
-                f"sysfs PCI paths say {from_paths.value}, nvmlDeviceGetTopologyCommonAncestor says {ancestor.value}; "
-                f"using {from_paths.value}",
+                f"pair topology (gpu {gpu_a.index}, gpu {gpu_b.index})",
+                f"nvmlDeviceGetTopologyCommonAncestor says {ancestor.value}, the sysfs PCI paths say otherwise; "
+                "using the PCI paths",
             )
         )
     if from_paths is not None:
@@ -174,6 +195,27 @@ def _pcie_kind(gpu_a: Gpu, gpu_b: Gpu, ancestor: LinkKind | None, notes: _Notes)
     if ancestor is not None and ancestor is not LinkKind.SELF:
         return ancestor
     return classify_pci_pair(gpu_a.pci_path, gpu_a.numa_node, gpu_b.pci_path, gpu_b.numa_node)
+
+
+MERGED_SUBJECTS_SHOWN = 3
+"""How many call subjects a merged gap names before it says `...`."""
+
+
+def merge_gaps(gaps: list[Gap]) -> tuple[Gap, ...]:
+    """One gap per (NVML function, reason): 112 `NoPermission` P2P calls read as one line naming a few of them."""
+    groups: dict[tuple[str, str], list[Gap]] = {}
+    for gap in gaps:
+        function = gap.subject.split("(", 1)[0].rstrip()
+        groups.setdefault((function, gap.reason), []).append(gap)
+    merged = []
+    for (function, reason), members in groups.items():
+        if len(members) == 1:
+            merged.append(members[0])
+            continue
+        shown = "; ".join(m.subject[len(function) :].strip(" ()") for m in members[:MERGED_SUBJECTS_SHOWN])
+        more = "; ..." if len(members) > MERGED_SUBJECTS_SHOWN else ""
+        merged.append(Gap(f"{function} ({len(members)}x: {shown}{more})", reason))
+    return tuple(merged)
 
 
 def _fabric_state(nvml: NvmlResult) -> str | None:
@@ -232,7 +274,7 @@ def build_host(hostname: str, nvml: NvmlResult, sysfs: SysfsFacts, software: Sof
 def probe_host(
     *,
     nvml: Any = AUTO,
-    sysfs_root: str = "/",
+    sysfs_root: str | os.PathLike[str] = "/",
     hostname: str | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
     software: SoftwareFacts | None = None,
@@ -246,15 +288,16 @@ def probe_host(
     """
     module = load_pynvml() if nvml == AUTO else nvml
     notes = _Notes()
-    if module is None:
+    running = NvmlRun(module) if module is not None else None
+    sysfs = read_sysfs(sysfs_root)
+    facts = software if software is not None else read_software(with_torch)
+    if running is None:
         nvml_result = NvmlResult(NvmlFacts(unavailable_reason="ModuleNotFound"), (), 0, False)
     else:
-        nvml_result = run_nvml(module, budget_s)
+        nvml_result = running.result(budget_s)
     note = _unavailable_note(nvml_result, module is None, budget_s)
     if note:
         notes.lines.append(note)
-    sysfs = read_sysfs(sysfs_root)
-    facts = software if software is not None else read_software(with_torch)
     host = build_host(hostname or socket.gethostname(), nvml_result, sysfs, facts, notes)
     if not host.gpus:
         notes.lines.append("no NVIDIA GPU found on this machine: showing NUMA nodes and NICs only")
@@ -264,5 +307,5 @@ def probe_host(
         source="probe",
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         meta=meta,
-        gaps=(*nvml_result.gaps, *sysfs.gaps, *facts.gaps, *notes.gaps),
+        gaps=merge_gaps([*nvml_result.gaps, *sysfs.gaps, *facts.gaps, *notes.gaps]),
     )

@@ -414,7 +414,7 @@ def _read_pairs(query: NvmlQuery, handles: dict[int, Any], facts: NvmlFacts) -> 
                 facts.ancestors[(a, b)] = TOPOLOGY_KINDS[int(level)]
             tokens: dict[str, str | None] = {}
             for name, cap in P2P_CAPS:
-                status = query("nvmlDeviceGetP2PStatus", handles[a], handles[b], cap, subject=subject)
+                status = query("nvmlDeviceGetP2PStatus", handles[a], handles[b], cap, subject=f"{subject}, {name}")
                 tokens[name] = P2P_TOKENS.get(int(status), "U") if status is not None else None
             if any(token is not None for token in tokens.values()):
                 facts.p2p[(a, b)] = P2PStatus(**tokens)

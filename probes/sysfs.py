@@ -162,15 +162,6 @@ class SysfsReader:
         self.gaps.append(Gap(f"sysfs {self._show(path)}", "no MemTotal line"))
         return None
 
-    def pci_device(self, bus_id: str, quiet: bool = False) -> PciDevice | None:
-        """The PCI function `bus_id` (any domain width or case), or None when sysfs has no such device."""
-        link = self.sys / "bus" / "pci" / "devices" / sysfs_bus_id(bus_id)
-        if not link.exists():
-            if not quiet:
-                self.gaps.append(Gap(f"sysfs {self._show(link)}", "no such PCI device"))
-            return None
-        return self._device_at(Path(os.path.realpath(link)))
-
     def _device_at(self, device_dir: Path) -> PciDevice | None:
         elements = self._pci_elements(device_dir)
         if not elements or not _BDF.match(elements[-1]):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
 
 import pytest
-from fakes import FakeNvml
+from fakes import FakeNvml, build_sysfs
 from fakes.fake_nvml import (
     NVML_ERROR_FUNCTION_NOT_FOUND,
     NVML_ERROR_LIB_RM_VERSION_MISMATCH,
@@ -15,8 +16,9 @@ from fakes.fake_nvml import (
     NVML_ERROR_NO_PERMISSION,
     NVML_ERROR_NOT_SUPPORTED,
 )
-from probe_support import probe_fake
+from probe_support import probe_fake, software_of
 
+from probes.host import probe_host
 from topo.model import LinkKind, Snapshot
 from topo.samples import load_sample
 
@@ -98,8 +100,9 @@ def test_no_permission_on_p2p_status_keeps_the_link_matrix(tmp_path: Path) -> No
     probed = probe_fake(tmp_path, sample, fake)
     assert probed.host.matrix_tokens() == sample.host.matrix_tokens()
     assert all(link.p2p is None for link in probed.host.links)
-    assert {gap.reason for gap in probed.gaps} == {"NoPermission"}
-    assert len(probed.gaps) == 28 * 4
+    [gap] = probed.gaps
+    assert gap.reason == "NoPermission"
+    assert gap.subject == "nvmlDeviceGetP2PStatus (112x: gpu 0, gpu 1, read; gpu 0, gpu 1, write; gpu 0, gpu 1, nvlink; ...)"
 
 
 def test_field_values_not_supported_falls_back_to_per_link_calls(tmp_path: Path) -> None:
@@ -134,7 +137,7 @@ def test_hung_p2p_call_returns_within_the_budget_with_a_gap(tmp_path: Path) -> N
         release.set()
     assert elapsed_s < 2.0
     [gap] = probed.gaps
-    assert gap.subject == "nvmlDeviceGetP2PStatus(gpu 0, gpu 1)"
+    assert gap.subject == "nvmlDeviceGetP2PStatus(gpu 0, gpu 1, read)"
     assert gap.reason.startswith("timed out after 0.3 s")
     assert list(probed.host.gpus) == list(sample.host.gpus), "GPUs read before the hang are kept"
     assert probed.host.matrix_tokens() == sample.host.matrix_tokens()
@@ -182,3 +185,43 @@ def test_setter_pattern_catches_setters() -> None:
                  "nvmlSystemSetNvlinkBwMode", "nvmlDeviceModifyDrainState"):
         assert SETTER.search(name), name
     assert not SETTER.search("nvmlDeviceGetP2PStatus")
+
+
+def test_gpu_on_the_pci_bus_but_missing_from_nvml_is_noted(tmp_path: Path) -> None:
+    sample = load_sample("consumer-2gpu")
+    one_gpu = dataclasses.replace(sample.host, gpus=sample.host.gpus[:1], links=())
+    fake = FakeNvml(one_gpu)
+    probed = probe_fake(tmp_path, sample, fake)
+    assert len(probed.host.gpus) == 1
+    assert any("sysfs lists 2 NVIDIA GPUs but NVML counts 1" in note for note in _notes(probed))
+
+
+class _AncestorSaysSys(FakeNvml):
+    """A driver whose common-ancestor answer disagrees with the PCI tree."""
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, a: object, b: object) -> int:
+        super().nvmlDeviceGetTopologyCommonAncestor(a, b)  # type: ignore[arg-type]
+        return 50
+
+
+def test_pci_paths_win_over_a_disagreeing_common_ancestor_and_the_disagreement_is_a_gap(tmp_path: Path) -> None:
+    sample = load_sample("pcie-l40s-8")
+    probed = probe_fake(tmp_path, sample, _AncestorSaysSys(sample.host))
+    assert probed.host.links == sample.host.links
+    not_sys = [link for link in sample.host.links if link.kind is not LinkKind.SYS]
+    [gap] = probed.gaps
+    assert gap.subject == f"pair topology ({len(not_sys)}x: gpu 0, gpu 1; gpu 0, gpu 2; gpu 0, gpu 3; ...)"
+    assert gap.reason.startswith("nvmlDeviceGetTopologyCommonAncestor says SYS")
+
+
+def test_common_ancestor_decides_when_sysfs_has_no_gpu_paths(tmp_path: Path) -> None:
+    """E.g. a container that hides /sys/bus/pci: the pair classes come from NVML alone."""
+    sample = load_sample("pcie-l40s-8")
+    no_gpus_in_sysfs = dataclasses.replace(sample.host, gpus=())
+    root = build_sysfs(tmp_path / "root", no_gpus_in_sysfs)
+    probed = probe_host(nvml=FakeNvml.from_snapshot(sample), sysfs_root=str(root), hostname="x", budget_s=5.0,
+                        software=software_of(sample.host))
+    assert probed.host.matrix_tokens() == sample.host.matrix_tokens()
+    assert all(gpu.pci_path == () for gpu in probed.host.gpus)
+    [gap] = probed.gaps
+    assert gap.subject.startswith("sysfs PCI device (8x: 00000000:18:00.0;")

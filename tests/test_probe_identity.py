@@ -133,9 +133,11 @@ def test_mixed_models_follow_device_order() -> None:
 def test_nearest_nic_is_the_closest_link_class() -> None:
     assert nearest_nics(H100, 0) == (("mlx5_0",), "PIX")
     l40s = load_sample("pcie-l40s-8").host
-    names, token = nearest_nics(l40s, 0)
-    assert token == "PIX" or token == "PXB" or token == "NODE"
-    assert names and all(l40s.gpu_nic[0][l40s.nics.index(nic)] == token for nic in l40s.nics if nic.name in names)
+    assert nearest_nics(l40s, 2) == (("mlx5_1",), "PIX")
+    assert nearest_nics(l40s, 7) == (("mlx5_3",), "PIX")
+    consumer = load_sample("consumer-2gpu").host
+    assert nearest_nics(consumer, 0) == (("enp6s0",), consumer.gpu_nic[0][0])
+    assert nearest_nics(load_sample("a100-pcie-nvbridge-4").host, 0) == ((), None)
 
 
 def test_rows_carry_bus_id_uuid_numa_and_cpus() -> None:

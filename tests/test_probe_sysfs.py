@@ -23,7 +23,8 @@ from topo.samples import load_sample
 
 @pytest.mark.parametrize(
     ("text", "numbers"),
-    [("0-3,8,10-11", {0, 1, 2, 3, 8, 10, 11}), ("5", {5}), ("", set()), ("0-55,112-167\n", set(range(56)) | set(range(112, 168)))],
+    [("0-3,8,10-11", {0, 1, 2, 3, 8, 10, 11}), ("5", {5}), ("", set()),
+     ("0-55,112-167\n", set(range(56)) | set(range(112, 168)))],
 )
 def test_cpulist_parse_and_format(text: str, numbers: set[int]) -> None:
     assert parse_cpulist(text) == numbers

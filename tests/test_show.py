@@ -12,6 +12,7 @@ import pytest
 from samples_support import REAL_TOPO_DIR, fixture_gpu_rows
 
 from linkscope.cli import main
+from linkscope.render.tables import index_ranges
 from topo.codec import snapshot_to_json
 from topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, Snapshot
 from topo.samples import load_sample, sample_names
@@ -335,6 +336,4 @@ def test_samples_json(capsys: pytest.CaptureFixture[str]) -> None:
     [([], ""), ([5], "5"), ([0, 1, 2, 3], "0-3"), ([0, 2, 3, 6], "0,2-3,6"), ([4, 5, 7], "4-5,7")],
 )
 def test_index_ranges(indices: list[int], text: str) -> None:
-    from linkscope.render.tables import index_ranges
-
     assert index_ranges(indices) == text

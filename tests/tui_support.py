@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from dataclasses import dataclass, field
 
+from probes.live import GpuLive, LinkRate, LiveReading
+from topo.checks import CheckReport
 from topo.errors import InputError
 from topo.model import (
     Gpu,
@@ -22,15 +27,38 @@ from topo.model import (
 from tui.services import (
     BenchProgress,
     BenchRequest,
-    GpuTraffic,
     LayoutForm,
-    LinkTraffic,
     LiveFeed,
     LocalServices,
-    ReportLike,
-    TrafficReading,
     Unavailable,
 )
+
+
+def async_test(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async test function with asyncio (keeps its name and parameters for pytest)."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))  # type: ignore[arg-type]
+
+    return run
+
+
+async def settle(app: Any) -> None:
+    """Wait until no worker of `app` runs and the messages they posted are handled."""
+    from textual.worker import WorkerState
+
+    for _ in range(200):
+        running = [worker for worker in app.workers if worker.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+        if not running:
+            break
+        await asyncio.sleep(0.01)
+    for _ in range(3):
+        await asyncio.sleep(0)
+        await app._animator.wait_until_complete() if hasattr(app, "_animator") else None
+    from textual.pilot import Pilot
+
+    await Pilot(app).pause()
 
 
 def nvswitch_host(hostname: str = "node-a", gpus: int = 8, nics: int = 4) -> Host:
@@ -108,12 +136,12 @@ def measured_copies(gpus: int = 8, degraded: tuple[int, int] = (0, 3), size_byte
 class FakeFeed:
     """A live feed that returns scripted readings, one per `read()`, repeating the last."""
 
-    def __init__(self, readings: list[TrafficReading]) -> None:
+    def __init__(self, readings: list[LiveReading]) -> None:
         self.readings = readings
         self.reads = 0
         self.closed = False
 
-    def read(self) -> TrafficReading:
+    def read(self) -> LiveReading:
         reading = self.readings[min(self.reads, len(self.readings) - 1)]
         self.reads += 1
         return reading
@@ -122,18 +150,21 @@ class FakeFeed:
         self.closed = True
 
 
-def traffic_reading(gpus: int = 8, tx_gbps: float = 100.0, replay_delta: int = 0) -> TrafficReading:
-    """A reading where every GPU sends `tx_gbps` over NVLink (split over 18 links)."""
-    return TrafficReading(
+def traffic_reading(gpus: int = 8, tx_gbps: float = 100.0, replay_delta: int = 0) -> LiveReading:
+    """A reading where every GPU sends `tx_gbps` over NVLink (split over 18 links); GPU1 runs at x8."""
+    return LiveReading(
+        timestamp_s=1.0,
+        interval_s=1.0,
         gpus=tuple(
-            GpuTraffic(
-                gpu=index,
+            GpuLive(
+                index=index,
                 nvlink_tx_gbps=tx_gbps,
                 nvlink_rx_gbps=tx_gbps / 2,
                 pcie_tx_gbps=1.5,
                 pcie_rx_gbps=0.5,
-                links=tuple(LinkTraffic(link, tx_gbps / 18, tx_gbps / 36) for link in range(18)),
-                error_deltas=(("replay", replay_delta if index == 2 else 0), ("crc_flit", 0)),
+                links=tuple(LinkRate(link, tx_gbps / 18, tx_gbps / 36) for link in range(18)),
+                nvlink_errors=(("replay", replay_delta if index == 2 else 0), ("crc_flit", 0)),
+                nvlink_error_deltas=(("replay", replay_delta if index == 2 else 0), ("crc_flit", 0)),
                 pcie_gen_current=5,
                 pcie_gen_max=5,
                 pcie_width_current=8 if index == 1 else 16,
@@ -141,7 +172,6 @@ def traffic_reading(gpus: int = 8, tx_gbps: float = 100.0, replay_delta: int = 0
             )
             for index in range(gpus)
         ),
-        interval_s=1.0,
     )
 
 
@@ -193,5 +223,5 @@ class FakeServices:
             progress(BenchProgress((step + 1) / self.bench_steps, f"step {step + 1}", Measurements("fake bench", tuple(copies))))
         return Measurements("fake bench", tuple(copies))
 
-    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None) -> ReportLike:
-        return LocalServices().check(snapshot, form, measurements)
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
+        return LocalServices().check(snapshot, form, measurements, suggest)

@@ -234,8 +234,9 @@ def check_layout(
     spec, assumptions = model_for(request)
     traffic = step_traffic(spec, dict(layout.sizes))
     pricer = GroupPricer(placement, cost_model)
-    costs = step_costs(groups, pricer, traffic)
-    context = _Context(layout, groups, placement, pricer, traffic, {cost.dim: cost for cost in costs})
+    context = _Context(layout, groups, placement, pricer, traffic, {})
+    costs = step_costs(groups, pricer, traffic, context.links)
+    context.costs.update({cost.dim: cost for cost in costs})
     findings = [
         *_tp_crosses_node(context),
         *_tp_slow_link(context),
@@ -248,8 +249,8 @@ def check_layout(
     suggestion = None
     if suggest and request.rank_map is None:
         suggestion = suggest_layout(layout, placement, pricer, traffic, request.distribution, request.visible_devices)
-    hostnames = tuple(host.hostname if len(set(map(id, placement.hosts))) > 1 else f"{host.hostname}#{node}"
-                      for node, host in enumerate(placement.hosts))
+    repeated = len({id(host) for host in placement.hosts}) == 1 and len(placement.hosts) > 1
+    hostnames = tuple(f"{host.hostname}#{node}" if repeated else host.hostname for node, host in enumerate(placement.hosts))
     return CheckReport(groups, placement.pairs(), tuple(findings), suggestion, layout, costs, placement.description,
                        hostnames, assumptions)
 
@@ -312,10 +313,11 @@ def _tp_crosses_node(ctx: _Context) -> list[Finding]:
         if partition is not None:
             best_links = ctx.pricer.links_of(((host_class, tuple(sorted(partition.groups[0]))),), tp)
             best_cost = ctx.dim_time_s("tp", best_links)
-        if ctx.layout.order and ctx.layout.order[0] != "tp":
-            rest = "-".join(dim for dim in ctx.layout.order if dim != "tp")
+        order, mesh = ctx.layout.order, ctx.layout.mesh
+        if order and any(ctx.layout.size(dim) > 1 for dim in order[: order.index("tp")]):
+            rest = "-".join(dim for dim in order if dim != "tp")
             fix = f"put tp first in the order (--order tp-{rest}) so TP groups are consecutive local ranks"
-        elif ctx.layout.mesh and ctx.layout.mesh[-1] != "tp":
+        elif mesh and any(ctx.layout.size(dim) > 1 for dim in mesh[mesh.index("tp") + 1 :]):
             fix = "make tp the last (fastest) --mesh dimension so TP groups are consecutive local ranks"
         else:
             fix = "use block placement (--distribution block, torchrun's default) so consecutive ranks share a node"
@@ -368,7 +370,10 @@ def _tp_slow_link(ctx: _Context) -> list[Finding]:
     else:
         clean = largest_clean_size(ctx.pricer, host_class, tp)
         message += f"; no order or permutation avoids it on this machine: TP {tp} must shrink"
-        fix = f"use --tp {clean} (or less) on this machine; every {tp}-GPU ring here crosses a slow link"
+        if clean > 1:
+            fix = f"use --tp {clean} (or less) on this machine; every {tp}-GPU ring here crosses a slow link"
+        else:
+            fix = "use --tp 1 and data or pipeline parallelism: every GPU pair here crosses a slow link"
         if clean > 1:
             smaller = best_partition(ctx.pricer, host_class, clean)
             if smaller is not None:
@@ -390,8 +395,15 @@ def _ep_crosses_node(ctx: _Context) -> list[Finding]:
     message = (f"{len(crossing)} of {len(links)} EP groups span nodes: the expert all_to_all crosses "
                f"{links[first].net_label} ({_gbps(links[first].node_net_gbps)} per node)")
     fix = f"keep tp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
+    ep = ctx.layout.size("ep")
+    best_cost = None
+    if ep <= per_node:
+        host_class = ctx.placement.host_class[0]
+        partition = best_partition(ctx.pricer, host_class, ep)
+        positions = tuple(sorted(partition.groups[0])) if partition is not None else tuple(range(ep))
+        best_cost = ctx.dim_time_s("ep", ctx.pricer.links_of(((host_class, positions),), ep))
     return [Finding("ep-crosses-node", "warning", "ep", _ranks(ctx.groups["ep"][first]), message, links[first].net_label,
-                    ctx.cost_s("ep"), None, fix)]
+                    ctx.cost_s("ep"), best_cost, fix)]
 
 
 def _group_imbalance(ctx: _Context) -> list[Finding]:
@@ -425,23 +437,28 @@ def _nic_far_from_gpu(ctx: _Context, cost_model: CostModel) -> list[Finding]:
                      if ctx.layout.size(dim) > 1 and any(item.nodes > 1 for item in ctx.links(dim))]
     if not crossing_dims:
         return []
-    far: dict[tuple[int, int], str] = {}
-    for node, host in enumerate(ctx.placement.hosts):
-        for position in range(len(host.gpus)):
-            path = nic_path_class(host, position)
-            if path in ("NODE", "SYS"):
-                far[(node, position)] = path
-    affected = [rank for rank, pair in enumerate(ctx.placement.pairs()) if pair in far]
+    far_by_class: dict[int, dict[int, str]] = {}
+    for node, host_class in enumerate(ctx.placement.host_class):
+        if host_class not in far_by_class:
+            host = ctx.placement.hosts[node]
+            paths = {position: nic_path_class(host, position) for position in range(len(host.gpus))}
+            far_by_class[host_class] = {position: path for position, path in paths.items() if path in ("NODE", "SYS")}
+    classes = ctx.placement.host_class
+    affected = [
+        rank for rank, (node, position) in enumerate(zip(ctx.placement.node_of_rank, ctx.placement.gpu_of_rank, strict=True))
+        if position in far_by_class[classes[node]]
+    ]
     if not affected:
         return []
-    node, position = ctx.placement.pairs()[affected[0]]
+    node, position = ctx.placement.node_of_rank[affected[0]], ctx.placement.gpu_of_rank[affected[0]]
     host = ctx.placement.hosts[node]
+    path_class = far_by_class[classes[node]][position]
     hop, name = cost_model.nic_hop(host, position)
     current = sum(ctx.cost_s(dim) or 0.0 for dim in crossing_dims)
     near = GroupPricer(ctx.placement, replace(cost_model, nic_path_penalty=False))
     best = sum(cost.time_s for cost in step_costs(ctx.groups, near, ctx.traffic) if cost.dim in crossing_dims)
     message = (f"{len(affected)} ranks with cross-node {'/'.join(d.upper() for d in crossing_dims)} traffic reach their "
-               f"nearest NIC through the CPU ({far[(node, position)]}): e.g. GPU {host.gpus[position].index} of "
+               f"nearest NIC through the CPU ({path_class}): e.g. GPU {host.gpus[position].index} of "
                f"{host.hostname} to {name or 'its NIC'}, {_gbps(hop.bandwidth_gbps)}")
     fix = "put a NIC under each GPU's PCIe switch, or pin NCCL_IB_HCA / NCCL_NET_GDR_LEVEL and check the NIC affinity"
     return [Finding("nic-far-from-gpu", "warning", crossing_dims[0], tuple(affected[:MAX_FINDING_RANKS]), message,
@@ -462,7 +479,21 @@ def _dp_not_rail_aligned(ctx: _Context) -> list[Finding]:
     if not misaligned:
         return []
     group = ctx.groups["dp"][misaligned[0]]
+    current = ctx.links("dp")[misaligned[0]]
+    aligned = tuple(sorted((host_class, tuple(range(count))) for host_class, count in _per_node_counts(ctx, group)))
+    best_cost = ctx.dim_time_s("dp", ctx.pricer.links_of(aligned, len(group)))
+    cost = ctx.dim_time_s("dp", current)
     message = (f"{len(misaligned)} of {len(ctx.groups['dp'])} DP groups use different local GPUs on different nodes, "
-               f"so their gradient traffic changes rails (crosses the network spine): e.g. ranks {group[:8]}")
+               f"so their gradient traffic changes rails (crosses the network spine, which the cost model does not price): "
+               f"e.g. ranks {group[:8]}")
     fix = "keep the same local-rank -> GPU mapping on every node (one CUDA_VISIBLE_DEVICES for all, block placement)"
-    return [Finding("dp-not-rail-aligned", "info", "dp", _ranks(group), message, "network rails", ctx.cost_s("dp"), None, fix)]
+    return [Finding("dp-not-rail-aligned", "info", "dp", _ranks(group), message, current.bottleneck_label, cost, best_cost, fix)]
+
+
+def _per_node_counts(ctx: _Context, group: list[int]) -> list[tuple[int, int]]:
+    """(host class, ranks of the group on it) per node the group touches."""
+    counts: dict[int, int] = {}
+    for rank in group:
+        node = ctx.placement.node_of_rank[rank]
+        counts[node] = counts.get(node, 0) + 1
+    return [(ctx.placement.host_class[node], count) for node, count in counts.items()]

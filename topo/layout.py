@@ -52,6 +52,11 @@ class Layout:
         raise KeyError(dim)
 
     @property
+    def full_order(self) -> tuple[str, ...]:
+        """The order with every dimension, the ones it leaves out (all of size 1) appended."""
+        return self.order + tuple(dim for dim in DIMENSIONS if dim not in self.order)
+
+    @property
     def order_string(self) -> str:
         """The order as typed on the command line (`tp-cp-ep-dp-pp`) or the mesh (`dp=4,tp=8`)."""
         if self.mesh:
@@ -143,8 +148,7 @@ def resolve_layout(
     for dim, value in resolved.items():
         if value > 1 and dim not in names:
             raise InputError(f"--order {order!r} leaves out {dim}, whose size is {value}")
-    full_order = names + tuple(dim for dim in DIMENSIONS if dim not in names)
-    return Layout(tuple((dim, resolved[dim]) for dim in DIMENSIONS), world, order=full_order)
+    return Layout(tuple((dim, resolved[dim]) for dim in DIMENSIONS), world, order=names)
 
 
 def _resolve_mesh(given: dict[str, int], mesh: tuple[tuple[str, int], ...], capacity: int) -> Layout:
@@ -181,11 +185,12 @@ def build_groups(layout: Layout) -> dict[str, list[list[int]]]:
             if dim not in groups:
                 groups[dim] = [[rank] for rank in range(world)]
         return {dim: groups[dim] for dim in DIMENSIONS}
-    dense = [1 if dim == "ep" else layout.size(dim) for dim in layout.order]
-    groups = {dim: _axis_groups(dense, layout.order.index(dim), world) for dim in DIMENSIONS if dim != "ep"}
+    order = layout.full_order
+    dense = [1 if dim == "ep" else layout.size(dim) for dim in order]
+    groups = {dim: _axis_groups(dense, order.index(dim), world) for dim in DIMENSIONS if dim != "ep"}
     tp, ep, pp = layout.size("tp"), layout.size("ep"), layout.size("pp")
     expert = [
-        1 if dim == "cp" else world // (tp * ep * pp) if dim == "dp" else layout.size(dim) for dim in layout.order
+        1 if dim == "cp" else world // (tp * ep * pp) if dim == "dp" else layout.size(dim) for dim in order
     ]
-    groups["ep"] = _axis_groups(expert, layout.order.index("ep"), world)
+    groups["ep"] = _axis_groups(expert, order.index("ep"), world)
     return {dim: groups[dim] for dim in DIMENSIONS}

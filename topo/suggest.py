@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from topo.cost.groups import GroupPricer
 from topo.cost.step import step_costs
 from topo.errors import InputError
-from topo.layout import DIMENSIONS, Layout, build_groups
+from topo.layout import Layout, build_groups
 from topo.model import Host, LinkKind
 from topo.placement import LayoutMismatch, Placement, place_ranks
 from topo.volumes import Traffic
@@ -217,5 +217,4 @@ def _tp_crosses_node(layout: Layout, placement: Placement, pricer: GroupPricer) 
 def _with_order(layout: Layout, order: tuple[str, ...]) -> Layout:
     if layout.mesh:
         return Layout(layout.sizes, layout.world_size, mesh=order)
-    full = order + tuple(dim for dim in DIMENSIONS if dim not in order)
-    return Layout(layout.sizes, layout.world_size, order=full)
+    return Layout(layout.sizes, layout.world_size, order=order)

@@ -10,8 +10,11 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from probes.live import LiveReading
+from topo.checks import CheckReport
 from topo.model import Measurements, Snapshot
-from tui.services import BenchProgress, LayoutForm, ReportLike, TrafficReading
+from topo.suggest import Suggestion
+from tui.services import BenchProgress, LayoutForm
 
 
 @dataclass
@@ -53,7 +56,7 @@ class MeasurementsArrived(Message):
 class LiveReadingArrived(Message):
     """The live sampler read the counters once."""
 
-    reading: TrafficReading
+    reading: LiveReading
 
 
 @dataclass
@@ -88,6 +91,14 @@ class LayoutChecked(Message):
     """The checker finished with the form's layout: a report, or one line saying why not."""
 
     form: LayoutForm
-    report: ReportLike | None
+    report: CheckReport | None
     error: str | None = None
     elapsed_ms: float = 0.0
+
+
+@dataclass
+class SuggestionReady(Message):
+    """The slower search for a better layout finished for `form` (None: nothing better)."""
+
+    form: LayoutForm
+    suggestion: Suggestion | None

@@ -8,10 +8,12 @@ only calls them from thread workers. :class:`LocalServices` is the real implemen
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from probes.live import LiveReading
+from topo.checks import CheckReport, CheckRequest, check_layout
 from topo.model import Measurements, Snapshot
 
 
@@ -19,45 +21,10 @@ class Unavailable(Exception):
     """A service cannot run here; the message is one line for the user (no GPU, no checker...)."""
 
 
-@dataclass(frozen=True)
-class LinkTraffic:
-    """Throughput of one NVLink of a GPU over the last interval."""
-
-    link: int
-    tx_gbps: float | None
-    rx_gbps: float | None
-
-
-@dataclass(frozen=True)
-class GpuTraffic:
-    """Counters of one GPU over the last interval: rates, error deltas, PCIe link state."""
-
-    gpu: int
-    nvlink_tx_gbps: float | None = None
-    nvlink_rx_gbps: float | None = None
-    pcie_tx_gbps: float | None = None
-    pcie_rx_gbps: float | None = None
-    links: tuple[LinkTraffic, ...] = ()
-    error_deltas: tuple[tuple[str, int], ...] = ()
-    """(counter name, increase since the previous reading), e.g. (`replay`, 0)."""
-    pcie_gen_current: int | None = None
-    pcie_gen_max: int | None = None
-    pcie_width_current: int | None = None
-    pcie_width_max: int | None = None
-
-
-@dataclass(frozen=True)
-class TrafficReading:
-    """One reading of every GPU's counters (what the Monitor screen shows)."""
-
-    gpus: tuple[GpuTraffic, ...]
-    interval_s: float
-
-
 class LiveFeed(Protocol):
     """An open counter sampler: each `read()` returns rates since the previous one."""
 
-    def read(self) -> TrafficReading:
+    def read(self) -> LiveReading:
         """Read the counters once; rates are over the time since the previous read (may block briefly)."""
         ...
 
@@ -114,34 +81,6 @@ class LayoutForm:
         return args
 
 
-class FindingLike(Protocol):
-    """What the app reads of a checker finding (`topo.checks.Finding`)."""
-
-    @property
-    def code(self) -> str: ...
-    @property
-    def severity(self) -> str: ...
-    @property
-    def dim(self) -> str | None: ...
-    @property
-    def ranks(self) -> Sequence[int]: ...
-    @property
-    def message(self) -> str: ...
-
-
-class ReportLike(Protocol):
-    """What the app reads of a checker report (`topo.checks.CheckReport`)."""
-
-    @property
-    def groups(self) -> dict[str, list[list[int]]]: ...
-    @property
-    def placement(self) -> Sequence[tuple[int, int]]: ...
-    @property
-    def findings(self) -> Sequence[FindingLike]: ...
-    @property
-    def suggestion(self) -> object | None: ...
-
-
 class Services(Protocol):
     """Everything the app asks of the outside world. Every call may block: call from workers."""
 
@@ -171,8 +110,8 @@ class Services(Protocol):
         """Run one benchmark; call `progress` as it goes; stop early when `cancel` is set."""
         ...
 
-    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None) -> ReportLike:
-        """Expand and check a rank layout (`topo.checks.check_layout`), with a suggestion."""
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
+        """Expand and check a rank layout (`topo.checks.check_layout`); `suggest` also searches a better one."""
         ...
 
 
@@ -202,14 +141,12 @@ class LocalServices:
         return list(sample_names())
 
     def open_live(self, snapshot: Snapshot) -> LiveFeed:
-        """Wrap `probes.live.LiveSampler` when `snapshot` was probed here."""
+        """A `probes.live.LiveSampler` when `snapshot` was probed here (NVML starts on its first read)."""
         if snapshot.source != LIVE_SOURCE:
             raise Unavailable(f"no live data: {snapshot.source or 'this snapshot'} is a recording, not this machine")
-        try:
-            from tui.live_adapter import open_local_feed
-        except ImportError as exc:
-            raise Unavailable(f"no live data: the counter sampler is not available ({exc})") from None
-        return open_local_feed(snapshot)
+        from probes.live import LiveSampler
+
+        return LiveSampler(per_link=True)
 
     def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
         """Benchmarks need this machine, its GPUs and the benchmark engine."""
@@ -236,12 +173,8 @@ class LocalServices:
 
         return run_request(snapshot, request, progress, cancel)
 
-    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None) -> ReportLike:
-        """Call `topo.checks.check_layout` with a suggestion."""
-        try:
-            from topo.checks import CheckRequest, check_layout
-        except ImportError:
-            raise Unavailable("the layout checker (topo.checks) is not available in this build") from None
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
+        """Call `topo.checks.check_layout`."""
         request = CheckRequest(
             sizes=form.sizes,
             order=form.order,
@@ -251,5 +184,4 @@ class LocalServices:
             visible_devices=form.visible_devices,
             model=form.model,
         )
-        report: ReportLike = check_layout(snapshot, request, measurements=measurements, suggest=True)
-        return report
+        return check_layout(snapshot, request, measurements=measurements, suggest=suggest)

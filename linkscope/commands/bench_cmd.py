@@ -23,9 +23,7 @@ def register(subparsers: Any) -> None:
         "GPU peer copies the way nvbandwidth does. Workers run in their own process groups under a deadline and "
         "are always cleaned up. Exit status: 0 ok, 1 a result was wrong or corrupted, 2 bad input or the run "
         "could not complete, 130 interrupted.",
-        epilog="examples: linkscope bench collectives --backend gloo --nproc 2 --max-bytes 1M --json\n"
-        "          linkscope bench p2p --bytes 256M -o p2p.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: linkscope bench collectives --backend gloo --nproc 2 --max-bytes 1M --json",
     )
     parser.set_defaults(run=lambda args: _usage(parser))
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCH")
@@ -174,17 +172,21 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
 
     from topo.sizes import format_size_bytes
 
-    table = Table(title="collectives (time: average over ranks; busbw with nccl-tests' factors)")
-    for column in ("op", "size", "dtype", "group", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "wrong"):
-        table.add_column(column, justify="right" if column not in ("op", "dtype", "group") else "left")
+    table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors")
+    for column in ("op", "size", "dtype", "group", "time us", "algbw", "busbw", "wrong"):
+        table.add_column(column, justify="right" if column not in ("op", "dtype", "group") else "left",
+                         min_width=14 if column == "op" else None, overflow="fold")
     for row in rows:
-        group = row["group"] if row["group"] == "world" else f"{row['group']} {row['ranks']}"
+        group = row["group"]
         wrong = "-" if row["wrong"] is None else str(row["wrong"])
         table.add_row(row["op"], format_size_bytes(row["bytes"]), row["dtype"], group, f"{row['time_us']:.1f}",
                       f"{row['algbw_gbps']:.3f}", f"{row['busbw_gbps']:.3f}", wrong,
                       style="bold red" if row["wrong"] else None)
     console = Console()
     console.print(table)
+    groups = {row["group"]: row["ranks"] for row in rows if row["group"] != "world"}
+    if groups:
+        console.print("groups: " + ", ".join(f"{label} {ranks}" for label, ranks in groups.items()), highlight=False)
     console.print("process-group set-up: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in setup_ms), highlight=False)
     for note in notes:
         console.print(f"note: {note}", highlight=False, markup=False)

@@ -94,6 +94,8 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
     visible = parse_visible_devices(args.visible_devices) if args.visible_devices is not None else None
     rank_map = None
     if getattr(args, "rank_map", None) is not None:
+        if args.nodes != 1 or args.distribution != "block" or visible is not None:
+            raise InputError("--rank-map places every rank itself: drop --nodes, --distribution and --visible-devices")
         from topo.formats.rankmap import read_rank_map
         from topo.sources import read_text_file
 
@@ -183,13 +185,16 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_json(), sys.stdout, separators=(",", ":") if large else None)
         sys.stdout.write("\n")
     else:
-        _print(report)
+        _print(report, args.suggest)
     return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK
 
 
-def _print(report: CheckReport) -> None:
+def _print(report: CheckReport, suggested: bool) -> None:
     from rich.console import Console
 
     from linkscope.render.check_view import check_view
 
-    Console().print(check_view(report))
+    console = Console()
+    console.print(check_view(report))
+    if suggested and report.suggestion is None:
+        console.print("\nSuggestion: none: no order, distribution or device permutation beats this layout by more than 1%.")

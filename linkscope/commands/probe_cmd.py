@@ -11,9 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topo.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from probes.identity import IdentityTable
+    from topo.model import Snapshot
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -40,13 +46,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the snapshot JSON to FILE")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                        help="give up on NVML calls after this many seconds (default 2)")
+                        help="give up on NVML after this many seconds (default 10)")
     parser.add_argument("--with-torch", action="store_true",
                         help="import torch to ask it for the NCCL version (slow: seconds)")
     parser.set_defaults(run=run)
 
 
-def identity_json(table: Any) -> dict[str, Any]:
+def identity_json(table: IdentityTable) -> dict[str, Any]:
     """The identity table as plain JSON."""
     return {
         "device_order": table.device_order,
@@ -69,7 +75,7 @@ def identity_json(table: Any) -> dict[str, Any]:
     }
 
 
-def _identity_view(table: Any) -> Any:
+def _identity_view(table: IdentityTable) -> RenderableType:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -97,7 +103,7 @@ def _identity_view(table: Any) -> Any:
     return Group(view, *lines)
 
 
-def _numa_view(snapshot: Any) -> Any:
+def _numa_view(snapshot: Snapshot) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
@@ -115,7 +121,7 @@ def _numa_view(snapshot: Any) -> Any:
     return view
 
 
-def _facts_line(snapshot: Any) -> Any:
+def _facts_line(snapshot: Snapshot) -> RenderableType:
     from rich.text import Text
 
     host = snapshot.host

@@ -16,9 +16,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "samples",
         help="list the built-in sample machines (use them as SOURCE sample:NAME)",
         description=(
-            "List the built-in sample machines with a one-line description each. Every sample is a complete "
-            "snapshot of a real machine type, built from public documentation and real `nvidia-smi topo -m` "
-            "outputs, so every command can be tried without a GPU."
+            "List the built-in sample machines with a one-line description each. Every sample is\n"
+            "a complete snapshot of a real machine type, built from public documentation and real\n"
+            "`nvidia-smi topo -m` outputs, so every command can be tried without a GPU."
         ),
         epilog="examples:\n  linkscope samples\n  linkscope samples --json\n  linkscope show sample:dgx-a100",
         formatter_class=argparse.RawDescriptionHelpFormatter,

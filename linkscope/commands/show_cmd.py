@@ -24,10 +24,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "show",
         help="print the link matrix, legend, CPU/NUMA affinity and NICs of a machine",
         description=(
-            "Print how the GPUs and NICs of a machine are wired: the link matrix with the same tokens as "
-            "`nvidia-smi topo -m` (NV<n>, PIX, PXB, PHB, NODE, SYS), coloured by link class, the bandwidth "
-            "each class should deliver, every GPU's CPU and NUMA affinity and PCIe/NVLink state, the NICs "
-            "with their nearest GPUs, and what could not be read."
+            "Print how the GPUs and NICs of a machine are wired: the link matrix with the\n"
+            "tokens of `nvidia-smi topo -m` (NV<n>, PIX, PXB, PHB, NODE, SYS) coloured by link\n"
+            "class, the bandwidth each class should deliver, every GPU's CPU and NUMA affinity\n"
+            "and PCIe/NVLink state, the NICs with their nearest GPUs, and what could not be read.\n"
+            "--json prints one object: gpus, matrix, nics, gpu_nic, cpu_affinity, numa_affinity,\n"
+            "hostname, source, gaps, and hosts (every host, for multi-host snapshots)."
         ),
         epilog=(
             "examples:\n"

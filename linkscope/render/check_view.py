@@ -22,10 +22,10 @@ def format_seconds(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     if seconds >= 1:
-        return f"{seconds:.3g} s"
+        return f"{seconds:.4g} s"
     if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} us"
+        return f"{seconds * 1e3:.4g} ms"
+    return f"{seconds * 1e6:.4g} us"
 
 
 def _group_text(groups: list[list[int]]) -> str:

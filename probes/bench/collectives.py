@@ -17,9 +17,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from topo.formats.nccl_tests import algbw_gbps, busbw_gbps
 from probes.bench.spec import DTYPE_BYTES, CollectiveSpec, GroupSpec
 from probes.bench.timing import BatchClock, CpuClock, CudaEventClock
+from topo.formats.nccl_tests import algbw_gbps, busbw_gbps
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 EXACT_INTEGER_LIMIT: dict[str, int] = {"float32": 2**24, "bfloat16": 256, "float16": 2048}
@@ -85,7 +85,8 @@ def ring_reduce_scatter(output: torch.Tensor, send: torch.Tensor, group: GroupSp
     output.copy_(acc[me])
 
 
-def make_case(op: str, size_bytes: int, spec: CollectiveSpec, group: GroupSpec, pg: Any, device: torch.device) -> OpCase | None:
+def make_case(op: str, size_bytes: int, spec: CollectiveSpec, group: GroupSpec, pg: Any, device: torch.device,
+              emulated: frozenset[str] = frozenset()) -> OpCase | None:
     """Buffers and calls for `op` at `size_bytes` (nccl-tests' meaning of size), or None when the
     size rounds down to zero elements per rank."""
     n = len(group.ranks)
@@ -93,7 +94,6 @@ def make_case(op: str, size_bytes: int, spec: CollectiveSpec, group: GroupSpec, 
     dtype = TORCH_DTYPES[spec.dtype]
     element = DTYPE_BYTES[spec.dtype]
     modulus = fill_modulus(spec.dtype, n)
-    emulated = {part.strip() for part in os.environ.get(EMULATE_ENV, "").split(",")}
     per_rank = op in ("all_gather", "reduce_scatter", "all_to_all")
     chunk = size_bytes // element // n if per_rank else size_bytes // element
     if chunk == 0:
@@ -210,15 +210,34 @@ def check_case(case: OpCase, inject_fault: bool) -> int:
     return case.count_wrong()
 
 
-def emulation_notes(spec: CollectiveSpec) -> list[str]:
-    """What the output must say about ops that ran through a fallback."""
-    emulated = {part.strip() for part in os.environ.get(EMULATE_ENV, "").split(",")}
+def _native_reduce_scatter_works(device: torch.device) -> bool:
+    """Whether this backend has reduce_scatter (older gloo builds do not); every rank must agree."""
+    n = dist.get_world_size()
+    try:
+        _collective("reduce_scatter_single", "reduce_scatter_tensor")(
+            torch.empty(1, device=device), torch.ones(n, device=device))
+        works = 1.0
+    except (RuntimeError, NotImplementedError):
+        works = 0.0
+    flag = torch.tensor([works], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
+
+
+def choose_emulated(spec: CollectiveSpec, device: torch.device) -> tuple[frozenset[str], list[str]]:
+    """Ops to run through the send/recv fallback, and what the output must say about how ops ran."""
+    forced = {part.strip() for part in os.environ.get(EMULATE_ENV, "").split(",")} & {"reduce_scatter"}
     notes = []
-    if "reduce_scatter" in emulated and "reduce_scatter" in spec.ops:
-        notes.append("reduce_scatter ran as a ring of send/recv steps (emulated), not the backend's own reduce_scatter")
+    if "reduce_scatter" in spec.ops:
+        if forced:
+            notes.append(f"reduce_scatter ran as a ring of send/recv steps ({EMULATE_ENV}), not the backend's own")
+        elif not _native_reduce_scatter_works(device):
+            forced.add("reduce_scatter")
+            notes.append(f"{spec.backend} in this torch has no reduce_scatter: it ran as a ring of send/recv steps, "
+                         "the same traffic per rank as NCCL's ring")
     if "all_reduce" in spec.ops:
         notes.append("all_reduce runs in place (torch.distributed has no out-of-place all_reduce); other ops out of place")
-    return notes
+    return frozenset(forced), notes
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,15 @@ from typing import Any
 
 import torch
 
-from probes.bench.p2p import current, fill_pattern, timed_batches, verify
+from probes.bench.p2p import current, fill_pattern, settle, timed_batches, verify
+from probes.bench.p2p_report import bus_id_key
 from probes.bench.timing import median
 from probes.sysfs import SysfsReader, parse_cpulist
 
 
 def nodes_to_test(gpu_node: int | None, nodes: dict[int, set[int]], distances: dict[int, tuple[int, ...]]) -> list[int]:
-    """The GPU's own node first, then the farthest other node with CPUs; all (up to two) when unknown."""
+    """The GPU's own node first, then the farthest other node with CPUs this process may use;
+    the first two such nodes when the GPU's node is unknown."""
     with_cpus = sorted(node for node, cpus in nodes.items() if cpus)
     if gpu_node is None or gpu_node not in with_cpus:
         return with_cpus[:2]
@@ -48,19 +50,21 @@ def measure_host_copies(devices: list[dict[str, Any]], size_bytes: int, copies: 
     """h2d and d2h GB/s per GPU from pinned buffers on its own and a remote NUMA node."""
     reader = SysfsReader()
     numa = reader.numa_nodes()
-    nodes = {node.id: parse_cpulist(node.cpus) if node.cpus else set() for node in numa}
+    allowed = os.sched_getaffinity(0)
+    nodes = {node.id: (parse_cpulist(node.cpus) if node.cpus else set()) & allowed for node in numa}
     distances = {node.id: node.distances for node in numa}
     notes: list[str] = []
     if not nodes:
         nodes = {-1: set(os.sched_getaffinity(0))}
         notes.append("NUMA layout not readable: host copies use this process's CPUs")
+    gpu_nodes = {bus_id_key(gpu.bus_id): gpu.numa_node for gpu in reader.gpus()}
     count = size_bytes // 4
     buffers: dict[int, torch.Tensor] = {}
     rows = []
     for device in devices:
         index = device["index"]
-        pci = reader.pci_device(device["pci_bus_id"], quiet=True) if device["pci_bus_id"] else None
-        gpu_node = pci.numa_node if pci is not None and pci.numa_node is not None and pci.numa_node >= 0 else None
+        node_of_gpu = gpu_nodes.get(bus_id_key(device["pci_bus_id"])) if device["pci_bus_id"] else None
+        gpu_node = node_of_gpu if node_of_gpu is not None and node_of_gpu >= 0 else None
         targets = nodes_to_test(gpu_node, nodes, distances) if -1 not in nodes else [-1]
         if len(targets) == 1 and len(nodes) > 1 and gpu_node is not None:
             notes.append(f"GPU {index}: no other NUMA node with CPUs to compare with")
@@ -69,12 +73,18 @@ def measure_host_copies(devices: list[dict[str, Any]], size_bytes: int, copies: 
         stream = torch.cuda.Stream(device=gpu)
         for node in targets:
             if node not in buffers:
-                buffers[node] = _pinned_on(nodes[node], count)
+                try:
+                    buffers[node] = _pinned_on(nodes[node], count)
+                except OSError as exc:  # the node's CPUs are outside this process's cpuset (containers)
+                    notes.append(f"NUMA node {node}: cannot run on its CPUs ({exc.strerror}); not measured")
+                    nodes[node] = set()
+                    continue
             host = buffers[node]
             for direction in ("h2d", "d2h"):
                 dst, src = (on_gpu, host) if direction == "h2d" else (host, on_gpu)
                 if direction == "d2h":
                     on_gpu.copy_(fill_pattern(count, 4, gpu))
+                settle(on_gpu)
 
                 def enqueue(dst: torch.Tensor = dst, src: torch.Tensor = src, stream: torch.cuda.Stream = stream) -> None:
                     with current(stream):

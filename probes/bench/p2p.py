@@ -42,6 +42,13 @@ def current(stream: torch.cuda.Stream) -> Iterator[None]:
         yield
 
 
+def settle(*tensors: torch.Tensor) -> None:
+    """Wait for all work on the tensors' devices: buffers are filled on the default stream, the
+    copies run on dedicated streams, so they must not start before the fills are done."""
+    for device in {tensor.device for tensor in tensors}:
+        torch.cuda.synchronize(device)
+
+
 def timed_batches(enqueue: Callable[[], None], stream: torch.cuda.Stream, samples: int) -> list[float]:
     """Microseconds per sample for `samples` runs of `enqueue` on `stream`, each gated by a spin kernel."""
     times = []
@@ -112,6 +119,7 @@ def latency_us(src_device: torch.device, dst_device: torch.device, samples: int)
     """Median microseconds per tiny (4-byte) copy, from batches of LATENCY_COPIES copies."""
     src = torch.ones(LATENCY_BYTES // 4, dtype=torch.int32, device=src_device)
     dst = torch.empty_like(src, device=dst_device)
+    settle(src, dst)
     copy_stream = torch.cuda.Stream(device=src_device)
     idle_stream = torch.cuda.Stream(device=dst_device)
 
@@ -130,14 +138,17 @@ def measure_pair(src: int, dst: int, size_bytes: int, copies: int, samples: int)
     count = size_bytes // 4
     src_dev, dst_dev = torch.device("cuda", src), torch.device("cuda", dst)
     a_src, a_dst = fill_pattern(count, 1, src_dev), torch.zeros(count, dtype=torch.int32, device=dst_dev)
+    settle(a_src, a_dst)
     unidir = unidirectional(a_src, a_dst, copies, samples)
     verified = verify(a_dst, 1)
     b_src, b_dst = fill_pattern(count, 2, dst_dev), torch.zeros(count, dtype=torch.int32, device=src_dev)
     a_dst.zero_()
+    settle(a_src, a_dst, b_src, b_dst)
     bidir = bidirectional(a_src, a_dst, b_src, b_dst, copies, samples)
     verified = verified and verify(a_dst, 1) and verify(b_dst, 2)
     lat = latency_us(src_dev, dst_dev, samples)
     p2p = bool(torch.cuda.can_device_access_peer(src, dst)) if src != dst else None
+    settle(a_src, a_dst, b_src, b_dst)
     del a_src, a_dst, b_src, b_dst
     torch.cuda.empty_cache()
     return {"src": src, "dst": dst, "size_bytes": count * 4, "unidir_gbps": unidir, "bidir_gbps": bidir,
@@ -162,7 +173,7 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None]) -> dict[str, An
     devices = [device_info(index) for index in range(count)]
     notes: list[str] = []
     size_bytes = int(spec["size_bytes"])
-    budget = min(device["free_bytes"] for device in devices) // 5 if devices else 0
+    budget = min(device["free_bytes"] for device in devices) // 8 if devices else 0
     if size_bytes > budget:
         notes.append(f"copy size lowered from {size_bytes} to {budget} B to fit free GPU memory")
         size_bytes = budget

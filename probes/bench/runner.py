@@ -60,10 +60,10 @@ class WorkerGroup:
         """Process ids of the workers (each is also its process group id)."""
         return [process.pid for process in self.processes]
 
-    def terminate(self, grace_s: float = TERM_GRACE_S) -> None:
-        """SIGTERM every worker's process group, wait up to `grace_s`, then SIGKILL what is left."""
+    def terminate(self, grace_s: float | None = None) -> None:
+        """SIGTERM every worker's process group, wait up to `grace_s` (TERM_GRACE_S), then SIGKILL what is left."""
         _signal_groups(self.processes, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
+        deadline = time.monotonic() + (TERM_GRACE_S if grace_s is None else grace_s)
         while time.monotonic() < deadline and any(p.poll() is None for p in self.processes):
             time.sleep(POLL_S)
         _signal_groups(self.processes, signal.SIGKILL)
@@ -130,11 +130,11 @@ def start_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
 
 
 def _failure_line(group: WorkerGroup) -> str:
-    """The first worker's own error line, or the last line of a crashed worker's stderr."""
-    for rank in range(len(group.processes)):
-        path = error_file(group.job_dir, rank)
-        if path.exists():
-            return path.read_text().strip()
+    """The earliest worker error line (the cause; the others usually lost their peer), else the
+    last stderr line of a crashed worker."""
+    written = [path for path in (error_file(group.job_dir, rank) for rank in range(len(group.processes))) if path.exists()]
+    if written:
+        return min(written, key=lambda path: path.stat().st_mtime_ns).read_text().strip()
     for rank, process in enumerate(group.processes):
         if process.returncode not in (0, None):
             lines = (group.job_dir / f"stderr-{rank}.txt").read_text(errors="replace").strip().splitlines()

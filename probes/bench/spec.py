@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from topo.formats.nccl_tests import BUS_FACTOR_OPS as OPS
 from topo.errors import InputError
+from topo.formats.nccl_tests import BUS_FACTOR_OPS as OPS
 from topo.layout import build_groups, parse_sizes, resolve_layout
 from topo.sizes import parse_size_bytes
 
@@ -87,7 +87,10 @@ def layout_groups(layout_text: str | None, world_size: int) -> tuple[tuple[str, 
     """The groups to run in: the whole world, or every dimension larger than 1 of `--layout`."""
     if not layout_text:
         return (("world", (GroupSpec("world", "world", tuple(range(world_size))),)),)
-    layout = resolve_layout(parse_sizes(layout_text), capacity=world_size)
+    try:
+        layout = resolve_layout(parse_sizes(layout_text), capacity=world_size)
+    except InputError as exc:
+        raise InputError(f"--layout {layout_text} on {world_size} processes: {exc}") from None
     if layout.world_size != world_size:
         raise InputError(f"--layout {layout_text}: covers {layout.world_size} ranks, but --nproc is {world_size}")
     dims = []

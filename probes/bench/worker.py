@@ -81,7 +81,7 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     faults = faults_for(rank)
     handles, setup_ms = coll.create_groups(spec, device)
     _misbehave(faults)
-    notes = coll.emulation_notes(spec)
+    emulated, notes = coll.choose_emulated(spec, device)
     sizes = list(spec.sizes_bytes)
     if device.type == "cuda":
         sizes, note = _sizes_that_fit(torch, dist, sizes, device)
@@ -95,7 +95,7 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
             for size in sizes:
                 row = None
                 if mine is not None:
-                    case = coll.make_case(op, size, spec, mine, handles[mine.label], device)
+                    case = coll.make_case(op, size, spec, mine, handles[mine.label], device, emulated)
                     if case is None:
                         skipped.add(f"{op} {size} B")
                         dist.barrier()
@@ -152,7 +152,7 @@ def _spawned(job_dir: Path) -> int:
             return 0
         spec = job["spec"]
         store = dist.FileStore(str(job_dir / STORE_FILE), world)
-        timeout = datetime.timedelta(seconds=float(job["timeout_s"]))
+        timeout = datetime.timedelta(seconds=float(job["timeout_s"]) + 60)  # the spawner's deadline comes first
         t0 = time.perf_counter()
         if spec["backend"] == "nccl":
             import torch

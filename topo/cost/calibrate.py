@@ -1,8 +1,9 @@
 """Fit the cost model to what was measured on the box.
 
 Peer copies set the bandwidth (and latency) of the GPU pairs they measured. Large all_reduce
-results then scale the link class that limits their ring, so that the model's predicted busbw
-matches the measured one (copy-engine copies run a little faster than NCCL rings).
+results then scale the link class that limits their ring (the network, for a result over more
+ranks than one host has), so that the model's predicted busbw matches the measured one
+(copy-engine copies run a little faster than NCCL rings).
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ def calibrate(model: CostModel, measurements: Measurements, host: Host) -> CostM
             placement = Placement((host,) * nodes, (0,) * nodes, tuple(r // gpus for r in range(nranks)),
                                   tuple(r % gpus for r in range(nranks)), "calibration")
         links = GroupPricer(placement, replace(fitted, class_scale=scale)).links(range(nranks))
-        predicted = links.ring_gbps
+        if nranks > gpus:
+            predicted, link_class = links.node_net_gbps, "NET"
+        else:
+            predicted, link_class = links.ring_gbps, links.bottleneck_class
         if predicted <= 0 or predicted == float("inf"):
             continue
-        link_class = links.bottleneck_class
         scale[link_class] = scale.get(link_class, 1.0) * busbw / predicted
     note = f"calibrated from {measurements.source}"
     return replace(fitted, class_scale=scale, sources=(*model.sources, note))

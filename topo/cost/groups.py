@@ -34,6 +34,8 @@ class GroupPricer:
         self._hops: dict[tuple[int, int, int], Hop] = {}
         self._nics: dict[tuple[int, int], tuple[Hop, str]] = {}
         self._rings: dict[tuple[int, tuple[int, ...], bool], Ring] = {}
+        self._pair_hops: dict[tuple[int, int, int, int, bool], Hop] = {}
+        self._chains: dict[Hop, GroupLinks] = {}
 
     def rebind(self, placement: Placement) -> GroupPricer:
         """A pricer for another placement on the same hosts, sharing every memo (hosts must match)."""
@@ -139,21 +141,31 @@ class GroupPricer:
                           net_alpha, node_net, rank_net, net_label, pair_min, egress)
 
     def chain_links(self, ranks: Sequence[int]) -> GroupLinks:
-        """Links of point-to-point traffic between consecutive ranks (pipeline stage boundaries)."""
+        """Links of point-to-point traffic between consecutive ranks (pipeline stage boundaries), memoised per hop."""
         node_of, gpu_of, classes = self.placement.node_of_rank, self.placement.gpu_of_rank, self.placement.host_class
+        memo = self._pair_hops
         worst: Hop | None = None
         for a, b in itertools.pairwise(ranks):
             node_a, node_b = node_of[a], node_of[b]
-            if node_a == node_b:
-                hop = self.hop(classes[node_a], gpu_of[a], gpu_of[b])
-            else:
-                hop = min(self.nic(classes[node_a], gpu_of[a])[0], self.nic(classes[node_b], gpu_of[b])[0],
-                          key=lambda item: item.bandwidth_gbps)
+            key = (classes[node_a], gpu_of[a], classes[node_b], gpu_of[b], node_a == node_b)
+            hop = memo.get(key)
+            if hop is None:
+                hop = self._pair_hop(*key)
+                memo[key] = hop
             if worst is None or hop.bandwidth_gbps < worst.bandwidth_gbps:
                 worst = hop
         if worst is None:
             return GroupLinks(len(ranks), 1, 1, 0.0, math.inf, "", "NV")
-        return GroupLinks(len(ranks), 1, 2, worst.alpha_us, worst.bandwidth_gbps, worst.label, worst.link_class)
+        found = self._chains.get(worst)
+        if found is None:
+            found = GroupLinks(2, 1, 2, worst.alpha_us, worst.bandwidth_gbps, worst.label, worst.link_class)
+            self._chains[worst] = found
+        return found
+
+    def _pair_hop(self, class_a: int, gpu_a: int, class_b: int, gpu_b: int, same_node: bool) -> Hop:
+        if same_node:
+            return self.hop(class_a, gpu_a, gpu_b)
+        return min(self.nic(class_a, gpu_a)[0], self.nic(class_b, gpu_b)[0], key=lambda item: item.bandwidth_gbps)
 
 
 def _is_switched(host: Host) -> bool:

@@ -115,7 +115,8 @@ class CostModel:
                 kind = LinkKind.SYS
             rank = 0 if kind is LinkKind.NVLINK else 1 + list(PCIE_PATH_FACTOR).index(kind) if kind.is_pcie else 9
             rate = nic.rate_gbit_per_s or self.default_nic_gbit
-            candidate = (rank, nic.name, rate, kind.value if kind.is_pcie else "PIX")
+            name = nic.name if nic.rate_gbit_per_s else f"{nic.name} (rate unknown, assumed)"
+            candidate = (rank, name, rate, kind.value if kind.is_pcie else "PIX")
             if best is None or candidate[0] < best[0] or (candidate[0] == best[0] and rate > best[2]):
                 best = candidate
         if best is None:

@@ -6,7 +6,7 @@ the slowest group; the dimensions are summed (no overlap assumed, an upper bound
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topo.cost.collectives import GroupLinks, collective_cost
@@ -54,9 +54,19 @@ def links_per_group(dim: str, groups: Sequence[Sequence[int]], pricer: GroupPric
     return [pricer.links(group) for group in groups]
 
 
-def dimension_cost(dim: str, groups: Sequence[Sequence[int]], pricer: GroupPricer, traffic: Sequence[Traffic]) -> DimensionCost:
-    """Price `traffic` (this dimension's items) on every distinct group shape; keep the slowest."""
-    all_links = links_per_group(dim, groups, pricer)
+def dimension_cost(
+    dim: str,
+    groups: Sequence[Sequence[int]],
+    pricer: GroupPricer,
+    traffic: Sequence[Traffic],
+    all_links: Sequence[GroupLinks] | None = None,
+) -> DimensionCost:
+    """Price `traffic` (this dimension's items) on every distinct group shape; keep the slowest.
+
+    `all_links` (one per group) may be passed when already computed.
+    """
+    if all_links is None:
+        all_links = links_per_group(dim, groups, pricer)
     distinct: dict[int, tuple[GroupLinks, int]] = {}
     for index, links in enumerate(all_links):
         distinct.setdefault(id(links), (links, index))
@@ -80,11 +90,20 @@ def dimension_cost(dim: str, groups: Sequence[Sequence[int]], pricer: GroupPrice
 
 
 def step_costs(
-    groups: Mapping[str, Sequence[Sequence[int]]], pricer: GroupPricer, traffic: Sequence[Traffic]
+    groups: Mapping[str, Sequence[Sequence[int]]],
+    pricer: GroupPricer,
+    traffic: Sequence[Traffic],
+    links_of: Callable[[str], Sequence[GroupLinks]] | None = None,
 ) -> tuple[DimensionCost, ...]:
-    """The cost of every dimension that has traffic, in the order the traffic lists them."""
+    """The cost of every dimension that has traffic, in the order the traffic lists them.
+
+    `links_of(dim)` may supply already computed per-group links.
+    """
     dims: list[str] = []
     for item in traffic:
         if item.dim not in dims:
             dims.append(item.dim)
-    return tuple(dimension_cost(dim, groups[dim], pricer, [t for t in traffic if t.dim == dim]) for dim in dims)
+    return tuple(
+        dimension_cost(dim, groups[dim], pricer, [t for t in traffic if t.dim == dim], links_of(dim) if links_of else None)
+        for dim in dims
+    )

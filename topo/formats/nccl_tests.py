@@ -41,6 +41,8 @@ _HEADER = re.compile(
     r"^#\s*size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong(\s+time\s+algbw\s+busbw\s+#wrong)?\s*$"
 )
 _RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device")
+_NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
+"""NCCL_DEBUG lines that can land between the rows of a table; they are skipped, not read."""
 _NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _GPUS_FLAG = re.compile(r"\s-g\s*(\d+)\b")
 _NP_FLAG = re.compile(r"\s-(?:np|n)\s+(\d+)\b")
@@ -206,7 +208,7 @@ def _read_table(lines: list[str], index: int, name: str, op: str, context: _Cont
     while index < len(lines):
         stripped = lines[index].strip()
         lineno = index + 1
-        if stripped.startswith("#") and ("(B)" in stripped or "(elements)" in stripped):
+        if (stripped.startswith("#") and ("(B)" in stripped or "(elements)" in stripped)) or _NCCL_LOG.search(stripped):
             index += 1
             continue
         if not stripped or stripped.startswith("#") or not stripped[0].isdigit():

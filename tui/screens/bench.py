@@ -23,7 +23,7 @@ from topo.errors import InputError
 from topo.model import CollectiveResult, Measurements, PeerCopy, Snapshot
 from topo.sizes import format_size_bytes, parse_size_bytes
 from tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
-from tui.services import BENCH_KINDS, BenchRequest, Services, Unavailable
+from tui.services import BENCH_KINDS, BenchProgress, BenchRequest, Services, Unavailable
 from tui.text import gbps_label, plain
 from tui.widgets.bandwidth_plot import BandwidthPlot
 
@@ -162,8 +162,12 @@ class BenchView(Vertical):
     @work(thread=True, exclusive=True, group="bench")
     def run_request(self, snapshot: Snapshot, request: BenchRequest, cancel: threading.Event) -> None:
         """Run the benchmark off the UI thread; post progress and the outcome."""
+
+        def report(progress: BenchProgress) -> None:
+            self.post_message(BenchProgressed(progress))
+
         try:
-            measurements = self.services.run_bench(snapshot, request, lambda progress: self.post_message(BenchProgressed(progress)), cancel)
+            measurements = self.services.run_bench(snapshot, request, report, cancel)
         except (InputError, Unavailable) as exc:
             self.post_message(BenchFinished(None, cancelled=cancel.is_set(), error=str(exc)))
             return

@@ -16,12 +16,13 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
+from probes.live import GpuLive, LiveReading
 from topo.model import Snapshot
 from tui.messages import LiveReadingArrived, LiveUnavailable
-from tui.services import GpuTraffic, Services, TrafficReading, Unavailable
+from tui.services import Services, Unavailable
 from tui.text import gbps_label, plain
 
-GPU_COLUMNS = ("GPU", "NVLink TX GB/s", "NVLink RX GB/s", "PCIe TX GB/s", "PCIe RX GB/s", "errors +", "PCIe gen", "width")
+GPU_COLUMNS = ("GPU", "NVLink TX", "NVLink RX", "PCIe TX", "PCIe RX", "errors +", "PCIe gen", "width")
 LINK_COLUMNS = ("link", "TX GB/s", "RX GB/s")
 
 
@@ -35,20 +36,20 @@ def _pair(current: int | None, maximum: int | None, prefix: str) -> Text:
     return text
 
 
-def _errors(gpu: GpuTraffic) -> Text:
-    total = sum(delta for _, delta in gpu.error_deltas)
-    if not gpu.error_deltas:
-        return Text("-")
+def _errors(gpu: GpuLive) -> Text:
+    total = sum(delta for _, delta in gpu.nvlink_error_deltas)
+    if not gpu.nvlink_error_deltas:
+        return Text("-" if not gpu.nvlink_errors else "0")
     if total == 0:
         return Text("0")
-    changed = ", ".join(f"{name} +{delta}" for name, delta in gpu.error_deltas if delta)
+    changed = ", ".join(f"{name} +{delta}" for name, delta in gpu.nvlink_error_deltas if delta)
     return Text(changed, style="bold reverse")
 
 
-def gpu_row(gpu: GpuTraffic) -> list[Text]:
+def gpu_row(gpu: GpuLive) -> list[Text]:
     """One table row for a GPU's reading."""
     return [
-        plain(f"GPU{gpu.gpu}"),
+        plain(f"GPU{gpu.index}"),
         Text(gbps_label(gpu.nvlink_tx_gbps)),
         Text(gbps_label(gpu.nvlink_rx_gbps)),
         Text(gbps_label(gpu.pcie_tx_gbps)),
@@ -71,7 +72,7 @@ class MonitorView(Vertical):
     def __init__(self, services: Services) -> None:
         super().__init__()
         self.services = services
-        self.reading: TrafficReading | None = None
+        self.reading: LiveReading | None = None
         self._selected = 0
 
     def compose(self) -> ComposeResult:
@@ -111,6 +112,10 @@ class MonitorView(Vertical):
                 except Exception as exc:  # a lost GPU or a driver error ends sampling, not the app
                     self.post_message(LiveUnavailable(f"reading the counters failed: {exc}"))
                     return
+                if not reading.available:
+                    reasons = "; ".join(f"{gap.subject}: {gap.reason}" for gap in reading.gaps) or "NVML did not start"
+                    self.post_message(LiveUnavailable(f"no live data ({reasons})"))
+                    return
                 self.post_message(LiveReadingArrived(reading))
                 while not worker.is_cancelled and time.monotonic() - started < self.interval_s:
                     time.sleep(0.05)
@@ -126,7 +131,7 @@ class MonitorView(Vertical):
         message.stop()
         self.reading = message.reading
         host = self.snapshot.host.hostname if self.snapshot is not None and self.snapshot.hosts else "this machine"
-        status = plain(f"Live counters of {host}, every {self.interval_s:g} s")
+        status = plain(f"Live counters of {host} in GB/s, every {self.interval_s:g} s")
         status.append("   '<' marks a PCIe link below its maximum (an idle GPU may train down; width below max is a fault)")
         self.query_one("#monitor-status", Static).update(status)
         table: DataTable[Text] = self.query_one("#monitor-gpus", DataTable)
@@ -148,5 +153,5 @@ class MonitorView(Vertical):
         if self.reading is None or not 0 <= self._selected < len(self.reading.gpus):
             return
         gpu = self.reading.gpus[self._selected]
-        self.query_one("#monitor-links-title", Static).update(plain(f"Per link of GPU{gpu.gpu}:"))
+        self.query_one("#monitor-links-title", Static).update(plain(f"Per link of GPU{gpu.index}:"))
         table.add_rows([Text(str(link.link)), Text(gbps_label(link.tx_gbps)), Text(gbps_label(link.rx_gbps))] for link in gpu.links)

@@ -17,15 +17,18 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Select, Static
+from textual.worker import get_current_worker
 
+from topo.checks import CheckReport
 from topo.errors import InputError
 from topo.model import Snapshot
 from topo.placement import parse_visible_devices
+from topo.suggest import Suggestion
 from tui.layout_export import export_command, suggested_form, suggestion_text
-from tui.messages import LayoutChecked, RingChosen
+from tui.messages import LayoutChecked, RingChosen, SuggestionReady
 from tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
 from tui.screens.export import ExportScreen
-from tui.services import LayoutForm, ReportLike, Services, Unavailable
+from tui.services import LayoutForm, Services, Unavailable
 from tui.text import plain
 from tui.widgets.findings_table import FindingsTable
 from tui.widgets.rank_map import RankMap
@@ -49,7 +52,8 @@ class RanksView(Vertical):
     def __init__(self, services: Services) -> None:
         super().__init__()
         self.services = services
-        self.report: ReportLike | None = None
+        self.report: CheckReport | None = None
+        self.suggestion: Suggestion | None = None
         self.checked_form: LayoutForm | None = None
         self._pending: LayoutForm | None = None
         self._colour_dim = "tp"
@@ -146,14 +150,30 @@ class RanksView(Vertical):
 
     @work(thread=True, exclusive=True, group="check")
     def run_check(self, snapshot: Snapshot, form: LayoutForm) -> None:
-        """Run the checker off the UI thread and post the outcome."""
+        """Check off the UI thread and post the outcome; then search for a better layout (slower) and post that."""
+        worker = get_current_worker()
         started = time.perf_counter()
         try:
-            report = self.services.check(snapshot, form, snapshot.measurements)
+            report = self.services.check(snapshot, form, snapshot.measurements, False)
         except (InputError, Unavailable) as exc:
             self.post_message(LayoutChecked(form, None, str(exc)))
             return
         self.post_message(LayoutChecked(form, report, None, (time.perf_counter() - started) * 1000))
+        if worker.is_cancelled:
+            return
+        try:
+            suggested = self.services.check(snapshot, form, snapshot.measurements, True).suggestion
+        except (InputError, Unavailable):
+            suggested = None
+        self.post_message(SuggestionReady(form, suggested))
+
+    def on_suggestion_ready(self, message: SuggestionReady) -> None:
+        """Show the suggestion if it is for the layout on show."""
+        message.stop()
+        if message.form != self.checked_form or message.form != self._pending:
+            return
+        self.suggestion = message.suggestion
+        self.query_one("#suggestion", Static).update(suggestion_text(message.suggestion))
 
     def on_layout_checked(self, message: LayoutChecked) -> None:
         """Show a fresh result (results of forms that were edited since are dropped)."""
@@ -164,7 +184,8 @@ class RanksView(Vertical):
             self.report = None
             self._status(Text(message.error or "no result"))
             self._draw_map()
-            self.query_one(FindingsTable).show(())
+            self.query_one(FindingsTable).show((), checked=False)
+            self.suggestion = None
             self.query_one("#suggestion", Static).update("")
             return
         self.report = message.report
@@ -172,11 +193,12 @@ class RanksView(Vertical):
         findings = message.report.findings
         status = plain(f"{len(message.report.placement)} ranks on {message.form.nodes} node(s): ")
         status.append(f"{len(findings)} finding(s)", style="bold" if findings else "")
-        status.append(f"  checked in {message.elapsed_ms:.0f} ms   Enter on a cell: draw its group's ring on Links")
+        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links")
         self._status(status)
         self._draw_map()
         self.query_one(FindingsTable).show(findings)
-        self.query_one("#suggestion", Static).update(suggestion_text(message.report.suggestion))
+        self.suggestion = None
+        self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."))
 
     def _status(self, text: Text) -> None:
         self.query_one("#ranks-status", Static).update(text)
@@ -190,8 +212,8 @@ class RanksView(Vertical):
         placement = report.placement
         gpus = max(len(host.gpus) for host in self.snapshot.hosts)
         nodes = max([form.nodes, *(node + 1 for node, _ in placement[-1:])])
-        if len(self.snapshot.hosts) > 1:
-            labels = [host.hostname for host in self.snapshot.hosts]
+        if len(report.hostnames) >= nodes:
+            labels = list(report.hostnames)
         else:
             labels = [f"node{node}" for node in range(nodes)]
         self._group_of_rank = group_index(report.groups.get(self._colour_dim, []), len(placement))
@@ -201,6 +223,15 @@ class RanksView(Vertical):
     def on_rank_map_rank_picked(self, event: RankMap.RankPicked) -> None:
         event.stop()
         self.pick_group(self._colour_dim, event.rank)
+
+    def on_findings_table_finding_highlighted(self, event: FindingsTable.FindingHighlighted) -> None:
+        event.stop()
+        finding = event.finding
+        text = plain(f"{finding.severity} {finding.code}: ", "bold")
+        text.append(finding.message)
+        if finding.fix:
+            text.append(f"  fix: {finding.fix}")
+        self._status(text)
 
     def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
         event.stop()
@@ -236,8 +267,8 @@ class RanksView(Vertical):
 
     def action_apply_suggestion(self) -> None:
         """Put the checker's suggested layout into the form."""
-        report, form = self.report, self.checked_form
-        suggested = suggested_form(report.suggestion, form) if report is not None and form is not None else None
+        form = self.checked_form
+        suggested = suggested_form(self.suggestion, form) if form is not None else None
         if suggested is None:
             self.app.notify("No suggested layout to apply.", markup=False)
             return

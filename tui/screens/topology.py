@@ -92,7 +92,8 @@ def fill_tree(tree: PlainTree, host: Host) -> None:
     tree.clear()
     tree.root.set_label(plain(host.hostname or "host", "bold"))
     by_numa: dict[int | None, _Bridge] = {}
-    for device in (*host.gpus, *host.nics):
+    devices: list[Gpu | Nic] = [*host.gpus, *host.nics]
+    for device in devices:
         _insert(by_numa.setdefault(device.numa_node, _Bridge()), device.pci_path, device)
     numa_info = {node.id: node for node in host.numa_nodes}
     node_ids = sorted({*numa_info, *(key for key in by_numa if key is not None)})

@@ -56,7 +56,7 @@ class BandwidthPlot(Widget):
         text = Text(f"{self.title}  (peak {peak:.1f} GB/s)\n", style="bold")
         bar_style = self.get_component_rich_style("bandwidth-plot--bar", partial=True)
         axis_style = self.get_component_rich_style("bandwidth-plot--axis", partial=True)
-        lines = plot_lines(self.points, max(self.size.height - 2, 1))
+        lines = plot_lines(self.points, max(self.size.height - 3, 1))
         for line in lines[:-1]:
             text.append(line + "\n", style=bar_style)
         text.append(lines[-1], style=axis_style)

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
-from tui.services import FindingLike
+from topo.checks import Finding
 
 MAX_ROWS = 500
 """Rows shown at most; a huge cluster can raise thousands of findings, the rest are summarised."""
@@ -23,21 +23,30 @@ class FindingsTable(DataTable[Text]):
     class FindingChosen(Message):
         """A finding row was selected."""
 
-        def __init__(self, finding: FindingLike) -> None:
+        def __init__(self, finding: Finding) -> None:
+            self.finding = finding
+            super().__init__()
+
+    class FindingHighlighted(Message):
+        """The cursor moved onto a finding row."""
+
+        def __init__(self, finding: Finding) -> None:
             self.finding = finding
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
-        self._findings: Sequence[FindingLike] = ()
+        self._findings: Sequence[Finding] = ()
 
     def on_mount(self) -> None:
         self.add_columns("sev", "code", "dim", "message")
 
-    def show(self, findings: Sequence[FindingLike]) -> None:
-        """Replace the rows with `findings` (the first :data:`MAX_ROWS` of them)."""
+    def show(self, findings: Sequence[Finding], checked: bool = True) -> None:
+        """Replace the rows with `findings` (the first :data:`MAX_ROWS`); `checked` False leaves it empty."""
         self._findings = findings
         self.clear()
+        if not checked:
+            return
         if not findings:
             self.add_row(Text("ok"), Text("-"), Text("-"), Text("no findings: every group sits on the links it needs"))
             return
@@ -62,3 +71,9 @@ class FindingsTable(DataTable[Text]):
         event.stop()
         if 0 <= event.cursor_row < min(len(self._findings), MAX_ROWS):
             self.post_message(self.FindingChosen(self._findings[event.cursor_row]))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Tell the parent which finding the cursor is on (only while the table has focus)."""
+        event.stop()
+        if self.has_focus and 0 <= event.cursor_row < min(len(self._findings), MAX_ROWS):
+            self.post_message(self.FindingHighlighted(self._findings[event.cursor_row]))

@@ -19,6 +19,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+LABEL_MAX = 14
+"""Node labels (host names) longer than this are shortened."""
+
 GROUP_COLOURS = 6
 """Number of distinct group colours; group i uses `rank-map--g{i % GROUP_COLOURS}`."""
 
@@ -65,11 +68,11 @@ class RankMap(ScrollView, can_focus=True):
 
     def show(self, labels: list[str], gpus_per_node: int, rank_at: list[int], group_of_rank: Sequence[int]) -> None:
         """Set the map: `rank_at[node * gpus_per_node + gpu]` is a rank or -1; `group_of_rank[rank]` its group."""
-        self._labels = labels
+        self._labels = [label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "~" for label in labels]
         self._gpus = gpus_per_node
         self._rank_at = rank_at
         self._group_of_rank = group_of_rank
-        self._label_width = max([6, *(len(label) for label in labels[:2048])]) + 1
+        self._label_width = max([6, *(len(label) for label in self._labels[:2048])]) + 1
         self._cell_width = max(3, len(str(max(rank_at, default=0)))) + 1
         self.virtual_size = Size(self._label_width + gpus_per_node * self._cell_width, len(labels) + 1)
         node, gpu = self.cursor

@@ -1,0 +1,58 @@
+"""`linkscope open [SOURCE]`: the terminal app (links, topology, ranks, bench, monitor).
+
+This is also what `linkscope` runs with no command. A file or sample is read before the app
+starts, so bad input is one line and exit status 2; this machine is probed inside the app, in a
+worker, so the first screen appears at once (with no GPU the app says so and shows a sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from topo.errors import InputError
+from topo.sources import load_source
+
+TAB_NAMES = ("links", "topology", "ranks", "bench", "monitor")
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `open` subcommand."""
+    parser = subparsers.add_parser(
+        "open",
+        help="open the terminal app on a machine (the default command)",
+        description=(
+            "Open the terminal app: the GPU x GPU link grid, the NUMA/PCIe topology tree, a rank\n"
+            "layout checker with live findings, benchmarks and live NVLink/PCIe counters.\n"
+            "Keys 1-5 switch tabs, ctrl+p opens the command palette (samples are there), q quits.\n"
+            "With no SOURCE it probes this machine; without an NVIDIA GPU it shows a sample."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope open sample:dgx-h100\n"
+            "  linkscope open snapshot.json --tab ranks\n"
+            "  linkscope                  (this machine)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "source",
+        nargs="?",
+        metavar="SOURCE",
+        help="snapshot JSON, `nvidia-smi topo -m` text or sample:NAME; default: this machine",
+    )
+    parser.add_argument("--tab", choices=TAB_NAMES, default="links", help="the tab to start on (default: links)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the source (if any), then run the app until the user quits."""
+    source: str | None = getattr(args, "source", None)
+    tab: str = getattr(args, "tab", "links")
+    if source == "-":
+        raise InputError("open: the app needs the terminal, so it cannot read stdin; save the input to a file first")
+    snapshot = load_source(source) if source is not None else None
+    from tui.app import build_app
+
+    build_app(source, snapshot=snapshot, initial_tab=tab).run()
+    return 0

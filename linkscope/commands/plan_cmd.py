@@ -1,0 +1,71 @@
+"""`linkscope plan SOURCE --gpus 64 [model flags]`: the parallelism design worksheet.
+
+For TP, PP, DP (and CP/EP when used): the degree, where the groups sit and why; then every
+collective per step with the link it wants and the link it gets, and the pipeline bubble.
+Rich tables, `--markdown`, or `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
+from linkscope.source import open_source
+from topo.errors import InputError
+from topo.layout import DIMENSIONS
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `plan` subcommand."""
+    parser = subparsers.add_parser(
+        "plan",
+        help="design worksheet: TP/PP/DP degrees for N GPUs of this machine, traffic per step, bubble",
+        description=(
+            "Choose tensor, pipeline and data parallel degrees for a model on GPUs like the SOURCE's: "
+            "TP inside a node and only as wide as a ring without slow hops allows, PP until the model "
+            "fits in memory, DP for the rest. Prints where each group sits and why, every collective per "
+            "step with the link it wants and the link it gets, the memory per GPU and the pipeline bubble."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope plan sample:dgx-h100 --gpus 64 --model 70b\n"
+            "  linkscope plan sample:dgx-a100 --gpus 16 --hidden 4096 --layers 32 --params 7B --markdown\n"
+            "  linkscope plan sample:dgx-h100 --gpus 64 --model 8x7b --json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("source", nargs="?", metavar="SOURCE",
+                        help="snapshot JSON, `nvidia-smi topo -m` text, `-`, or sample:NAME; default: this machine")
+    parser.add_argument("--gpus", type=int, required=True, metavar="N", help="total GPUs of the job")
+    for dim in DIMENSIONS:
+        parser.add_argument(f"--{dim}", type=int, default=None, metavar="N", help=f"pin the {dim} degree")
+    add_model_arguments(parser)
+    parser.add_argument("--cost-params", default=None, metavar="FILE", help="JSON overrides of the link parameters")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--markdown", action="store_true", help="print the worksheet as markdown")
+    output.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan and print the worksheet."""
+    from topo.plan import plan_layout
+
+    pinned = {dim: getattr(args, dim) for dim in DIMENSIONS if getattr(args, dim) is not None}
+    for dim, value in pinned.items():
+        if value < 1:
+            raise InputError(f"--{dim}: must be at least 1, got {value}")
+    plan = plan_layout(open_source(args.source), args.gpus, model_from_args(args), pinned, cost_model_from_args(args))
+    from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
+
+    if args.json:
+        print(json.dumps(plan_json(plan), indent=2))
+    elif args.markdown:
+        print(plan_markdown(plan), end="")
+    else:
+        from rich.console import Console
+
+        Console().print(plan_view(plan))
+    return 0

@@ -1,0 +1,180 @@
+"""`linkscope bench p2p`: the pure logic (pairs, bus ids, matrices, expected speed and ratio,
+median, data verification) without a GPU; the copy paths themselves on a CUDA GPU when present."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from probes.bench.hostcopy import nodes_to_test
+from probes.bench.p2p_report import (
+    all_pairs,
+    bus_id_key,
+    corrupted,
+    matrix,
+    pair_cells,
+    parse_pairs,
+    positions_by_bus_id,
+)
+from probes.bench.preflight import GpuState, problems, states_in_use
+from probes.bench.timing import median
+from tests.bench_support import cli_main
+from topo.errors import InputError
+from topo.model import PeerCopy
+from topo.samples import load_sample
+
+
+def test_all_ordered_pairs() -> None:
+    assert all_pairs(3) == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    assert all_pairs(1) == []
+
+
+def test_parse_pairs() -> None:
+    assert parse_pairs("0-1, 2-3,0-1", 4) == [(0, 1), (2, 3)]
+    assert parse_pairs(None, 2) == [(0, 1), (1, 0)]
+
+
+@pytest.mark.parametrize(("text", "message"), [("0-4", "GPU 4 does not exist"), ("1-1", "to itself"), ("0:1", "not SRC-DST")])
+def test_parse_pairs_rejects(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_pairs(text, 4)
+
+
+@pytest.mark.parametrize(("bus_id", "key"), [
+    ("00000000:1B:00.0", (0, 0x1B, 0)), ("0000:1b:00.0", (0, 0x1B, 0)), ("1b:00", (0, 0x1B, 0)),
+    ("0001:c2:03.1", (1, 0xC2, 3)), ("nonsense", None),
+])
+def test_bus_id_key(bus_id: str, key: tuple[int, int, int] | None) -> None:
+    assert bus_id_key(bus_id) == key
+
+
+def test_positions_match_cuda_devices_to_snapshot_gpus_by_bus_id() -> None:
+    host = load_sample("dgx-h100").host
+    cuda_order = [host.gpus[3].pci_bus_id.lower(), host.gpus[0].pci_bus_id, "0000:ff:00.0", None]  # type: ignore[union-attr]
+    assert positions_by_bus_id(host, cuda_order) == [3, 0, None, None]
+
+
+def test_cells_carry_expected_speed_and_ratio() -> None:
+    host = load_sample("consumer-2gpu").host  # two RTX 4090 on PCIe Gen4 through the host bridge
+    copies = [PeerCopy(0, 1, unidir_gbps=20.0, bidir_gbps=30.0), PeerCopy(1, 0, unidir_gbps=None)]
+    uni = pair_cells(copies, host, [0, 1])
+    assert uni[0].link_token == "PHB"
+    # PCIe Gen4 x16: 31.5 GB/s spec, 82% typical, 0.9 for a path through the host bridge -> 23.247 GB/s
+    assert uni[0].expected is not None and uni[0].expected.typical_gbps == pytest.approx(23.247)
+    assert uni[0].ratio == pytest.approx(20.0 / 23.247)
+    assert uni[1].ratio is None
+    bi = pair_cells(copies, host, [0, 1], bidir=True)
+    assert bi[0].expected is not None and bi[0].expected.typical_gbps == pytest.approx(2 * 23.247)
+    assert bi[0].ratio == pytest.approx(30.0 / 46.494)
+
+
+def test_cells_without_a_snapshot_have_no_expectation() -> None:
+    cell = pair_cells([PeerCopy(0, 1, unidir_gbps=5.0)], None, [])[0]
+    assert (cell.expected, cell.ratio, cell.link_token) == (None, None, None)
+
+
+def test_matrix_and_corruption() -> None:
+    copies = [PeerCopy(0, 1, unidir_gbps=1.0, verified=True), PeerCopy(1, 0, unidir_gbps=2.0, verified=False)]
+    assert matrix(2, {(c.src, c.dst): c.unidir_gbps for c in copies}) == [[None, 1.0], [2.0, None]]
+    assert corrupted(copies) == [copies[1]]
+
+
+def test_median() -> None:
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    with pytest.raises(ValueError):
+        median([])
+
+
+@pytest.mark.parametrize(("gpu_node", "expected"), [(1, [1, 0]), (0, [0, 2]), (None, [0, 1]), (7, [0, 1])])
+def test_numa_nodes_to_test_own_then_farthest(gpu_node: int | None, expected: list[int]) -> None:
+    nodes = {0: {0, 1}, 1: {2, 3}, 2: {4, 5}, 3: set()}
+    distances = {0: (10, 21, 32, 32), 1: (21, 10, 21, 21), 2: (32, 21, 10, 21)}
+    assert nodes_to_test(gpu_node, nodes, distances) == expected
+
+
+def test_verification_detects_a_single_flipped_word() -> None:
+    torch = pytest.importorskip("torch")
+    from probes.bench.p2p import fill_pattern, verify
+
+    data = fill_pattern(1000, 7, "cpu")
+    assert verify(data, 7)
+    assert not verify(data, 8)
+    data[999] ^= 1
+    assert not verify(data, 7)
+    assert fill_pattern(4, 1, "cpu").dtype == torch.int32
+
+
+def test_preflight_refuses_busy_or_full_gpus() -> None:
+    states = [GpuState(0, "GPU-aaa", 70 * 1024**3, 80 * 1024**3, 0), GpuState(1, "GPU-bbb", 1024**3, 80 * 1024**3, 2)]
+    assert problems(states[:1]) == []
+    assert problems(states) == ["GPU 1 runs 2 other compute process(es)", "GPU 1 has only 1.0 GiB free"]
+    assert states_in_use(states, 1, None, pci_order=True) == states[:1]
+    assert states_in_use(states, 1, "GPU-bbb", pci_order=True) == states[1:]
+    assert states_in_use(states, 1, "1", pci_order=True) == states[1:]
+    assert states_in_use(states, 1, "1", pci_order=False) == states  # cannot map: check every GPU
+    assert states_in_use(states, 1, "MIG-xyz", pci_order=True) == states
+
+
+def test_without_a_gpu_the_command_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from probes.bench.preflight import cuda_device_count
+
+    if cuda_device_count():
+        pytest.skip("this machine has a CUDA GPU")
+    assert cli_main(["bench", "p2p"]) == 2
+    err = capsys.readouterr().err
+    assert err == "linkscope: error: bench p2p: no CUDA GPU is present on this machine (peer copies need CUDA GPUs)\n"
+
+
+def _cuda() -> object:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    return torch
+
+
+@pytest.mark.gpu
+def test_gpu_device_to_device_copy_is_measured_and_verified() -> None:
+    _cuda()
+    from probes.bench.p2p import measure_pair
+
+    row = measure_pair(0, 0, 64 * 1024**2, copies=4, samples=3)
+    print("d2d same GPU:", row)
+    assert row["verified"] is True
+    assert row["unidir_gbps"] > 50 and row["bidir_gbps"] > 50 and 0 < row["latency_us"] < 100
+
+
+@pytest.mark.gpu
+def test_gpu_host_copies_from_pinned_memory() -> None:
+    _cuda()
+    from probes.bench.hostcopy import measure_host_copies
+    from probes.bench.p2p import device_info
+
+    rows, notes = measure_host_copies([device_info(0)], 64 * 1024**2, copies=4, samples=3, progress=lambda *a: None)
+    print("host copies:", rows, notes)
+    assert {row["direction"] for row in rows} == {"h2d", "d2h"}
+    assert all(row["verified"] and row["gbps"] > 1 for row in rows)
+
+
+@pytest.mark.gpu
+def test_gpu_bench_p2p_command_with_one_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    _cuda()
+    code = cli_main(["bench", "p2p", "--bytes", "64M", "--samples", "3", "--json", "--force"])
+    out = capsys.readouterr().out
+    print(out)
+    assert code == 0
+    data = json.loads(out)
+    assert data["host"] and all(row["verified"] for row in data["host"])
+
+
+@pytest.mark.gpu
+def test_gpu_nccl_collectives_with_one_rank(capsys: pytest.CaptureFixture[str]) -> None:
+    _cuda()
+    code = cli_main(["bench", "collectives", "--backend", "nccl", "--nproc", "1", "--min-bytes", "1M", "--max-bytes", "64M",
+                     "--factor", "8", "--json", "--force"])
+    out = capsys.readouterr().out
+    print(out)
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert rows and all(row["wrong"] == 0 and row["backend"] == "nccl" for row in rows)

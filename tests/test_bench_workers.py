@@ -1,0 +1,101 @@
+"""Workers are run safely: a hung worker is killed at the deadline, a failing one is reported in
+one line, Ctrl-C / SIGTERM / the spawner's death leave no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.bench import runner
+from probes.bench.spec import CollectiveSpec, layout_groups
+from tests.bench_support import alive, cli_process, descendants
+from topo.codec import to_jsonable
+
+pytest.importorskip("psutil")
+pytest.importorskip("torch")
+
+SPEC = CollectiveSpec(ops=("all_reduce",), sizes_bytes=(1024,), dtype="float32", warmup=1, iters=2, backend="gloo",
+                      world_size=2, dims=layout_groups(None, 2))
+HANG_ARGS = ["bench", "collectives", "--backend", "gloo", "--ops", "all_reduce", "--min-bytes", "1K", "--max-bytes", "1K",
+             "--timeout", "60"]
+
+
+def _run(fault: str, timeout_s: float) -> tuple[str, runner.WorkerGroup]:
+    started: list[runner.WorkerGroup] = []
+    with pytest.raises(runner.BenchError) as caught:
+        runner.run_workers("collectives", to_jsonable(SPEC), 2, timeout_s, extra_env={"LINKSCOPE_BENCH_FAULT": fault},
+                           on_start=started.append)
+    return str(caught.value), started[0]
+
+
+def test_a_hung_worker_is_killed_at_the_deadline_and_nothing_survives(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "TERM_GRACE_S", 1.0)
+    t0 = time.monotonic()
+    message, group = _run("hang-ignore-term:1", timeout_s=8)
+    assert "deadline of 8 s passed" in message and "ranks still running: 0, 1" in message
+    assert time.monotonic() - t0 < 20
+    assert alive(group.pids) == []
+    assert descendants(os.getpid()) == []
+    assert not group.job_dir.exists()
+
+
+def test_a_failing_worker_is_reported_in_one_line() -> None:
+    message, group = _run("fail:1", timeout_s=60)
+    assert message == "rank 1: RuntimeError: injected failure (LINKSCOPE_BENCH_FAULT)"
+    assert alive(group.pids) == []
+
+
+def _workers_of(process: Any, count: int) -> list[int]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        pids = descendants(process.pid)
+        if len(pids) >= count:
+            time.sleep(3.0)  # let them reach the hang
+            return descendants(process.pid)
+        time.sleep(0.1)
+    raise AssertionError("workers did not start")
+
+
+@pytest.mark.parametrize(("signum", "fault"), [(signal.SIGTERM, "hang-ignore-term:1"), (signal.SIGINT, "hang:1")])
+def test_sigterm_and_ctrl_c_end_every_worker(signum: int, fault: str) -> None:
+    process = cli_process(HANG_ARGS, env={"LINKSCOPE_BENCH_FAULT": fault})
+    workers = _workers_of(process, 2)
+    process.send_signal(signum)
+    _out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "workers ended" in err and "Traceback" not in err
+    assert alive(workers) == []
+
+
+def test_workers_die_with_their_spawner() -> None:
+    process = cli_process(HANG_ARGS, env={"LINKSCOPE_BENCH_FAULT": "hang:1"})
+    workers = _workers_of(process, 2)
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 15
+    while alive(workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert alive(workers) == []
+
+
+def test_job_directory_is_private() -> None:
+    group = runner.start_workers("collectives", {}, 0, 1.0)
+    try:
+        assert (os.stat(group.job_dir).st_mode & 0o777) == 0o700
+        assert Path(group.job_dir, "job.json").exists()
+    finally:
+        group.terminate()
+        import shutil
+
+        shutil.rmtree(group.job_dir)
+
+
+def test_workers_use_loopback_only() -> None:
+    env = runner.worker_env(1, 2, 1)
+    assert env["GLOO_SOCKET_IFNAME"] == "lo" and env["NCCL_SOCKET_IFNAME"] == "lo"
+    assert (env["LINKSCOPE_RANK"], env["LINKSCOPE_WORLD_SIZE"]) == ("1", "2")

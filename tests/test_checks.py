@@ -1,0 +1,218 @@
+"""Findings on the built-in samples: each code, the hybrid cube mesh, the NVLink-pairs box, suggestions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topo.checks import CheckReport, CheckRequest, Finding, check_layout
+from topo.errors import InputError
+from topo.model import Snapshot
+from topo.placement import RankMapEntry
+from topo.samples import load_sample
+from topo.sources import load_source
+
+
+def _check(sample: str | Snapshot, suggest: bool = False, **fields: object) -> CheckReport:
+    snapshot = load_sample(sample) if isinstance(sample, str) else sample
+    return check_layout(snapshot, CheckRequest(**fields), suggest=suggest)  # type: ignore[arg-type]
+
+
+def _codes(report: CheckReport) -> set[str]:
+    return {finding.code for finding in report.findings}
+
+
+def _finding(report: CheckReport, code: str) -> Finding:
+    return next(finding for finding in report.findings if finding.code == code)
+
+
+def test_a_good_layout_has_no_findings() -> None:
+    report = _check("dgx-h100", sizes=(("tp", 8), ("pp", 4)), nodes=8)
+    assert report.findings == ()
+    assert report.layout is not None and report.layout.size("dp") == 2
+    assert {cost.dim for cost in report.costs} == {"tp", "dp", "pp"}
+    assert next(cost for cost in report.costs if cost.dim == "tp").link_label == "NV18"
+
+
+def test_tp_crosses_node_when_the_order_strides_it() -> None:
+    report = _check("dgx-h100", sizes=(("tp", 8),), nodes=2, order="dp-tp-pp")
+    finding = _finding(report, "tp-crosses-node")
+    assert finding.severity == "error" and finding.dim == "tp"
+    assert finding.ranks == (0, 2, 4, 6, 8, 10, 12, 14)
+    assert "mlx5" in finding.link
+    assert finding.cost_s is not None and finding.best_cost_s is not None and finding.best_cost_s < finding.cost_s
+    assert "--order tp-dp-pp" in finding.fix
+
+
+def test_tp_crosses_node_with_cyclic_distribution() -> None:
+    report = _check("dgx-h100", sizes=(("tp", 8),), nodes=2, distribution="cyclic")
+    assert "tp-crosses-node" in _codes(report)
+
+
+def test_tp_larger_than_a_node_must_shrink() -> None:
+    report = _check("dgx-h100", sizes=(("tp", 16),), nodes=2)
+    assert "--tp 8" in _finding(report, "tp-crosses-node").fix
+
+
+def test_hybrid_cube_mesh_tp8_rides_nvlink_only() -> None:
+    """DGX-1: some pairs are SYS, but the best 8-GPU ring is all NVLink, so no tp-slow-link."""
+    report = _check("dgx1-v100", sizes=(("tp", 8),))
+    assert "tp-slow-link" not in _codes(report)
+    assert report.costs[0].link_label == "NV2"
+
+
+def test_nvlink_pairs_box_tp4_must_shrink() -> None:
+    """NVLink only in pairs: every 4-GPU ring crosses SYS, and no permutation helps."""
+    report = _check("a100-pcie-nvbridge-4", sizes=(("tp", 4),))
+    finding = _finding(report, "tp-slow-link")
+    assert finding.severity == "warning" and finding.link == "SYS"
+    assert "must shrink" in finding.message and "--tp 2" in finding.fix
+    assert finding.best_cost_s is not None and finding.best_cost_s < (finding.cost_s or 0)
+
+
+def test_nvlink_pairs_box_tp2_permutation_avoids_sys() -> None:
+    report = _check("a100-pcie-nvbridge-4", suggest=True, sizes=(("tp", 2),), visible_devices=(0, 2, 1, 3))
+    finding = _finding(report, "tp-slow-link")
+    assert "another permutation avoids it" in finding.message
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in finding.fix
+    assert report.suggestion is not None
+    assert dict(report.suggestion.env)["CUDA_VISIBLE_DEVICES"] in ("0,1,2,3", "1,0,3,2", "2,3,0,1")
+    assert report.suggestion.speedup > 5
+
+
+def test_pcie_box_tp8_spans_sockets() -> None:
+    report = _check("pcie-l40s-8", sizes=(("tp", 8),))
+    finding = _finding(report, "tp-slow-link")
+    assert finding.link == "SYS" and "--tp 4" in finding.fix
+
+
+def test_pcie_box_tp4_inside_a_socket_is_fine() -> None:
+    assert "tp-slow-link" not in _codes(_check("pcie-l40s-8", sizes=(("tp", 4),)))
+
+
+def test_ep_crosses_node() -> None:
+    report = _check("dgx-h100", sizes=(("tp", 2), ("ep", 8)), nodes=2, model="8x7b")
+    finding = _finding(report, "ep-crosses-node")
+    assert finding.severity == "warning" and finding.ranks == (0, 2, 4, 6, 8, 10, 12, 14)
+    assert finding.best_cost_s is not None and finding.cost_s is not None and finding.best_cost_s < finding.cost_s / 2
+
+
+def test_group_imbalance_on_the_hybrid_cube_mesh() -> None:
+    """tp=2 in order: pairs 0-1 ride NV1, pairs 2-3 ride NV2, so half the groups straggle."""
+    report = _check("dgx1-v100", sizes=(("tp", 2),))
+    finding = _finding(report, "group-imbalance")
+    assert finding.dim == "tp" and finding.ranks == (0, 1) and finding.link == "NV1"
+
+
+def test_degraded_box_imbalances_tp4_but_is_not_slow() -> None:
+    report = _check("dgx-h100-degraded", sizes=(("tp", 4),))
+    assert "group-imbalance" in _codes(report)
+    assert "tp-slow-link" not in _codes(report)
+    assert _finding(report, "group-imbalance").link == "NV16"
+
+
+def test_dp_not_rail_aligned_with_a_rank_map() -> None:
+    """Node 2 lists its GPUs in reverse, so DP peers sit on different rails."""
+    entries = [RankMapEntry(rank, "n1", rank) for rank in range(8)]
+    entries += [RankMapEntry(8 + local, "n2", 7 - local) for local in range(8)]
+    report = _check("dgx-h100", sizes=(("tp", 2), ("dp", 8)), rank_map=tuple(entries))
+    finding = _finding(report, "dp-not-rail-aligned")
+    assert finding.severity == "info"
+
+
+def test_dp_is_rail_aligned_with_block_placement() -> None:
+    assert "dp-not-rail-aligned" not in _codes(_check("dgx-h100", sizes=(("tp", 2),), nodes=2))
+
+
+def _far_nic_box() -> Snapshot:
+    snapshot = load_sample("dgx-h100")
+    host = snapshot.host
+    far = tuple(tuple("SYS" for _ in row) for row in host.gpu_nic)
+    return dataclasses.replace(snapshot, hosts=(dataclasses.replace(host, gpu_nic=far),))
+
+
+def test_nic_far_from_gpu_when_traffic_leaves_the_node() -> None:
+    report = _check(_far_nic_box(), sizes=(("tp", 8),), nodes=2)
+    finding = _finding(report, "nic-far-from-gpu")
+    assert finding.dim == "dp" and "SYS" in finding.message
+    assert finding.best_cost_s is not None and finding.cost_s is not None and finding.best_cost_s < finding.cost_s
+
+
+def test_nic_far_from_gpu_is_quiet_on_one_node() -> None:
+    assert "nic-far-from-gpu" not in _codes(_check(_far_nic_box(), sizes=(("tp", 8),)))
+
+
+def test_layout_mismatch_visible_device_missing() -> None:
+    report = _check("dgx-h100", sizes=(("tp", 2),), visible_devices=(0, 9))
+    assert [finding.code for finding in report.findings] == ["layout-mismatch"]
+    assert report.findings[0].severity == "error" and report.fails("error")
+
+
+def test_layout_mismatch_two_ranks_on_one_gpu() -> None:
+    entries = (RankMapEntry(0, "a", 0), RankMapEntry(1, "a", 0))
+    report = _check("dgx-h100", sizes=(("tp", 2),), rank_map=entries)
+    assert report.findings[0].code == "layout-mismatch" and report.findings[0].ranks == (0, 1)
+
+
+def test_suggestion_puts_tp_first() -> None:
+    report = _check("dgx-h100", suggest=True, sizes=(("tp", 8),), nodes=2, order="dp-tp-pp")
+    assert report.suggestion is not None
+    assert report.suggestion.flags == ("--order tp-dp-pp",)
+    assert report.suggestion.speedup > 1.5
+
+
+def test_no_suggestion_when_the_layout_is_already_best() -> None:
+    assert _check("dgx-h100", suggest=True, sizes=(("tp", 8), ("pp", 2)), nodes=2).suggestion is None
+
+
+def test_json_contract() -> None:
+    data = _check("a100-pcie-nvbridge-4", sizes=(("tp", 4),)).to_json()
+    assert data["groups"]["tp"] == [[0, 1, 2, 3]]
+    finding = data["findings"][0]
+    assert {"code", "severity", "dim", "ranks", "message"} <= set(finding)
+    assert finding["severity"] in ("error", "warning", "info")
+
+
+def test_bad_input_raises() -> None:
+    with pytest.raises(InputError, match="does not fit"):
+        _check("dgx-h100", sizes=(("tp", 8), ("dp", 4)))
+
+
+def test_real_hybrid_cube_mesh_fixture() -> None:
+    """The recorded `nvidia-smi topo -m` of a DGX-1-style V100 box: NVLink-only TP ring, one NIC far from half the GPUs."""
+    snapshot = load_source("tests/fixtures/real/topo/v100-sxm2-8gpu-hybrid-cube-mesh-mlx5.txt")
+    assert "tp-slow-link" not in _codes(_check(snapshot, sizes=(("tp", 8),)))
+    report = _check(snapshot, sizes=(("tp", 8),), nodes=2)
+    finding = _finding(report, "nic-far-from-gpu")
+    placement = dict(enumerate(report.placement))
+    assert {placement[rank][1] for rank in finding.ranks} == {0, 1, 4, 5, 6, 7}, "NODE and SYS paths to mlx5_0"
+    assert len(finding.ranks) == 12
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sample=st.sampled_from(["dgx-h100", "dgx1-v100", "a100-pcie-nvbridge-4", "pcie-l40s-8", "consumer-2gpu"]),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2]),
+    ep=st.sampled_from([1, 2]),
+    nodes=st.sampled_from([1, 2, 3]),
+    order=st.permutations(["tp", "cp", "ep", "dp", "pp"]),
+    distribution=st.sampled_from(["block", "cyclic"]),
+)
+def test_any_layout_gives_a_report_or_one_input_error(sample: str, tp: int, pp: int, ep: int, nodes: int, order: list[str],
+                                                      distribution: str) -> None:
+    """Whatever the flags, check_layout returns a report (groups covering the world) or raises InputError."""
+    try:
+        report = _check(sample, suggest=True, sizes=(("tp", tp), ("pp", pp), ("ep", ep)), nodes=nodes,
+                        order="-".join(order), distribution=distribution, model="8x7b")
+    except InputError:
+        return
+    assert report.layout is not None
+    world = report.layout.world_size
+    for groups in report.groups.values():
+        assert sorted(rank for group in groups for rank in group) == list(range(world))
+    assert len(report.placement) == world
+    assert all(finding.severity in ("error", "warning", "info") for finding in report.findings)

@@ -1,0 +1,167 @@
+"""The alpha-beta cost model: link parameters, algorithms, group pricing, overrides and calibration."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from layout_support import NVLINK_PAIRS_4, host_from_matrix
+
+from topo.cost import CostModel, GroupPricer, calibrate, collective_cost, load_cost_overrides, uniform_links
+from topo.errors import InputError
+from topo.model import CollectiveResult, Measurements, PeerCopy
+from topo.placement import Placement
+from topo.samples import load_sample
+
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize(
+    ("ranks", "nodes", "expected_ms"),
+    [(8, 1, 6.28), (8, 8, 150.4), (32, 32, 166.7)],
+)
+def test_domain_worked_example(ranks: int, nodes: int, expected_ms: float) -> None:
+    """DOMAIN.md: 1 GiB ring all_reduce; NVLink 1 us / 300 GB/s, network 5 us / 12.5 GB/s."""
+    links = uniform_links(ranks, nodes, (1.0, 300.0), (5.0, 12.5))
+    cost = collective_cost("all_reduce", links, GIB, "ring")
+    assert round(cost.time_s * 1e3, 2 if expected_ms < 10 else 1) == expected_ms
+
+
+def test_ring_formula_by_hand() -> None:
+    """all_gather over 4 ranks: 3 steps of (alpha + B/4 / beta)."""
+    links = uniform_links(4, 1, (2.0, 100.0), (5.0, 10.0))
+    expected = 3 * (2e-6 + (4e6 / 4) / 100e9)
+    assert collective_cost("all_gather", links, 4_000_000, "ring").time_s == pytest.approx(expected)
+
+
+def test_bus_bandwidth_follows_nccl_tests() -> None:
+    links = uniform_links(8, 1, (0.0, 100.0), (5.0, 10.0))
+    all_reduce = collective_cost("all_reduce", links, GIB, "ring")
+    assert all_reduce.busbw_gbps == pytest.approx(all_reduce.algbw_gbps * 2 * 7 / 8)
+    assert all_reduce.busbw_gbps == pytest.approx(100.0), "with no latency, busbw is the link bandwidth"
+    gather = collective_cost("all_gather", links, GIB, "ring")
+    assert gather.busbw_gbps == pytest.approx(gather.algbw_gbps * 7 / 8)
+
+
+def test_tree_wins_small_messages_across_nodes_and_ring_wins_large() -> None:
+    links = uniform_links(64, 64, (1.0, 300.0), (5.0, 25.0))
+    assert collective_cost("all_reduce", links, 1024).algo == "tree"
+    assert collective_cost("all_reduce", links, GIB).algo == "ring"
+
+
+def test_hierarchical_by_hand() -> None:
+    """2 nodes x 4 GPUs: RS inside (3 steps of B/4), all_reduce of B/4 across 2 nodes, AG inside."""
+    links = uniform_links(8, 2, (1.0, 200.0), (5.0, 20.0))
+    size = 8_000_000
+    inside = 3 * (1e-6 + (size / 4) / 200e9)
+    across = 2 * 1 * (5e-6 + (size / 4 / 2) / 20e9)
+    assert collective_cost("all_reduce", links, size, "hierarchical").time_s == pytest.approx(2 * inside + across)
+
+
+def test_all_to_all_by_hand() -> None:
+    """16 ranks on 2 nodes of 8: each rank sends B/16 to each peer; 8*8*B/16 bytes leave each node over 8 rails."""
+    links = uniform_links(16, 2, (1.0, 300.0), (5.0, 50.0))
+    size = 16_000_000
+    inside = (size / 16) / 300e9
+    leaving = 8 * 8 * (size / 16) / (8 * 50e9)
+    cost = collective_cost("all_to_all", links, size)
+    assert cost.algo == "pairwise"
+    assert cost.time_s == pytest.approx(5e-6 + max(inside, leaving))
+
+
+def test_broadcast_and_send_recv_by_hand() -> None:
+    links = uniform_links(4, 1, (2.0, 100.0), (5.0, 10.0))
+    assert collective_cost("broadcast", links, 10**9, "ring").time_s == pytest.approx(3 * 2e-6 + 1e9 / 100e9)
+    assert collective_cost("send_recv", links, 10**9).time_s == pytest.approx(2e-6 + 1e9 / 100e9)
+
+
+def test_unavailable_algorithm_is_bad_input() -> None:
+    with pytest.raises(InputError, match="not available"):
+        collective_cost("all_reduce", uniform_links(8, 1, (1.0, 300.0), (5.0, 12.5)), GIB, "hierarchical")
+    with pytest.raises(InputError, match="unknown operation"):
+        collective_cost("allsum", uniform_links(8, 1, (1.0, 300.0), (5.0, 12.5)), GIB)
+
+
+def test_nvlink_hop_uses_ncclss_per_link_constants() -> None:
+    """H100 NV18 = 18 x 20.6 GB/s, A100 NV12 = 12 x 20: what NCCL rings measure, not line rate."""
+    model = CostModel()
+    h100 = load_sample("dgx-h100").host
+    a100 = load_sample("dgx-a100").host
+    assert model.gpu_hop(h100, 0, 1).bandwidth_gbps == pytest.approx(18 * 20.6)
+    assert model.gpu_hop(a100, 0, 1).bandwidth_gbps == pytest.approx(12 * 20.0)
+    assert model.gpu_hop(h100, 0, 1).link_class == "NV"
+
+
+def test_nic_hop_is_the_nearest_nic() -> None:
+    host = load_sample("dgx-h100").host
+    hop, name = CostModel().nic_hop(host, 3)
+    assert name == "mlx5_3" and hop.link_class == "NET"
+    assert hop.bandwidth_gbps == pytest.approx(400 / 8 * 0.93)
+
+
+def _one_host(host_name: str, positions: tuple[int, ...]) -> Placement:
+    host = load_sample(host_name).host
+    return Placement((host,), (0,), (0,) * len(positions), positions, "test")
+
+
+def test_group_pricer_memoises_identical_shapes() -> None:
+    host = load_sample("dgx-h100").host
+    placement = Placement((host,) * 2, (0, 0), (0, 0, 1, 1), (0, 1, 0, 1), "test")
+    pricer = GroupPricer(placement, CostModel())
+    assert pricer.links([0, 1]) is pricer.links([2, 3])
+    across = pricer.links([0, 2])
+    assert across.nodes == 2 and across.bottleneck_class == "NET"
+
+
+def test_nvlink_pair_group_across_sockets_is_priced_on_sys() -> None:
+    host = host_from_matrix(NVLINK_PAIRS_4)
+    pricer = GroupPricer(Placement((host,), (0,), (0, 0), (0, 2), "test"), CostModel())
+    assert pricer.links([0, 1]).intra_class == "SYS"
+
+
+def test_overrides_file() -> None:
+    model = load_cost_overrides('{"alpha_us": {"NV": 2}, "bandwidth_gbps": {"SYS": 3.5}, "nvlink_gbps_per_link": {"4": 25}}',
+                                "params.json")
+    h100 = load_sample("dgx-h100").host
+    assert model.gpu_hop(h100, 0, 1).bandwidth_gbps == pytest.approx(18 * 25)
+    assert model.gpu_hop(h100, 0, 1).alpha_us == 2
+    assert model.gpu_hop(host_from_matrix(NVLINK_PAIRS_4), 0, 2).bandwidth_gbps == 3.5
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[1]", "expected a JSON object"),
+        ('{"alpha": {}}', "unknown key 'alpha'"),
+        ('{"alpha_us": {"QPI": 1}}', "unknown link class"),
+        ('{"bandwidth_gbps": {"NV": -1}}', "positive number"),
+        ("{", "not JSON"),
+        ('{"nvlink_gbps_per_link": {"x": 1}}', "generation"),
+    ],
+)
+def test_bad_override_files(text: str, fragment: str) -> None:
+    with pytest.raises(InputError, match=fragment):
+        load_cost_overrides(text, "params.json")
+
+
+def test_calibration_from_peer_copies_and_collectives() -> None:
+    host = load_sample("dgx-h100").host
+    measured = Measurements(
+        source="bench",
+        peer_copies=(PeerCopy(0, 1, unidir_gbps=390.0, latency_us=2.5),),
+        collectives=(CollectiveResult("all_reduce", 1 << 30, "bf16", 1.0, 100.0, 300.0, 8),),
+    )
+    model = calibrate(CostModel(), measured, host)
+    assert model.pair_alpha_us[(0, 1)] == 2.5
+    pricer = GroupPricer(_one_host("dgx-h100", tuple(range(8))), model)
+    assert pricer.links(range(8)).ring_gbps == pytest.approx(300.0), "the 8-GPU ring now predicts the measured busbw"
+    assert not math.isclose(CostModel().gpu_hop(host, 2, 3).bandwidth_gbps, model.gpu_hop(host, 2, 3).bandwidth_gbps)
+
+
+def test_calibration_of_the_network_from_a_two_node_collective() -> None:
+    host = load_sample("dgx-h100").host
+    measured = Measurements("bench", collectives=(CollectiveResult("all_reduce", 1 << 30, "bf16", 1.0, 50.0, 100.0, 16),))
+    model = calibrate(CostModel(), measured, host)
+    assert set(model.class_scale) == {"NET"}
+    placement = Placement((host,) * 2, (0, 0), tuple(r // 8 for r in range(16)), tuple(r % 8 for r in range(16)), "test")
+    assert GroupPricer(placement, model).links(range(16)).ring_gbps == pytest.approx(100.0)

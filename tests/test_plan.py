@@ -1,0 +1,97 @@
+"""`linkscope plan`: degrees, traffic, bubble and memory of the design worksheet; its outputs and errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from layout_support import assert_one_line_error, run_cli
+
+from topo.errors import InputError
+from topo.plan import memory_per_gpu_bytes, plan_layout
+from topo.samples import load_sample
+from topo.volumes import pipeline_bubble, preset, step_traffic
+
+
+def test_pipeline_bubble_formula() -> None:
+    assert pipeline_bubble(4, 16) == pytest.approx(3 / 19)
+    assert pipeline_bubble(1, 16) == 0.0
+
+
+def test_volumes_by_hand() -> None:
+    """8B, tp 2, pp 2, dp 4: TP all_reduce of b*s*h*2 bytes, 4 per layer per micro-batch; DP RS+AG of params/(tp*pp)."""
+    model = preset("8b")
+    traffic = {(t.dim, t.op): t for t in step_traffic(model, {"tp": 2, "pp": 2, "dp": 4})}
+    tp = traffic[("tp", "all_reduce")]
+    assert tp.size_bytes == 1 * 8192 * 4096 * 2
+    assert tp.calls_per_step == 4 * 16 * (512 // 4)
+    assert traffic[("dp", "reduce_scatter")].size_bytes == int(8e9 / 4 * 2)
+    assert traffic[("pp", "send_recv")].calls_per_step == 2 * 128
+    assert ("dp", "all_reduce") not in traffic, "ZeRO-1 turns the DP all_reduce into RS + AG"
+
+
+def test_sequence_parallel_and_fsdp_change_the_collectives() -> None:
+    model = preset("8b")
+    ops = {(t.dim, t.op, t.calls_per_step) for t in step_traffic(replace(model, sequence_parallel=True, zero_stage=3),
+                                                                  {"tp": 2, "dp": 4})}
+    assert ("tp", "all_gather", 4 * 32 * 128) in ops and ("tp", "reduce_scatter", 4 * 32 * 128) in ops
+    assert ("dp", "all_gather", 2) in ops
+
+
+def test_70b_on_64_h100s_keeps_tp_in_a_node() -> None:
+    plan = plan_layout(load_sample("dgx-h100"), 64, preset("70b"))
+    sizes = {degree.dim: degree.size for degree in plan.degrees}
+    assert sizes["tp"] == 8 and sizes["tp"] * sizes["pp"] * sizes["dp"] == 64
+    assert plan.memory_per_gpu_bytes <= 0.6 * plan.memory_total_bytes
+    assert plan.memory_per_gpu_bytes == pytest.approx(memory_per_gpu_bytes(preset("70b"), 8, sizes["pp"], sizes["dp"]))
+    tp_row = next(row for row in plan.traffic if row.dim == "tp")
+    assert tp_row.actual == "NV18" and tp_row.risk == "ok"
+    assert plan.bubble == pytest.approx((sizes["pp"] - 1) / (plan.microbatches + sizes["pp"] - 1))
+    assert not any(finding.severity == "error" for finding in plan.report.findings)
+
+
+def test_nvlink_pairs_box_plans_tp_2_at_most() -> None:
+    plan = plan_layout(load_sample("a100-pcie-nvbridge-4"), 4, preset("8b"))
+    assert next(degree.size for degree in plan.degrees if degree.dim == "tp") <= 2
+
+
+def test_bad_gpu_counts() -> None:
+    with pytest.raises(InputError, match="not a whole number of 8-GPU nodes"):
+        plan_layout(load_sample("dgx-h100"), 12)
+
+
+def test_cli_outputs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["plan", "sample:dgx-h100", "--gpus", "64", "--model", "70b"], capsys)
+    assert code == 0 and "Pipeline bubble" in out and "NV18" in out
+    code, out, _ = run_cli(["plan", "sample:dgx-h100", "--gpus", "64", "--model", "70b", "--markdown"], capsys)
+    assert code == 0 and "| dim | degree | placement | reason |" in out
+    code, out, _ = run_cli(["plan", "sample:dgx-h100", "--gpus", "64", "--model", "8x7b", "--json"], capsys)
+    data = json.loads(out)
+    assert {degree["dim"] for degree in data["degrees"]} >= {"tp", "ep", "dp"}
+    assert any(row["op"] == "all_to_all" for row in data["traffic"])
+
+
+def test_cli_pins_and_model_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["plan", "sample:dgx-a100", "--gpus", "16", "--tp", "4", "--hidden", "4096", "--layers", "32",
+                            "--params", "7B", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert next(d["size"] for d in data["degrees"] if d["dim"] == "tp") == 4
+    assert data["model"]["params"] == 7e9
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [(["--gpus", "12"], "8-GPU nodes"), (["--gpus", "0"], "--gpus"), (["--gpus", "8", "--tp", "0"], "--tp"),
+     (["--gpus", "8", "--model", "huge"], "unknown preset"), ([], "--gpus")],
+)
+def test_cli_bad_input(argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["plan", "sample:dgx-h100", *argv], capsys)
+    assert_one_line_error(code, err, fragment)
+
+
+def test_a_model_too_big_says_so() -> None:
+    plan = plan_layout(load_sample("dgx-h100"), 8, preset("405b"))
+    assert plan.memory_per_gpu_bytes > plan.memory_total_bytes
+    assert "no split fits in memory" in plan.degrees[0].reason

@@ -1,0 +1,299 @@
+"""Pilot tests: the main interaction of every tab, driven by keys, with fake services."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+from textual.widgets import DataTable, Input, Static, TabbedContent
+
+from topo.model import Host, Snapshot
+from topo.samples import load_sample
+from tui.app import build_app
+from tui.messages import RingChosen
+from tui.screens.bench import BenchView
+from tui.screens.export import ExportScreen
+from tui.screens.links import LinksView
+from tui.screens.monitor import MonitorView
+from tui.screens.ranks import RanksView
+from tui.screens.topology import TopologyView
+from tui.widgets.link_detail import LinkDetail
+from tui.widgets.link_grid import LinkGrid
+from tui.widgets.plain_tree import PlainTree
+from tui.widgets.rank_map import RankMap
+
+from tests.tui_support import FakeFeed, FakeServices, async_test, measured_copies, settle, small_snapshot, traffic_reading
+
+SIZE = (120, 40)
+
+
+def static_text(widget: Static) -> str:
+    """The plain text a Static shows."""
+    return str(widget.render())
+
+
+@async_test
+async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
+    """Moving onto a measured slow pair shows it as degraded; `n` switches to the GPU x NIC grid."""
+    snapshot = dataclasses.replace(small_snapshot(), measurements=measured_copies(degraded=(0, 3)))
+    app = build_app(snapshot=snapshot, services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        assert grid.row_count == 8 and len(grid.columns) == 8
+        await pilot.press("right", "right", "right")
+        await pilot.pause()
+        detail = app.query_one(LinkDetail)
+        assert detail.cell is not None and (detail.cell.row, detail.cell.col) == (0, 3)
+        text = static_text(detail)
+        assert "DEGRADED" in text and "measured 120.0 GB/s" in text and "NV18" in text
+        await pilot.press("down")
+        await pilot.pause()
+        assert "DEGRADED" not in static_text(detail)
+        await pilot.press("n")
+        await pilot.pause()
+        assert len(grid.columns) == 4
+        assert "mlx5_" in static_text(detail)
+
+
+@async_test
+async def test_links_expected_toggle_shows_gbps() -> None:
+    """`e` replaces link tokens by the expected GB/s of each unmeasured cell."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        assert grid.get_cell_at((0, 1)).plain == "NV18"
+        await pilot.press("e")
+        await pilot.pause()
+        assert grid.get_cell_at((0, 1)).plain == "392"
+
+
+@async_test
+async def test_links_grid_scrolls_for_72_gpus_at_80x24() -> None:
+    """A 72-GPU host fits by scrolling: the cursor can reach the last cell at 80x24."""
+    app = build_app(snapshot=small_snapshot(gpus=72), services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        assert grid.row_count == 72
+        await pilot.press("right", "down")
+        grid.move_cursor(row=70, column=70, animate=False)
+        await pilot.press("right", "down")
+        await pilot.pause()
+        assert grid.cursor_coordinate == (71, 71)
+        assert grid.scroll_offset.x > 0 and grid.scroll_offset.y > 0
+        detail = static_text(app.query_one(LinkDetail))
+        assert detail.startswith("GPU71 <-> GPU71")
+
+
+@async_test
+async def test_topology_tree_and_identity_table() -> None:
+    """The tree has a branch per NUMA node, down to the GPUs; the table names the nearest NIC."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.query_one(PlainTree)
+        numa_labels = [str(node.label) for node in tree.root.children]
+        assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
+        table = app.query_one("#identity-table", DataTable)
+        assert table.row_count == 8
+        assert table.get_row_at(0)[7].plain == "mlx5_0"
+        assert table.get_row_at(7)[7].plain == "mlx5_3"
+
+
+@async_test
+async def test_ranks_form_updates_map_and_findings() -> None:
+    """Typing tp=4 pp=2 regroups the map; picking a rank draws its tp ring on the Links grid."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+    rings: list[RingChosen] = []
+    async with app.run_test(size=SIZE, message_hook=lambda m: rings.append(m) if isinstance(m, RingChosen) else None) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.groups["tp"] == [list(range(8))]
+        app.query_one("#size-tp", Input).value = "4"
+        app.query_one("#size-pp", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        assert view.report is not None
+        assert view.report.groups["tp"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+        assert view.report.groups["pp"] == [[0, 4], [1, 5], [2, 6], [3, 7]]
+        rank_map = app.query_one(RankMap)
+        rank_map.focus()
+        await pilot.press("right", "right", "right", "right", "right", "enter")
+        await pilot.pause()
+        assert rings and rings[-1].hops == ((4, 5), (5, 6), (6, 7), (7, 4))
+        assert app.query_one(LinksView).ring == rings[-1]
+        assert rank_map.picked_group == 1
+
+
+@async_test
+async def test_ranks_bad_field_is_one_line_and_no_check() -> None:
+    """A size that does not fit the machine shows the checker's one-line reason."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#size-tp", Input).value = "3"
+        await pilot.pause()
+        await settle(app)
+        status = static_text(app.query_one("#ranks-status", Static))
+        assert "does not divide" in status
+        assert app.query_one(RanksView).report is None
+
+
+@async_test
+async def test_ranks_apply_suggestion_and_export() -> None:
+    """On the DGX-1 a tp=2 layout gets a device-order suggestion; `a` applies it; `c` opens the export."""
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#size-tp", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        view = app.query_one(RanksView)
+        suggestion = view.suggestion
+        assert suggestion is not None and suggestion.visible_devices is not None
+        assert "faster" in static_text(app.query_one("#suggestion", Static))
+        app.query_one(RankMap).focus()
+        await pilot.press("a")
+        await pilot.pause()
+        await settle(app)
+        assert app.query_one("#devices", Input).value == ",".join(map(str, suggestion.visible_devices))
+        assert view.checked_form is not None and view.checked_form.visible_devices == suggestion.visible_devices
+        app.query_one(RankMap).focus()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ExportScreen)
+        assert app.screen.command.startswith("linkscope check sample:dgx1-v100 --tp 2")
+        assert '"groups"' in app.screen.document
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportScreen)
+
+
+@async_test
+async def test_monitor_shows_live_reading_from_fake_feed() -> None:
+    """A reading from the feed fills the GPU table, error deltas and the per-link table."""
+    feed = FakeFeed([traffic_reading(replay_delta=3)])
+    app = build_app(snapshot=small_snapshot(source="probe"), services=FakeServices(feed=feed), initial_tab="monitor")
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(MonitorView)
+        while view.reading is None:
+            await pilot.pause(0.05)
+        table = app.query_one("#monitor-gpus", DataTable)
+        assert table.row_count == 8
+        assert table.get_row_at(2)[5].plain == "replay +3"
+        assert table.get_row_at(1)[7].plain == "x8/16 <"
+        assert app.query_one("#monitor-links", DataTable).row_count == 18
+    for _ in range(100):
+        if feed.closed:
+            break
+        time.sleep(0.01)
+    assert feed.closed
+
+
+@async_test
+async def test_monitor_on_a_sample_says_no_live_data() -> None:
+    """A recording has no counters: the tab says so and shows no numbers."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="monitor")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "no live data" in static_text(app.query_one("#monitor-status", Static))
+        assert app.query_one("#monitor-gpus", DataTable).row_count == 0
+
+
+@async_test
+async def test_bench_run_feeds_links_grid() -> None:
+    """`r` runs the (fake) benchmark; results fill the table and reach the Links grid."""
+    services = FakeServices()
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#bench-kind").focus()
+        await pilot.press("r")
+        await settle(app)
+        await pilot.pause()
+        assert services.bench_calls and services.bench_calls[0].kind == "p2p"
+        assert app.query_one("#bench-table", DataTable).row_count == 4 * 7
+        snapshot = app.query_one(LinksView).snapshot
+        assert snapshot is not None and snapshot.measurements is not None
+        assert app.query_one(LinkGrid).get_cell_at((0, 1)).plain == "!200 51%"
+
+
+@async_test
+async def test_bench_stop_cancels_the_run() -> None:
+    """`s` stops a running benchmark; what was measured before the stop is kept."""
+    gate = threading.Event()
+    services = FakeServices(bench_gate=gate)
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#bench-kind").focus()
+        await pilot.press("r")
+        view = app.query_one(BenchView)
+        assert view.running
+        await pilot.press("s")
+        gate.set()
+        await settle(app)
+        await pilot.pause()
+        assert not view.running
+        assert "Stopped" in static_text(app.query_one("#bench-status", Static))
+
+
+@async_test
+async def test_bench_unavailable_refuses_to_run() -> None:
+    """Without a benchmark engine the tab says why and runs nothing."""
+    services = FakeServices(bench_reason="no CUDA GPU on this machine")
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "unavailable: no CUDA GPU" in static_text(app.query_one("#bench-status", Static))
+        app.query_one("#bench-kind").focus()
+        await pilot.press("r")
+        await pilot.pause()
+        assert services.bench_calls == []
+
+
+@async_test
+async def test_no_gpu_falls_back_to_a_sample() -> None:
+    """Probing a machine without GPUs opens the fallback sample with a notice."""
+    empty = Snapshot(hosts=(Host("laptop"),), source="probe")
+    sample = load_sample("dgx-h100")
+    app = build_app(services=FakeServices(snapshots={None: empty, "sample:dgx-h100": sample}))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert app.snapshot is sample
+        assert any("no NVIDIA GPU" in str(notification.message) for notification in app._notifications)
+
+
+@async_test
+async def test_digit_keys_switch_tabs() -> None:
+    """Keys 1-5 switch tabs and focus moves into the new tab."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tabs = app.query_one(TabbedContent)
+        for key, tab in (("2", "topology"), ("5", "monitor"), ("1", "links")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert tabs.active == tab
+        assert app.focused is app.query_one(LinkGrid)
+
+
+@pytest.mark.parametrize("name", ["[bold red]evil[/]", "host[/link]"])
+@async_test
+async def test_untrusted_names_are_not_markup(name: str) -> None:
+    """Host and device names from files show literally, brackets and all."""
+    snapshot = small_snapshot()
+    host = dataclasses.replace(snapshot.host, hostname=name)
+    app = build_app(snapshot=Snapshot(hosts=(host,), source="x.json"), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert static_text(app.query_one("#links-title", Static)).startswith(name)
+        assert str(app.query_one(PlainTree).root.label) == name
+        assert app.query_one(TopologyView).snapshot is not None

@@ -1,0 +1,209 @@
+"""The parallelism design worksheet behind `linkscope plan`: degrees, placement, reasons, traffic.
+
+Degrees follow the usual Megatron practice on a machine like the SOURCE: tensor parallelism
+stays inside a node and only as large as a clean ring (no PCIe/SYS hop) allows, pipeline
+parallelism is added until the model fits, data parallelism takes the rest. Memory per GPU:
+bf16 weights and gradients (4 bytes/param over tp*pp), Adam state (12 bytes/param) sharded
+over dp by the distributed optimizer, and activations with sequence parallelism and selective
+recomputation, about 34*s*b*h bytes per layer (Korthikanti et al. 2022) over tp, for the
+p micro-batches in flight on the first stage (L/p layers each), all kept under MEMORY_BUDGET.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from topo.checks import CheckReport, CheckRequest, check_layout
+from topo.cost.groups import GroupPricer
+from topo.cost.params import CostModel
+from topo.cost.step import DimensionCost
+from topo.errors import InputError
+from topo.model import Snapshot
+from topo.placement import Placement
+from topo.suggest import best_partition, ring_is_slow
+from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, pipeline_bubble, preset, step_traffic
+
+MEMORY_BUDGET = 0.6
+"""Share of GPU memory the plan fills with weights, gradients, optimizer state and activations."""
+
+DEFAULT_GPU_MEMORY_BYTES = 80 * 1024**3
+"""Assumed when the snapshot does not say (an 80 GB H100/A100)."""
+
+PREFERRED_LINK = {"tp": "NVLink inside a node", "cp": "NVLink inside a node", "ep": "NVLink inside a node",
+                  "dp": "network, rail-aligned", "pp": "any (light traffic)"}
+"""What each dimension's traffic wants."""
+
+
+@dataclass(frozen=True)
+class Degree:
+    """One row of the worksheet: a dimension's degree, where its groups sit, and why."""
+
+    dim: str
+    size: int
+    placement: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TrafficRow:
+    """One row of the communication table."""
+
+    dim: str
+    op: str
+    calls_per_step: int
+    bytes_per_step: int
+    preferred: str
+    actual: str
+    time_per_step_s: float | None
+    """None when the dimension's traffic was not priced."""
+    risk: str
+    """`ok`, `medium` or `high`."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The worksheet: degrees, traffic, pipeline bubble, memory per GPU, and the check of the layout."""
+
+    gpus: int
+    nodes: int
+    model: ModelSpec
+    degrees: tuple[Degree, ...]
+    traffic: tuple[TrafficRow, ...]
+    microbatches: int
+    bubble: float
+    memory_per_gpu_bytes: float
+    memory_total_bytes: float
+    report: CheckReport
+    assumptions: tuple[str, ...]
+
+
+def memory_per_gpu_bytes(model: ModelSpec, tp: int, pp: int, dp: int, cp: int = 1) -> float:
+    """Predicted bytes per GPU: model state plus activations (see the module docstring)."""
+    params_here = model.params / (tp * pp)
+    states = params_here * (4 + 12 / dp if model.zero_stage < 3 else 16 / dp)
+    activations = 34 * model.seq / cp * model.micro_batch * model.hidden * model.layers / tp
+    return states + activations
+
+
+def plan_layout(
+    snapshot: Snapshot,
+    gpus: int,
+    model: ModelSpec | None = None,
+    pinned: dict[str, int] | None = None,
+    cost_model: CostModel | None = None,
+) -> Plan:
+    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host and price the result."""
+    host = snapshot.host
+    per_node = len(host.gpus)
+    if gpus < 1:
+        raise InputError(f"--gpus: must be at least 1, got {gpus}")
+    if per_node == 0:
+        raise InputError(f"{snapshot.source or 'snapshot'}: the host has no GPUs")
+    if gpus > per_node and gpus % per_node:
+        raise InputError(f"--gpus {gpus} is not a whole number of {per_node}-GPU nodes")
+    nodes = max(1, gpus // per_node)
+    assumptions: list[str] = []
+    if model is None:
+        model = preset(DEFAULT_PRESET)
+        assumptions.append(f"no model given: the {DEFAULT_PRESET} preset")
+    memory = host.gpus[0].memory_total_bytes
+    if memory is None:
+        memory = DEFAULT_GPU_MEMORY_BYTES
+        assumptions.append("GPU memory unknown: 80 GiB assumed")
+    pinned = dict(pinned or {})
+    pricer = GroupPricer(Placement((host,), (0,), (), (), "plan"), cost_model or CostModel())
+    degrees, memory_needed = _choose(model, gpus, min(per_node, gpus), pinned, pricer, memory * MEMORY_BUDGET)
+    sizes = {degree.dim: degree.size for degree in degrees}
+    request = CheckRequest(sizes=tuple(sizes.items()), nodes=nodes, model_spec=model, cost_model=cost_model)
+    if gpus < per_node:
+        request = replace(request, visible_devices=tuple(gpu.index for gpu in host.gpus[:gpus]))
+    report = check_layout(snapshot, request)
+    costs = {cost.dim: cost for cost in report.costs}
+    placed = tuple(replace(degree, placement=_placement_text(degree.dim, degree.size, report, per_node)) for degree in degrees)
+    rows = tuple(_traffic_row(item, costs) for item in step_traffic(model, sizes))
+    count = microbatches(model, sizes.get("dp", 1))
+    return Plan(gpus, nodes, model, placed, rows, count, pipeline_bubble(sizes.get("pp", 1), count), memory_needed,
+                float(memory), report, tuple(assumptions))
+
+
+def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], pricer: GroupPricer,
+            budget: float) -> tuple[list[Degree], float]:
+    cp = pinned.get("cp", 1)
+    ep = pinned.get("ep", 1)
+    if model.experts and "ep" not in pinned:
+        ep = 1
+        for size in range(min(model.experts, per_node), 0, -1):
+            if model.experts % size == 0 and gpus % size == 0:
+                ep = size
+                break
+    clean_tp = [size for size in range(1, per_node + 1) if per_node % size == 0 and _clean(pricer, size)]
+    tp_options = [pinned["tp"]] if "tp" in pinned else clean_tp
+    pp_options = [pinned["pp"]] if "pp" in pinned else [p for p in range(1, model.layers + 1) if model.layers % p == 0]
+    valid: list[tuple[int, int, int, float]] = []
+    for pp in pp_options:
+        for tp in tp_options:
+            if gpus % (tp * pp * cp):
+                continue
+            dp = pinned.get("dp", gpus // (tp * pp * cp))
+            if tp * pp * cp * dp != gpus or (cp * dp) % ep:
+                continue
+            valid.append((tp, pp, dp, memory_per_gpu_bytes(model, tp, pp, dp, cp)))
+    if not valid:
+        pins = ", ".join(f"{dim} {size}" for dim, size in sorted(pinned.items())) or "none"
+        raise InputError(f"--gpus {gpus}: no tp*pp*cp*dp split of the GPUs works with ep {ep} (pinned: {pins})")
+    fitting = [item for item in valid if item[3] <= budget]
+    best = fitting[0] if fitting else min(valid, key=lambda item: item[3])
+    tp, pp, dp, needed = best
+    fits = needed <= budget
+    largest_clean = clean_tp[-1] if clean_tp else 1
+    degrees = [
+        Degree("tp", tp, "", "pinned by --tp" if "tp" in pinned else
+               f"smallest TP that fits with pp {pp}; rings of up to {largest_clean} GPUs ride no slow link here"),
+        Degree("pp", pp, "", "pinned by --pp" if "pp" in pinned else
+               ("no pipeline needed: the model fits" if pp == 1 else f"split {model.layers} layers so a stage fits in memory")),
+        Degree("dp", dp, "", "pinned by --dp" if "dp" in pinned else
+               f"the remaining GPUs; the distributed optimizer (ZeRO-{max(1, model.zero_stage)}) shards Adam state over dp"),
+    ]
+    if cp > 1:
+        degrees.insert(1, Degree("cp", cp, "", "pinned by --cp"))
+    if ep > 1:
+        degrees.insert(1, Degree("ep", ep, "", "pinned by --ep" if "ep" in pinned else
+                                 f"{model.experts} experts spread inside a node"))
+    if not fits:
+        reason = "no split fits in memory; this one needs the least (use more GPUs or a smaller model)"
+        degrees[0] = replace(degrees[0], reason=reason)
+    return degrees, needed
+
+
+def _clean(pricer: GroupPricer, size: int) -> bool:
+    if size == 1:
+        return True
+    partition = best_partition(pricer, 0, size)
+    return partition is not None and not ring_is_slow(
+        pricer.host(0), partition.bottleneck_class, partition.bottleneck_gbps, partition.bottleneck_gbps)
+
+
+def _placement_text(dim: str, size: int, report: CheckReport, per_node: int) -> str:
+    if size < 2:
+        return "-"
+    cost = next((cost for cost in report.costs if cost.dim == dim), None)
+    groups = report.groups.get(dim, [])
+    nodes_of = {node for node, _ in (report.placement[rank] for rank in groups[0])} if groups and report.placement else set()
+    where = "inside one node" if len(nodes_of) <= 1 else f"across {len(nodes_of)} nodes"
+    link = f" over {cost.link_label}" if cost is not None and cost.link_label else ""
+    return f"{len(groups)} groups of {size}, {where}{link}"
+
+
+def _traffic_row(item: Traffic, costs: dict[str, DimensionCost]) -> TrafficRow:
+    cost = costs.get(item.dim)
+    op_cost = next((op for op in cost.ops if op.op == item.op), None) if cost is not None else None
+    actual = cost.link_label if cost is not None else "-"
+    link_class = cost.link_class if cost is not None else ""
+    if item.dim in ("tp", "cp", "ep"):
+        risk = "ok" if link_class == "NV" else "high"
+    elif item.dim == "dp":
+        risk = "medium" if link_class in ("SYS", "NODE", "PHB") else "ok"
+    else:
+        risk = "ok"
+    time_s = op_cost.time_per_step_s if op_cost is not None else None
+    return TrafficRow(item.dim, item.op, item.calls_per_step, item.bytes_per_step, PREFERRED_LINK[item.dim], actual, time_s, risk)
