@@ -25,9 +25,9 @@ from typing import Any
 from probes.capabilities import SoftwareFacts, read_software
 from probes.nvml import NvmlFacts, NvmlGpu, NvmlQuery, ProbeAbandoned, collect, load_pynvml
 from probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
+from topo.links import nvlink_pair_count
 from topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, Versions
 from topo.pcipath import classify_pci_pair
-from topo.samples.build import nvlink_pair_count
 
 DEFAULT_BUDGET_S = 10.0
 """How long the NVML part of a probe may take before it is abandoned: generous, because `nvmlInit`

@@ -178,3 +178,50 @@ def test_gpu_nccl_collectives_with_one_rank(capsys: pytest.CaptureFixture[str]) 
     assert code == 0
     rows = json.loads(out)["rows"]
     assert rows and all(row["wrong"] == 0 and row["backend"] == "nccl" for row in rows)
+
+
+def _fake_result(verified: bool = True) -> dict[str, object]:
+    """What the p2p worker returns, as recorded from a two-GPU PCIe box (values written by hand)."""
+    return {
+        "devices": [{"index": 0, "name": "GPU A", "pci_bus_id": "00000000:01:00.0", "free_bytes": 1},
+                    {"index": 1, "name": "GPU B", "pci_bus_id": "00000000:02:00.0", "free_bytes": 1}],
+        "peer": [
+            {"src": 0, "dst": 1, "size_bytes": 1024, "unidir_gbps": 20.0, "bidir_gbps": 30.0, "latency_us": 12.5,
+             "p2p_enabled": False, "verified": True},
+            {"src": 1, "dst": 0, "size_bytes": 1024, "unidir_gbps": 10.0, "bidir_gbps": 30.0, "latency_us": 13.0,
+             "p2p_enabled": False, "verified": verified},
+        ],
+        "host": [{"gpu": 0, "direction": "h2d", "numa_node": 0, "local": True, "size_bytes": 1024, "gbps": 24.0,
+                  "verified": True}],
+        "notes": [],
+    }
+
+
+def _report(result: dict[str, object], as_json: bool) -> int:
+    import argparse
+
+    from linkscope.commands.bench_cmd import _report_p2p
+    from topo.model import HostCopy, Measurements
+
+    copies = tuple(PeerCopy(**row) for row in result["peer"])  # type: ignore[attr-defined]
+    measurements = Measurements("linkscope bench p2p", peer_copies=copies,
+                                host_copies=(HostCopy(0, "h2d", 0, 1024, 24.0),))
+    args = argparse.Namespace(expect="sample:consumer-2gpu", json=as_json, output=None)
+    return _report_p2p(args, measurements, result)
+
+
+def test_p2p_report_json_has_matrices_and_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _report(_fake_result(), as_json=True) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["matrices"]["unidir_gbps"] == [[None, 20.0], [10.0, None]]
+    assert data["matrices"]["latency_us"] == [[None, 12.5], [13.0, None]]
+    first = data["peer"][0]
+    assert first["link"] == "PHB" and first["expected_unidir_gbps"] == pytest.approx(23.247)
+    assert first["ratio"] == pytest.approx(20.0 / 23.247)
+
+
+def test_p2p_report_table_and_corruption_is_a_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _report(_fake_result(verified=False), as_json=False) == 1
+    captured = capsys.readouterr()
+    assert "CORRUPTED" in captured.out and "unidirectional GB/s" in captured.out and "PHB" in captured.out
+    assert "copied data was corrupted (1->0)" in captured.err

@@ -99,3 +99,19 @@ def test_workers_use_loopback_only() -> None:
     env = runner.worker_env(1, 2, 1)
     assert env["GLOO_SOCKET_IFNAME"] == "lo" and env["NCCL_SOCKET_IFNAME"] == "lo"
     assert (env["LINKSCOPE_RANK"], env["LINKSCOPE_WORLD_SIZE"]) == ("1", "2")
+
+
+def test_cancel_from_another_thread_ends_the_run() -> None:
+    import threading
+
+    cancel = threading.Event()
+    started: list[runner.WorkerGroup] = []
+    timer = threading.Timer(4.0, cancel.set)
+    timer.start()
+    try:
+        with pytest.raises(runner.BenchInterrupted, match="cancelled"):
+            runner.run_workers("collectives", to_jsonable(SPEC), 2, 60, extra_env={"LINKSCOPE_BENCH_FAULT": "hang:0"},
+                               on_start=started.append, cancel=cancel)
+    finally:
+        timer.cancel()
+    assert alive(started[0].pids) == []

@@ -30,7 +30,13 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.mark.parametrize(
     "argv",
-    [["show", "--no-such-flag"], ["frobnicate"], ["check", "--tp"], ["show", "sample:no-such-machine"], ["show", "/no/such/file.json"]],
+    [
+        ["show", "--no-such-flag"],
+        ["frobnicate"],
+        ["check", "--tp"],
+        ["show", "sample:no-such-machine"],
+        ["show", "/no/such/file.json"],
+    ],
 )
 def test_usage_errors_are_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2

@@ -25,8 +25,10 @@ def _top_level_packages(modules: set[str]) -> set[str]:
 
 def test_core_imports_no_hardware_or_ui_library() -> None:
     packages = _top_level_packages(
-        _modules_after("import pkgutil, importlib, topo\n"
-                       "[importlib.import_module(m.name) for m in pkgutil.walk_packages(topo.__path__, 'topo.')]")
+        _modules_after(
+            "import pkgutil, importlib, topo\n"
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(topo.__path__, 'topo.')]"
+        )
     )
     for heavy in (*HEAVY, "rich", "psutil", "probes", "tui", "linkscope"):
         assert heavy not in packages, f"topo imported {heavy}"

@@ -43,7 +43,9 @@ def _two_gpu_snapshot() -> Snapshot:
         peer_copies=(PeerCopy(0, 1, 1 << 28, 390.5, 780.0, 2.5, True, True),),
         collectives=(CollectiveResult("all_reduce", 1024, "float32", 10.0, 0.1, 0.1, 2, 0, (0, 1)),),
     )
-    return Snapshot((host,), "test", meta=(("description", "two GPUs"),), gaps=(Gap("uuid", "NotSupported"),), measurements=measurements)
+    return Snapshot(
+        (host,), "test", meta=(("description", "two GPUs"),), gaps=(Gap("uuid", "NotSupported"),), measurements=measurements
+    )
 
 
 def test_snapshot_round_trips_through_json() -> None:
@@ -118,3 +120,9 @@ def test_measurements_round_trip() -> None:
 def test_measurements_file_without_measurements() -> None:
     with pytest.raises(InputError, match="no measurements"):
         measurements_from_json('{"schema": 1}', "m.json")
+
+
+def test_probe_json_output_wrapping_a_snapshot_opens() -> None:
+    snapshot = _two_gpu_snapshot()
+    wrapped = json.dumps({"identity": {"rows": []}, "snapshot": to_jsonable(snapshot)})
+    assert snapshot_from_json(wrapped) == snapshot

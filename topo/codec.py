@@ -68,7 +68,7 @@ def _decode(tp: Any, data: Any, path: str) -> Any:
             return tuple(_decode(args[0], item, f"{path}[{i}]") for i, item in enumerate(data))
         if len(args) != len(data):
             raise InputError(f"{path}: expected {len(args)} items, got {len(data)}")
-        return tuple(_decode(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, data)))
+        return tuple(_decode(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, data, strict=True)))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected an object, got {_kind(data)}")
@@ -116,6 +116,8 @@ def snapshot_to_json(snapshot: Snapshot, indent: int | None = 2) -> str:
 def snapshot_from_json(text: str, name: str = "<json>") -> Snapshot:
     """Parse snapshot JSON text; raise InputError naming `name` and the problem."""
     data = _load_json_object(text, name)
+    if "schema" not in data and isinstance(data.get("snapshot"), dict):
+        data = data["snapshot"]  # the output of `linkscope probe --json` wraps the snapshot
     schema = data.get("schema")
     if schema != SCHEMA_VERSION:
         raise InputError(f"{name}: unsupported snapshot schema {schema!r} (this linkscope reads schema {SCHEMA_VERSION})")

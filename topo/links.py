@@ -49,8 +49,14 @@ class LinkSpeed:
     """How the figure was derived, for people reading the output."""
 
 
-_NAME_TO_NVLINK_GEN = (("B200", 5), ("GB200", 5), ("B100", 5), ("H100", 4), ("H200", 4), ("H800", 4), ("GH200", 4), ("A100", 3), ("A800", 3), ("V100", 2))
-_NAME_TO_PCIE_GEN = (("B200", 5), ("H100", 5), ("H200", 5), ("H800", 5), ("GH200", 5), ("L40", 4), ("A100", 4), ("A800", 4), ("A10", 4), ("A40", 4), ("RTX 40", 4), ("RTX 30", 4), ("4090", 4), ("3090", 4), ("V100", 3), ("2080", 3), ("T4", 3))
+_NAME_TO_NVLINK_GEN = (
+    ("B200", 5), ("GB200", 5), ("B100", 5), ("H100", 4), ("H200", 4), ("H800", 4), ("GH200", 4),
+    ("A100", 3), ("A800", 3), ("V100", 2),
+)  # fmt: skip
+_NAME_TO_PCIE_GEN = (
+    ("B200", 5), ("H100", 5), ("H200", 5), ("H800", 5), ("GH200", 5), ("L40", 4), ("A100", 4), ("A800", 4),
+    ("A10", 4), ("A40", 4), ("RTX 40", 4), ("RTX 30", 4), ("4090", 4), ("3090", 4), ("V100", 3), ("2080", 3), ("T4", 3),
+)  # fmt: skip
 
 
 def nvlink_generation(gpu: Gpu | None, link_count: int) -> int:
@@ -108,3 +114,17 @@ def network_speed(rate_gbit_per_s: float) -> LinkSpeed:
     """Expected bandwidth of a NIC port of the given line rate (Gb/s)."""
     spec = rate_gbit_per_s / 8
     return LinkSpeed(spec, spec * NETWORK_TYPICAL_FRACTION, f"{rate_gbit_per_s:g} Gb/s NIC")
+
+
+def nvlink_pair_count(gpu_a: Gpu, gpu_b: Gpu) -> int:
+    """Bonded NVLinks between two GPUs, from their active ports (what nvidia-smi shows as `NV<n>`).
+
+    Links to another GPU count when their remote is that GPU; on an NVSwitch fabric every pair
+    of switch-attached GPUs gets the smaller of the two GPUs' active switch links.
+    """
+    direct = sum(
+        1 for port in gpu_a.nvlinks if port.active and port.remote_type == "gpu" and port.remote_pci_bus_id == gpu_b.pci_bus_id
+    )
+    switched_a = sum(1 for port in gpu_a.nvlinks if port.active and port.remote_type == "switch")
+    switched_b = sum(1 for port in gpu_b.nvlinks if port.active and port.remote_type == "switch")
+    return direct + min(switched_a, switched_b)

@@ -21,7 +21,7 @@ from topo.model import LinkKind
 
 def _common_prefix_length(path_a: Sequence[str], path_b: Sequence[str]) -> int:
     length = 0
-    for element_a, element_b in zip(path_a, path_b):
+    for element_a, element_b in zip(path_a, path_b, strict=False):
         if element_a != element_b:
             break
         length += 1

@@ -35,7 +35,8 @@ def read_text_file(path: str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> str:
     try:
         size = os.stat(path).st_size
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file (for a built-in machine use sample:NAME; `linkscope samples` lists them)") from None
+        hint = "for a built-in machine use sample:NAME; `linkscope samples` lists them"
+        raise InputError(f"{path}: no such file ({hint})") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     if size > max_bytes:

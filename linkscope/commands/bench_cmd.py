@@ -116,7 +116,6 @@ def run_collectives(args: argparse.Namespace) -> int:
     """Parse, check the GPUs, spawn the workers, render rows (and write -o)."""
     from probes.bench.preflight import cuda_device_count, gpu_preflight
     from probes.bench.spec import layout_world_size, spec_from_args
-    from topo.codec import to_jsonable
 
     gpus = cuda_device_count()
     backend = args.backend or ("nccl" if gpus else "gloo")
@@ -132,14 +131,12 @@ def run_collectives(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, backend, nproc)
 
     def body() -> int:
-        from probes.bench.results import measurements_from_rows
-        from probes.bench.runner import run_workers
+        from probes.bench.api import run_collectives as measure
 
-        notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
+        preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
         with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
-            result = run_workers("collectives", to_jsonable(spec), nproc, args.timeout, on_progress=update)
-        notes = [*notes, *result["notes"]]
-        measurements = measurements_from_rows(result["rows"], result["setup_ms"], notes)
+            measurements, result = measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
+        notes = result["notes"]
         _write_output(args.output, measurements)
         if args.json:
             print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]), "notes": notes}, indent=2))
@@ -209,33 +206,28 @@ def run_p2p(args: argparse.Namespace) -> int:
         raise InputError("--samples and --copies: must be at least 1")
     if not pairs and args.no_host:
         raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
-    spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": args.samples, "copies": args.copies,
-            "host": not args.no_host}
 
     def body() -> int:
-        from probes.bench.runner import run_workers
+        from probes.bench.api import run_peer_copies
 
-        notes = gpu_preflight(count, args.force)
+        preflight = gpu_preflight(count, args.force)
         steps = len(pairs) + (count if not args.no_host else 0)
         with _progress(steps, f"p2p x{count}", not args.json) as update:
-            result = run_workers("p2p", spec, 1, args.timeout, on_progress=update)
-        result["notes"] = [*notes, *result["notes"]]
-        return _report_p2p(args, result)
+            measurements, result = run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host,
+                                                   args.timeout, lambda done, _total: update(done), gpu_count=count,
+                                                   notes=tuple(preflight))
+        return _report_p2p(args, measurements, result)
 
     return _run_guarded(body)
 
 
-def _report_p2p(args: argparse.Namespace, result: dict[str, Any]) -> int:
-    from probes.bench.p2p_report import corrupted, matrix, pair_cells, positions_by_bus_id
-    from topo.model import HostCopy, Measurements, PeerCopy
+def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
+    from dataclasses import replace
 
-    fields = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency_us", "p2p_enabled", "verified")
-    copies = tuple(PeerCopy(**{name: row[name] for name in fields}) for row in result["peer"])
-    host_copies = tuple(HostCopy(row["gpu"], row["direction"], row["numa_node"], row["size_bytes"], row["gbps"])
-                        for row in result["host"])
+    from probes.bench.p2p_report import corrupted, matrix, pair_cells, positions_by_bus_id
+
+    copies = measurements.peer_copies
     notes = list(result["notes"])
-    notes += [f"host copy GPU {row['gpu']} {row['direction']} NUMA {row['numa_node']}: data did not verify"
-              for row in result["host"] if not row["verified"]]
     snapshot = None
     try:
         from linkscope.source import open_source
@@ -247,8 +239,7 @@ def _report_p2p(args: argparse.Namespace, result: dict[str, Any]) -> int:
     positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
-    measurements = Measurements(source="linkscope bench p2p", peer_copies=copies, host_copies=host_copies,
-                                notes=tuple(notes))
+    measurements = replace(measurements, notes=tuple(notes))
     _write_output(args.output, measurements)
     count = len(result["devices"])
     if args.json:

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -153,18 +154,20 @@ def _progress_lines(job_dir: Path) -> int:
 
 def run_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
                 on_progress: Callable[[int], None] | None = None, extra_env: dict[str, str] | None = None,
-                on_start: Callable[[WorkerGroup], None] | None = None) -> dict[str, Any]:
+                on_start: Callable[[WorkerGroup], None] | None = None,
+                cancel: threading.Event | None = None) -> dict[str, Any]:
     """Run a job on `nproc` workers and return rank 0's result; BenchError on failure or timeout.
 
-    Whatever happens (success, a failed rank, the deadline, Ctrl-C, SIGTERM), every worker's
-    process group is ended and the private directory removed before this returns or raises.
+    Whatever happens (success, a failed rank, the deadline, Ctrl-C, SIGTERM, `cancel` set from
+    another thread), every worker's process group is ended and the private directory removed
+    before this returns or raises.
     """
     with _sigterm_raises():
         group = start_workers(kind, spec, nproc, timeout_s, extra_env)
         try:
             if on_start is not None:
                 on_start(group)
-            return _wait(group, timeout_s, on_progress)
+            return _wait(group, timeout_s, on_progress, cancel)
         except KeyboardInterrupt:
             raise BenchInterrupted("interrupted") from None
         finally:
@@ -172,7 +175,8 @@ def run_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
             shutil.rmtree(group.job_dir, ignore_errors=True)
 
 
-def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], None] | None) -> dict[str, Any]:
+def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], None] | None,
+          cancel: threading.Event | None) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     seen = 0
     while True:
@@ -186,6 +190,8 @@ def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], Non
             raise BenchError(_failure_line(group))
         if all(code == 0 for code in codes):
             break
+        if cancel is not None and cancel.is_set():
+            raise BenchInterrupted("cancelled")
         if time.monotonic() > deadline:
             stuck = [rank for rank, code in enumerate(codes) if code is None]
             raise BenchError(f"deadline of {timeout_s:g} s passed; ended the workers (ranks still running: "

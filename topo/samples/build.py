@@ -43,7 +43,6 @@ from topo.samples.parts import (
     two_socket_smt,
     versions,
 )
-from topo.samples.parts import nvlink_pair_count as nvlink_pair_count  # re-exported: the probe imports it from here
 
 # ---------------------------------------------------------------------------------------------
 # The machines

@@ -5,7 +5,7 @@ Conventions shared with the probe, so that a fake NVML driven by a sample gives 
   `pci_path` elements are in sysfs form (`0000:1a:00.0`, host bridge `pci0000:15`).
 - Non-NVLink GPU pairs and the GPU x NIC tokens are :func:`topo.pcipath.classify_pci_pair` of the
   paths and NUMA nodes; NVLink pair counts come from the GPUs' active NVLink ports
-  (:func:`nvlink_pair_count`).
+  (:func:`topo.links.nvlink_pair_count`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from topo.links import nvlink_pair_count
 from topo.model import (
     Capabilities,
     Gpu,
@@ -157,20 +158,6 @@ def direct_nvlink_ports(gen: int, peers: Sequence[tuple[str, int]]) -> tuple[NvL
     """The NVLink ports of a GPU wired straight to other GPUs: `count` links to each `(bus_id, count)`."""
     remotes = [bus_id for bus_id, count in peers for _ in range(count)]
     return tuple(NvLinkPort(link, True, gen, bus_id, "gpu") for link, bus_id in enumerate(remotes))
-
-
-def nvlink_pair_count(gpu_a: Gpu, gpu_b: Gpu) -> int:
-    """Bonded NVLinks between two GPUs, from their active ports (what nvidia-smi shows as `NV<n>`).
-
-    Links to another GPU count when their remote is that GPU; on an NVSwitch fabric every pair
-    of switch-attached GPUs gets the smaller of the two GPUs' active switch links.
-    """
-    direct = sum(
-        1 for port in gpu_a.nvlinks if port.active and port.remote_type == "gpu" and port.remote_pci_bus_id == gpu_b.pci_bus_id
-    )
-    switched_a = sum(1 for port in gpu_a.nvlinks if port.active and port.remote_type == "switch")
-    switched_b = sum(1 for port in gpu_b.nvlinks if port.active and port.remote_type == "switch")
-    return direct + min(switched_a, switched_b)
 
 
 def ib_netdev(slot: Slot) -> str:

@@ -1,0 +1,50 @@
+"""The benchmarks as library calls, for the command line and the app alike (no torch imported here).
+
+Each call spawns workers through :mod:`probes.bench.runner` (own process groups, deadline, full
+cleanup) and returns :class:`topo.model.Measurements` with the raw result rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from probes.bench.results import measurements_from_rows
+from probes.bench.runner import run_workers
+from probes.bench.spec import CollectiveSpec
+from topo.codec import to_jsonable
+from topo.model import HostCopy, Measurements, PeerCopy
+
+PEER_FIELDS = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency_us", "p2p_enabled", "verified")
+
+
+def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
+                    cancel: threading.Event | None = None, notes: tuple[str, ...] = ()) -> tuple[Measurements, dict[str, Any]]:
+    """Run a collective sweep on `spec.world_size` local workers; `on_progress(done, total)` per row step."""
+    total = spec.steps
+    progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
+    result = run_workers("collectives", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress, cancel=cancel)
+    result["notes"] = [*notes, *result["notes"]]
+    return measurements_from_rows(result["rows"], result["setup_ms"], result["notes"]), result
+
+
+def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int, copies: int, host: bool, timeout_s: float,
+                    on_progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
+                    gpu_count: int = 0, notes: tuple[str, ...] = ()) -> tuple[Measurements, dict[str, Any]]:
+    """Peer copies for `pairs` (and host copies per GPU when `host`) in one worker driving every GPU."""
+    spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": copies, "host": host}
+    total = len(pairs) + (gpu_count if host else 0)
+    progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
+    result = run_workers("p2p", spec, 1, timeout_s, on_progress=progress, cancel=cancel)
+    result["notes"] = [*notes, *result["notes"]]
+    result["notes"] += [f"host copy GPU {row['gpu']} {row['direction']} NUMA {row['numa_node']}: data did not verify"
+                        for row in result["host"] if not row["verified"]]
+    measurements = Measurements(
+        source="linkscope bench p2p",
+        peer_copies=tuple(PeerCopy(**{name: row[name] for name in PEER_FIELDS}) for row in result["peer"]),
+        host_copies=tuple(HostCopy(row["gpu"], row["direction"], row["numa_node"], row["size_bytes"], row["gbps"])
+                          for row in result["host"]),
+        notes=tuple(result["notes"]),
+    )
+    return measurements, result

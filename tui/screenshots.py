@@ -1,0 +1,90 @@
+"""`python -m tui.screenshots [DIR]`: write one SVG per tab of the app, made from the built-in samples.
+
+The scenes here are also what the snapshot tests render, so the pictures in the README and the
+tested screens are the same ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.worker import WorkerState
+
+from topo.samples import load_sample
+from tui.app import LinkscopeApp, build_app
+
+SCREENSHOT_SIZE = (120, 40)
+"""Terminal size (columns, lines) of the screenshots."""
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One picture: a sample, the tab it opens on and the keys pressed before the shot."""
+
+    name: str
+    sample: str
+    tab: str
+    keys: tuple[str, ...] = ()
+    description: str = ""
+
+
+SCENES: tuple[Scene, ...] = (
+    Scene("links", "dgx1-v100", "links", ("right", "right", "right"), "DGX-1 hybrid cube mesh: NV1/NV2 and SYS pairs"),
+    Scene("topology", "dgx-a100", "topology", (), "DGX A100: NUMA nodes, PCIe switches, GPUs and NICs"),
+    Scene("ranks", "dgx1-v100", "ranks", ("backspace", "2"), "tp=2 on the DGX-1: a slow-link finding and a better device order"),
+    Scene("bench", "dgx-h100", "bench", (), "On a sample the benchmarks say they cannot run (no numbers are made up)"),
+    Scene("monitor", "dgx-h100", "monitor", (), "On a sample there are no live counters, and the tab says so"),
+)
+"""The screenshots, one per tab, in tab order."""
+
+
+def scene_app(scene: Scene) -> LinkscopeApp:
+    """The app of `scene`, with its sample already loaded (the real services)."""
+    return build_app(snapshot=load_sample(scene.sample), initial_tab=scene.tab)
+
+
+async def wait_idle(app: LinkscopeApp) -> None:
+    """Wait until no worker runs and the messages they posted have been handled."""
+    for _ in range(500):
+        if not any(worker.state in (WorkerState.PENDING, WorkerState.RUNNING) for worker in app.workers):
+            break
+        await asyncio.sleep(0.01)
+    await Pilot(app).pause()
+
+
+async def play(pilot: Pilot[None], scene: Scene) -> None:
+    """Press the scene's keys, letting the app settle before and after."""
+    app = pilot.app
+    assert isinstance(app, LinkscopeApp)
+    await wait_idle(app)
+    for key in scene.keys:
+        await pilot.press(key)
+        await wait_idle(app)
+
+
+async def capture(scene: Scene, size: tuple[int, int] = SCREENSHOT_SIZE) -> str:
+    """Render `scene` headless and return the SVG."""
+    app = scene_app(scene)
+    async with app.run_test(size=size) as pilot:
+        await play(pilot, scene)
+        return app.export_screenshot(title=f"linkscope - {scene.name} - sample:{scene.sample}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write `screenshots/<scene>.svg` (or into the directory given) for every scene."""
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0]) if args else Path("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    for scene in SCENES:
+        path = folder / f"{scene.name}.svg"
+        path.write_text(asyncio.run(capture(scene)), encoding="utf-8")
+        print(f"{path}  {scene.description}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
