@@ -3,7 +3,6 @@ child process, and list the processes a test left behind."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import pathlib
 import subprocess
@@ -14,38 +13,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "real"
 
 
-def _partial_main(argv: Sequence[str]) -> int:
-    """`linkscope` with only the bench and import commands, for a tree where other commands are missing."""
-    from linkscope.commands import bench_cmd, import_cmd
-    from topo.errors import InputError
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str):  # type: ignore[no-untyped-def]
-            raise InputError(f"{self.prog}: {message}")
-
-    parser = Parser(prog="linkscope")
-    sub = parser.add_subparsers(dest="command", parser_class=Parser)
-    bench_cmd.register(sub)
-    import_cmd.register(sub)
-    try:
-        args = parser.parse_args(list(argv))
-        return int(args.run(args))
-    except InputError as exc:
-        print(f"linkscope: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("linkscope: interrupted", file=sys.stderr)
-        return 130
-
-
 def cli_main(argv: Sequence[str]) -> int:
-    """Run `linkscope ARGV` in this process and return its exit status (the real CLI when it builds)."""
-    try:
-        from linkscope.cli import build_parser, main
+    """Run `linkscope ARGV` in this process and return its exit status."""
+    from linkscope.cli import main
 
-        build_parser()
-    except ModuleNotFoundError:
-        return _partial_main(argv)
     return main(list(argv))
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
 from probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
-from tests.bench_support import cli_main, cli_process
+from tests.bench_support import ROOT, cli_main, cli_process
 from topo.codec import measurements_from_json
 from topo.errors import InputError
 from topo.formats.nccl_tests import algbw_gbps, bus_factor
@@ -182,7 +183,8 @@ def test_spec_round_trips_through_the_codec() -> None:
     assert from_jsonable(CollectiveSpec, json.loads(json.dumps(to_jsonable(spec)))) == spec
 
 
-def test_runs_as_the_console_script_too(tmp_path: pathlib.Path) -> None:
-    """The worker is found through the package, not the working directory."""
-    result = subprocess.run(["python", "-m", "probes.bench.worker"], cwd=tmp_path, capture_output=True, text=True)
+def test_worker_module_is_found_from_any_directory(tmp_path: pathlib.Path) -> None:
+    """The worker entry point (also torchrun's) is found through the package, not the working directory."""
+    result = subprocess.run([sys.executable, "-m", "probes.bench.worker"], cwd=tmp_path, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 2 and "usage" in result.stderr

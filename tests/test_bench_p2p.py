@@ -218,6 +218,7 @@ def test_p2p_report_json_has_matrices_and_ratios(capsys: pytest.CaptureFixture[s
     first = data["peer"][0]
     assert first["link"] == "PHB" and first["expected_unidir_gbps"] == pytest.approx(23.247)
     assert first["ratio"] == pytest.approx(20.0 / 23.247)
+    assert data["host"][0]["expected_gbps"] == pytest.approx(31.5 * 0.82)  # the 4090's own PCIe Gen4 x16 link
 
 
 def test_p2p_report_table_and_corruption_is_a_finding(capsys: pytest.CaptureFixture[str]) -> None:
@@ -225,3 +226,61 @@ def test_p2p_report_table_and_corruption_is_a_finding(capsys: pytest.CaptureFixt
     captured = capsys.readouterr()
     assert "CORRUPTED" in captured.out and "unidirectional GB/s" in captured.out and "PHB" in captured.out
     assert "copied data was corrupted (1->0)" in captured.err
+
+
+class _FakeNvml:
+    """Just enough of pynvml for the preflight: GPU 0 idle, GPU 1 busy with 2 processes and 1 GiB free."""
+
+    class NVMLError(Exception):
+        pass
+
+    class _Memory:
+        def __init__(self, free: int, total: int) -> None:
+            self.free, self.total = free, total
+
+    def nvmlInit(self) -> None: ...
+
+    def nvmlShutdown(self) -> None: ...
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetUUID(self, handle: int) -> bytes:
+        return f"GPU-{handle}aaa".encode()
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> object:
+        return self._Memory(70 * 1024**3 if handle == 0 else 1024**3, 80 * 1024**3)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[object]:
+        return [] if handle == 0 else [object(), object()]
+
+
+@pytest.mark.parametrize(("visible", "count", "refused"),
+                         [(None, 1, False), (None, 2, True), ("GPU-1", 1, True), ("0", 1, False)])
+def test_preflight_reads_nvml_and_refuses_unless_forced(monkeypatch: pytest.MonkeyPatch, visible: str | None, count: int,
+                                                        refused: bool) -> None:
+    from probes.bench import preflight
+
+    monkeypatch.setattr(preflight, "load_pynvml", lambda: _FakeNvml())
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    if refused:
+        with pytest.raises(preflight.GpuBusy, match="GPU 1 runs 2 other compute process"):
+            preflight.gpu_preflight(count, force=False)
+        assert preflight.gpu_preflight(count, force=True) == [
+            "--force: GPU 1 runs 2 other compute process(es)", "--force: GPU 1 has only 1.0 GiB free"]
+    else:
+        assert preflight.gpu_preflight(count, force=False) == []
+
+
+def test_preflight_without_nvml_says_it_could_not_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from probes.bench import preflight
+
+    monkeypatch.setattr(preflight, "load_pynvml", lambda: None)
+    assert preflight.gpu_preflight(2, force=False) == ["could not check the GPUs for other processes (NVML not available)"]

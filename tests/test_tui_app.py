@@ -42,7 +42,7 @@ async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         grid = app.query_one(LinkGrid)
-        assert grid.row_count == 8 and len(grid.columns) == 8
+        assert grid.row_count == 8 and grid.column_count == 8
         await pilot.press("right", "right", "right")
         await pilot.pause()
         detail = app.query_one(LinkDetail)
@@ -54,7 +54,7 @@ async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
         assert "DEGRADED" not in static_text(detail)
         await pilot.press("n")
         await pilot.pause()
-        assert len(grid.columns) == 4
+        assert grid.column_count == 4
         assert "mlx5_" in static_text(detail)
 
 
@@ -65,10 +65,10 @@ async def test_links_expected_toggle_shows_gbps() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         grid = app.query_one(LinkGrid)
-        assert grid.get_cell_at((0, 1)).plain == "NV18"
+        assert grid.render_cell(0, 1)[0] == "NV18"
         await pilot.press("e")
         await pilot.pause()
-        assert grid.get_cell_at((0, 1)).plain == "392"
+        assert grid.render_cell(0, 1)[0] == "392"
 
 
 @async_test
@@ -80,10 +80,10 @@ async def test_links_grid_scrolls_for_72_gpus_at_80x24() -> None:
         grid = app.query_one(LinkGrid)
         assert grid.row_count == 72
         await pilot.press("right", "down")
-        grid.move_cursor(row=70, column=70, animate=False)
+        grid.cursor = (70, 70)
         await pilot.press("right", "down")
         await pilot.pause()
-        assert grid.cursor_coordinate == (71, 71)
+        assert grid.cursor == (71, 71)
         assert grid.scroll_offset.x > 0 and grid.scroll_offset.y > 0
         detail = static_text(app.query_one(LinkDetail))
         assert detail.startswith("GPU71 <-> GPU71")
@@ -220,7 +220,7 @@ async def test_bench_run_feeds_links_grid() -> None:
         assert app.query_one("#bench-table", DataTable).row_count == 4 * 7
         snapshot = app.query_one(LinksView).snapshot
         assert snapshot is not None and snapshot.measurements is not None
-        assert app.query_one(LinkGrid).get_cell_at((0, 1)).plain == "!200 51%"
+        assert app.query_one(LinkGrid).render_cell(0, 1)[0] == "!200 51%"
 
 
 @async_test

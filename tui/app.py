@@ -117,11 +117,15 @@ class LinkscopeApp(App[None]):
         self.post_message(SnapshotLoaded(snapshot))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Put the keyboard focus in the new tab, so its key bindings show in the footer."""
+        """Put the keyboard focus in the new tab (its `.initial-focus` widget, else the first focusable one)."""
         self._focus_pane(event.pane)
 
     def _focus_pane(self, pane: TabPane | None) -> None:
         if pane is None:
+            return
+        preferred = pane.query(".initial-focus")
+        if preferred:
+            preferred.first().focus()
             return
         for widget in pane.query("*"):
             if widget.focusable:

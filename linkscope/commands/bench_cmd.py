@@ -12,6 +12,8 @@ from typing import Any
 from topo.errors import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
+PIPED_WIDTH = 120
+"""Table width when stdout is not a terminal (logs, pipes)."""
 
 
 def register(subparsers: Any) -> None:
@@ -164,12 +166,13 @@ def _write_output(path: str | None, measurements: Any) -> None:
 
 
 def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], notes: list[str]) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     from topo.sizes import format_size_bytes
 
-    table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors")
+    table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors", box=box.SIMPLE_HEAD)
     for column in ("op", "size", "dtype", "group", "time us", "algbw", "busbw", "wrong"):
         table.add_column(column, justify="right" if column not in ("op", "dtype", "group") else "left",
                          min_width=14 if column == "op" else None, overflow="fold")
@@ -179,7 +182,7 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
         table.add_row(row["op"], format_size_bytes(row["bytes"]), row["dtype"], group, f"{row['time_us']:.1f}",
                       f"{row['algbw_gbps']:.3f}", f"{row['busbw_gbps']:.3f}", wrong,
                       style="bold red" if row["wrong"] else None)
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
     console.print(table)
     groups = {row["group"]: row["ranks"] for row in rows if row["group"] != "world"}
     if groups:
@@ -237,6 +240,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
         notes.append(f"no expected link speeds: {exc}")
     host = snapshot.host if snapshot is not None and snapshot.hosts else None
     positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
+    host_rows = [{**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"])} for row in result["host"]]
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
@@ -248,7 +252,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
         payload = {
             "devices": result["devices"],
             "peer": rows,
-            "host": result["host"],
+            "host": host_rows,
             "matrices": {
                 "unidir_gbps": matrix(count, {(c.src, c.dst): c.unidir_gbps for c in copies}),
                 "bidir_gbps": matrix(count, {(c.src, c.dst): c.bidir_gbps for c in copies}),
@@ -258,13 +262,23 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
         }
         print(json.dumps(payload, indent=2))
     else:
-        _print_p2p(result, copies, uni, bi, notes)
+        _print_p2p({**result, "host": host_rows}, copies, uni, bi, notes)
     bad = corrupted(copies)
     if bad or any(not row["verified"] for row in result["host"]):
         pairs = ", ".join(f"{c.src}->{c.dst}" for c in bad) or "host copies"
         print(f"linkscope: copied data was corrupted ({pairs}): do not trust P2P on these paths", file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:
+    """Typical host<->GPU bandwidth of CUDA device `gpu`'s PCIe link, from the snapshot."""
+    from topo.links import pcie_speed
+
+    position = positions[gpu] if gpu < len(positions) else None
+    if host is None or position is None:
+        return None
+    return pcie_speed(host.gpus[position]).typical_gbps
 
 
 def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: list[str]) -> None:
@@ -274,22 +288,22 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: li
 
     from probes.bench.p2p_report import matrix
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
     count = len(result["devices"])
-    for title, attribute, fmt in (("unidirectional GB/s (row -> column)", "unidir_gbps", "{:.1f}"),
-                                  ("bidirectional GB/s (both ways at once)", "bidir_gbps", "{:.1f}"),
+    for title, attribute, fmt in (("unidirectional GB/s", "unidir_gbps", "{:.1f}"),
+                                  ("bidirectional GB/s", "bidir_gbps", "{:.1f}"),
                                   ("small-copy latency us", "latency_us", "{:.2f}")):
         table = Table(title=title)
-        table.add_column("src -> dst")
+        table.add_column("from\\to")
         for dst in range(count):
             table.add_column(str(dst), justify="right")
         values = matrix(count, {(c.src, c.dst): getattr(c, attribute) for c in copies})
         for src, row in enumerate(values):
             table.add_row(str(src), *("-" if v is None else fmt.format(v) for v in row))
         console.print(table)
-    pairs = Table(title="peer copies against the expected link speed")
-    for column in ("pair", "link", "uni GB/s", "expected", "ratio", "bi GB/s", "bi ratio", "lat us", "p2p", "data"):
-        pairs.add_column(column, justify="left" if column in ("pair", "link", "data") else "right")
+    pairs = Table(title="peer copies (GB/s, us) against the expected link speed")
+    for column in ("pair", "link", "uni", "expect", "ratio", "bi", "ratio", "lat", "p2p", "data"):
+        pairs.add_column(column, justify="left" if column in ("pair", "link", "data") else "right", no_wrap=True)
     for copy, u, b in zip(copies, uni, bi, strict=True):
         pairs.add_row(f"{copy.src}->{copy.dst}", Text(u.link_token or "?"), f"{copy.unidir_gbps:.1f}",
                       f"{u.expected.typical_gbps:.1f}" if u.expected else "-", f"{u.ratio:.2f}" if u.ratio else "-",
@@ -300,11 +314,12 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: li
         console.print(pairs)
     if result["host"]:
         host = Table(title="host <-> GPU from pinned memory per NUMA node")
-        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "data"):
+        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "expect", "data"):
             host.add_column(column)
         for row in result["host"]:
+            expected = "-" if row["expected_gbps"] is None else f"{row['expected_gbps']:.1f}"
             host.add_row(str(row["gpu"]), row["direction"], str(row["numa_node"]), "yes" if row["local"] else "no",
-                         f"{row['gbps']:.1f}", "ok" if row["verified"] else "CORRUPTED")
+                         f"{row['gbps']:.1f}", expected, "ok" if row["verified"] else "CORRUPTED")
         console.print(host)
     for device in result["devices"]:
         console.print(Text(f"GPU {device['index']}: {device['name']} {device['pci_bus_id'] or ''}"))

@@ -10,6 +10,8 @@ from topo.errors import InputError
 from topo.model import Measurements
 
 FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
+PIPED_WIDTH = 120
+"""Table width when stdout is not a terminal (logs, pipes)."""
 
 
 def register(subparsers: Any) -> None:
@@ -74,18 +76,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(measurements: Measurements) -> None:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from topo.sizes import format_size_bytes
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
     console.print(Text(measurements.source, style="bold"))
     if measurements.collectives:
-        table = Table(title="collectives")
-        for column in ("op", "size", "dtype", "ranks", "place", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "wrong"):
-            table.add_column(column, justify="left" if column in ("op", "dtype", "place") else "right")
+        table = Table(title="collectives (time us, bandwidth GB/s)", box=box.SIMPLE_HEAD)
+        for column in ("op", "size", "dtype", "ranks", "place", "time", "algbw", "busbw", "wrong"):
+            table.add_column(column, justify="left" if column in ("op", "dtype", "place") else "right",
+                             min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
         for row in measurements.collectives:
             table.add_row(Text(row.op), format_size_bytes(row.size_bytes), Text(row.dtype), str(row.nranks or "?"),
                           "in" if row.in_place else "out", f"{row.time_us:g}", f"{row.algbw_gbps:.2f}",

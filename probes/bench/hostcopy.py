@@ -101,7 +101,7 @@ def measure_host_copies(devices: list[dict[str, Any]], size_bytes: int, copies: 
                 rows.append({"gpu": index, "direction": direction, "numa_node": None if node < 0 else node,
                              "local": gpu_node is not None and node == gpu_node, "size_bytes": count * 4,
                              "gbps": count * 4 * copies / (sample_us * 1e3), "verified": ok})
-            progress("host", index, node)
+        progress("host", index)
         del on_gpu
         torch.cuda.empty_cache()
     return rows, notes

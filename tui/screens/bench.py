@@ -115,7 +115,7 @@ class BenchView(Vertical):
             self._set_status(Text("Ready: pick a benchmark and sizes, then r (Run)."))
 
     def _set_status(self, text: Text) -> None:
-        self.query_one("#bench-status", Static).update(text)
+        self.query_one("#bench-status", Static).update(text, layout=False)
 
     def read_request(self) -> BenchRequest:
         """The form as a request; InputError naming the field when it is not valid."""

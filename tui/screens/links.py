@@ -92,10 +92,10 @@ class LinksView(Vertical):
         title = self.query_one("#links-title", Static)
         host = self.host
         if host is None:
-            title.update(Text("Waiting for a snapshot..."))
-            grid.clear(columns=True)
+            title.update(Text("Waiting for a snapshot..."), layout=False)
+            grid.show([], [], [], self.show_expected)
             return
-        title.update(self._title(host))
+        title.update(self._title(host), layout=False)
         row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
         if self.nic_mode:
             cells = nic_cells(host)
@@ -108,7 +108,7 @@ class LinksView(Vertical):
         grid.show(cells, row_labels, column_labels, self.show_expected)
         detail.host = host
         detail.nic_mode = self.nic_mode
-        detail.cell = grid.cell_at(grid.cursor_coordinate.row, grid.cursor_coordinate.column)
+        detail.cell = grid.cell_at(*grid.cursor)
 
     def on_link_grid_cell_chosen(self, event: LinkGrid.CellChosen) -> None:
         self.query_one(LinkDetail).cell = event.cell

@@ -92,7 +92,7 @@ class MonitorView(Vertical):
         self.reading = None
         self.query_one("#monitor-gpus", DataTable).clear()
         self.query_one("#monitor-links", DataTable).clear()
-        self.query_one("#monitor-status", Static).update(Text("Opening the counters..."))
+        self.query_one("#monitor-status", Static).update(Text("Opening the counters..."), layout=False)
         self.sample(snapshot)
 
     @work(thread=True, exclusive=True, group="live")
@@ -124,7 +124,7 @@ class MonitorView(Vertical):
 
     def on_live_unavailable(self, message: LiveUnavailable) -> None:
         message.stop()
-        self.query_one("#monitor-status", Static).update(plain(message.reason + " - the Monitor shows no numbers without live counters."))
+        self.query_one("#monitor-status", Static).update(plain(message.reason + " - the Monitor shows no numbers without live counters."), layout=False)
 
     def on_live_reading_arrived(self, message: LiveReadingArrived) -> None:
         """Redraw both tables from the new reading, keeping the selected row."""
@@ -133,7 +133,7 @@ class MonitorView(Vertical):
         host = self.snapshot.host.hostname if self.snapshot is not None and self.snapshot.hosts else "this machine"
         status = plain(f"Live counters of {host} in GB/s, every {self.interval_s:g} s")
         status.append("   '<' marks a PCIe link below its maximum (an idle GPU may train down; width below max is a fault)")
-        self.query_one("#monitor-status", Static).update(status)
+        self.query_one("#monitor-status", Static).update(status, layout=False)
         table: DataTable[Text] = self.query_one("#monitor-gpus", DataTable)
         row = table.cursor_row
         table.clear()
@@ -153,5 +153,5 @@ class MonitorView(Vertical):
         if self.reading is None or not 0 <= self._selected < len(self.reading.gpus):
             return
         gpu = self.reading.gpus[self._selected]
-        self.query_one("#monitor-links-title", Static).update(plain(f"Per link of GPU{gpu.index}:"))
+        self.query_one("#monitor-links-title", Static).update(plain(f"Per link of GPU{gpu.index}:"), layout=False)
         table.add_rows([Text(str(link.link)), Text(gbps_label(link.tx_gbps)), Text(gbps_label(link.rx_gbps))] for link in gpu.links)

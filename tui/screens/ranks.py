@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Select, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from topo.checks import CheckReport
 from topo.errors import InputError
@@ -34,6 +34,10 @@ from tui.widgets.findings_table import FindingsTable
 from tui.widgets.rank_map import RankMap
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+
+AUTO_SUGGEST_MAX_RANKS = 512
+"""Layouts up to this many ranks get a suggestion search after every check; larger ones on request
+(the search costs about a second at 8,192 ranks and would hold the interpreter while the form is edited)."""
 """Parallel dimensions the form offers, in Megatron's default order."""
 
 
@@ -43,6 +47,7 @@ class RanksView(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "next_dim", "Colour by"),
         Binding("a", "apply_suggestion", "Apply suggestion"),
+        Binding("g", "search_suggestion", "Suggest", show=False),
         Binding("c", "export", "Export"),
     ]
 
@@ -80,7 +85,7 @@ class RanksView(Vertical):
             yield Input("", id="model", placeholder="(optional)", compact=True)
         yield Static(id="ranks-status", markup=False)
         with Horizontal(id="ranks-body"):
-            yield RankMap(id="rank-map")
+            yield RankMap(id="rank-map", classes="initial-focus")
             yield FindingsTable(id="findings")
         yield Static(id="suggestion", markup=False)
 
@@ -159,6 +164,20 @@ class RanksView(Vertical):
             self.post_message(LayoutChecked(form, None, str(exc)))
             return
         self.post_message(LayoutChecked(form, report, None, (time.perf_counter() - started) * 1000))
+        if worker.is_cancelled or not self._auto_suggest(report):
+            return
+        self._search_suggestion(snapshot, form, worker)
+
+    def _auto_suggest(self, report: CheckReport) -> bool:
+        """Search for a better layout right away only for layouts small enough to search quickly."""
+        return len(report.placement) <= AUTO_SUGGEST_MAX_RANKS
+
+    @work(thread=True, exclusive=True, group="check")
+    def run_suggestion(self, snapshot: Snapshot, form: LayoutForm) -> None:
+        """Search for a better layout on request (large layouts), off the UI thread."""
+        self._search_suggestion(snapshot, form, get_current_worker())
+
+    def _search_suggestion(self, snapshot: Snapshot, form: LayoutForm, worker: Worker[None]) -> None:
         if worker.is_cancelled:
             return
         try:
@@ -173,7 +192,7 @@ class RanksView(Vertical):
         if message.form != self.checked_form or message.form != self._pending:
             return
         self.suggestion = message.suggestion
-        self.query_one("#suggestion", Static).update(suggestion_text(message.suggestion))
+        self.query_one("#suggestion", Static).update(suggestion_text(message.suggestion), layout=False)
 
     def on_layout_checked(self, message: LayoutChecked) -> None:
         """Show a fresh result (results of forms that were edited since are dropped)."""
@@ -186,22 +205,25 @@ class RanksView(Vertical):
             self._draw_map()
             self.query_one(FindingsTable).show((), checked=False)
             self.suggestion = None
-            self.query_one("#suggestion", Static).update("")
+            self.query_one("#suggestion", Static).update("", layout=False)
             return
         self.report = message.report
         self.checked_form = message.form
         findings = message.report.findings
         status = plain(f"{len(message.report.placement)} ranks on {message.form.nodes} node(s): ")
         status.append(f"{len(findings)} finding(s)", style="bold" if findings else "")
-        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links")
+        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links; shift+tab: the form")
         self._status(status)
         self._draw_map()
         self.query_one(FindingsTable).show(findings)
         self.suggestion = None
-        self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."))
+        if self._auto_suggest(message.report):
+            self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."), layout=False)
+        else:
+            self.query_one("#suggestion", Static).update(Text("Large layout: g searches for a better one (takes a while; the form stays usable)."), layout=False)
 
     def _status(self, text: Text) -> None:
-        self.query_one("#ranks-status", Static).update(text)
+        self.query_one("#ranks-status", Static).update(text, layout=False)
 
     def _draw_map(self) -> None:
         rank_map = self.query_one(RankMap)
@@ -264,6 +286,13 @@ class RanksView(Vertical):
         """Colour the map by the next dimension."""
         select = self.query_one("#colour-dim", Select)
         select.value = DIMS[(DIMS.index(self._colour_dim) + 1) % len(DIMS)]
+
+    def action_search_suggestion(self) -> None:
+        """Search for a better layout than the one on show."""
+        if self.snapshot is None or self.checked_form is None or self.checked_form != self._pending:
+            return
+        self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."), layout=False)
+        self.run_suggestion(self.snapshot, self.checked_form)
 
     def action_apply_suggestion(self) -> None:
         """Put the checker's suggested layout into the form."""

@@ -94,8 +94,8 @@ class LinkDetail(Static):
         """Recompute the text (after `host`, `cell` or `nic_mode` changed)."""
         cell, host = self.cell, self.host
         if cell is None or host is None:
-            self.update(Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link."))
+            self.update(Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link."), layout=False)
         elif self.nic_mode:
-            self.update(describe_gpu_nic(host, cell))
+            self.update(describe_gpu_nic(host, cell), layout=False)
         else:
-            self.update(describe_gpu_pair(host, cell))
+            self.update(describe_gpu_pair(host, cell), layout=False)

@@ -1,0 +1,62 @@
+"""Smoke test: the real `linkscope open` executable in a real terminal (tmux), read back from the screen."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+EXECUTABLE = Path(sys.executable).with_name("linkscope")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Run tmux commands on a private server (socket in tmp_path); kill it afterwards."""
+    socket = str(tmp_path / "tmux.sock")
+
+    def run(*args: str) -> str:
+        return subprocess.run(["tmux", "-S", socket, *args], check=True, capture_output=True, text=True, timeout=10).stdout
+
+    yield run
+    subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, timeout=10)
+
+
+def wait_for(read: Callable[[], str], needle: str, timeout_s: float = 20.0) -> str:
+    """Poll the screen until `needle` shows up; fail with the last screen."""
+    deadline = time.monotonic() + timeout_s
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = read()
+        if needle in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} did not appear; the screen was:\n{screen}")
+
+
+def test_open_sample_in_tmux_and_quit(tmux: Callable[..., str]) -> None:
+    """The app paints the link grid, switches tabs by key, and quits back to the shell."""
+    linkscope = str(EXECUTABLE) if EXECUTABLE.exists() else "linkscope"
+    command = f"{linkscope} open sample:dgx-h100; echo linkscope-exit=$?; sleep 30"
+    env = {**os.environ, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    tmux("new-session", "-d", "-s", "smoke", "-x", "100", "-y", "30", "-e", "TERM=xterm-256color", command)
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "smoke")
+
+    first = wait_for(screen, "NV18")
+    assert "dgx-h100" in first and "GPU7" in first
+    tmux("send-keys", "-t", "smoke", "3")
+    wait_for(screen, "ranks on 1 node")
+    tmux("send-keys", "-t", "smoke", "q")
+    last = wait_for(screen, "linkscope-exit=")
+    assert "linkscope-exit=0" in last
+    assert "NV18" not in last, "the app's screen should be gone after quitting (alternate screen restored)"

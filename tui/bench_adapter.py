@@ -1,0 +1,113 @@
+"""The Bench tab's requests on the real benchmark engine (`probes.bench.api`): peer copies and collectives.
+
+Runs in the Bench tab's worker thread; the engine starts its own child processes, honours the
+cancel event and always ends them. torch is only imported by the engine, and only when a run starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Callable
+
+from topo.errors import InputError
+from topo.model import Measurements, Snapshot
+from tui.services import BenchProgress, BenchRequest, Unavailable
+
+TIMEOUT_S = 900.0
+"""Deadline of one engine call (one size for peer copies, the whole sweep for a collective)."""
+PEER_SAMPLES = 5
+PEER_COPIES = 4
+
+
+def unavailable_reason(snapshot: Snapshot) -> str | None:
+    """Why the engine cannot run on this machine (no GPU in the probe, no torch), or None."""
+    if not any(host.gpus for host in snapshot.hosts):
+        return "no NVIDIA GPU was found on this machine"
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed (pip install 'linkscope[bench]')"
+    return None
+
+
+def _gpu_count() -> int:
+    from probes.bench.preflight import cuda_device_count, gpu_preflight
+
+    count = cuda_device_count()
+    if count == 0:
+        raise Unavailable("torch sees no CUDA GPU (CPU-only torch build or no driver)")
+    gpu_preflight(count, force=False)
+    return count
+
+
+def run_request(
+    snapshot: Snapshot,
+    request: BenchRequest,
+    progress: Callable[[BenchProgress], None],
+    cancel: threading.Event,
+) -> Measurements:
+    """Run `request`; peer copies go size by size (each a short engine run), collectives as one sweep."""
+    from probes.bench.preflight import GpuBusy
+    from probes.bench.runner import BenchError, BenchInterrupted
+
+    try:
+        count = _gpu_count()
+        if request.kind == "p2p":
+            return _peer_copies(request, count, progress, cancel)
+        return _collective(request, count, progress, cancel)
+    except BenchInterrupted:
+        return Measurements(source=f"linkscope bench {request.kind} (stopped)")
+    except (BenchError, GpuBusy) as exc:
+        raise Unavailable(str(exc)) from None
+
+
+def _peer_copies(request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event) -> Measurements:
+    from probes.bench.api import run_peer_copies
+    from probes.bench.p2p_report import all_pairs
+    from probes.bench.runner import BenchInterrupted
+
+    pairs = all_pairs(count)
+    if not pairs:
+        raise Unavailable("peer copies need at least two GPUs")
+    copies: list = []
+    notes: list[str] = []
+    sizes = request.sizes_bytes
+    for step, size in enumerate(sizes):
+
+        def report(done: int, total: int, step: int = step) -> None:
+            progress(BenchProgress((step + done / max(total, 1)) / len(sizes), f"peer copies, size {step + 1} of {len(sizes)}"))
+
+        try:
+            measured, _ = run_peer_copies(pairs, size, PEER_SAMPLES, PEER_COPIES, False, TIMEOUT_S, report, cancel, count)
+        except BenchInterrupted:
+            break
+        copies.extend(measured.peer_copies)
+        notes.extend(measured.notes)
+        partial = Measurements("linkscope bench p2p", peer_copies=tuple(copies), notes=tuple(notes))
+        progress(BenchProgress((step + 1) / len(sizes), f"peer copies, size {step + 1} of {len(sizes)} done", partial))
+    return Measurements("linkscope bench p2p", peer_copies=tuple(copies), notes=tuple(notes))
+
+
+def _collective(request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event) -> Measurements:
+    from probes.bench.api import run_collectives
+    from probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
+
+    if request.kind not in BENCH_OPS:
+        raise InputError(f"benchmark: {request.kind!r} is not one of p2p, {', '.join(BENCH_OPS)}")
+    if count < 2:
+        raise Unavailable("collectives need at least two GPUs")
+    spec = CollectiveSpec(
+        ops=(request.kind,),
+        sizes_bytes=request.sizes_bytes,
+        dtype="float32",
+        warmup=5,
+        iters=20,
+        backend="nccl",
+        world_size=count,
+        dims=layout_groups(None, count),
+    )
+
+    def report(done: int, total: int) -> None:
+        progress(BenchProgress(done / max(total, 1), f"{request.kind}: {done} of {total} sizes"))
+
+    measurements, _ = run_collectives(spec, TIMEOUT_S, report, cancel)
+    return measurements

@@ -1,0 +1,161 @@
+"""A scrolling grid of fixed-width cells drawn with the line API: row labels, a fixed header, a cursor.
+
+Only the visible lines and columns are rendered, so a 72 x 72 link grid or a 1,024-node rank map
+costs the same per frame as a small one. Subclasses say what each cell shows
+(:meth:`CellGrid.render_cell`) and what moving or selecting means (:meth:`cursor_moved`,
+:meth:`cell_selected`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+LABEL_MAX = 14
+"""Row labels (host names) longer than this are shortened."""
+
+
+class CellGrid(ScrollView, can_focus=True):
+    """Rows x columns of cells; arrows move the cursor, Enter or a click selects a cell."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"cell-grid--label", "cell-grid--cursor"}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1, 0)", "Up", show=False),
+        Binding("down", "move(1, 0)", "Down", show=False),
+        Binding("left", "move(0, -1)", "Left", show=False),
+        Binding("right", "move(0, 1)", "Right", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "move(-1000000, 0)", "First row", show=False),
+        Binding("end", "move(1000000, 0)", "Last row", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
+
+    cursor: reactive[tuple[int, int]] = reactive((0, 0), always_update=True)
+    """(row, column) under the cursor."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._row_labels: list[str] = []
+        self._column_labels: list[str] = []
+        self._label_width = 1
+        self._cell_width = 4
+
+    @property
+    def row_count(self) -> int:
+        """Number of rows."""
+        return len(self._row_labels)
+
+    @property
+    def column_count(self) -> int:
+        """Number of columns."""
+        return len(self._column_labels)
+
+    def set_shape(self, row_labels: Sequence[str], column_labels: Sequence[str], cell_width: int) -> None:
+        """Set the labels and the cell width (content is read through :meth:`render_cell` when drawn)."""
+        self._row_labels = [label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "~" for label in row_labels]
+        self._column_labels = list(column_labels)
+        self._label_width = max([4, *(len(label) for label in self._row_labels[:4096])]) + 2
+        self._cell_width = max([cell_width, *(len(label) + 1 for label in self._column_labels)])
+        self.virtual_size = Size(self._label_width + len(self._column_labels) * self._cell_width, len(self._row_labels) + 1)
+        row, column = self.cursor
+        self.set_reactive(CellGrid.cursor, (min(row, max(self.row_count - 1, 0)), min(column, max(self.column_count - 1, 0))))
+        self.refresh()
+
+    def render_cell(self, row: int, column: int) -> tuple[str, Style]:
+        """Text (at most the cell width less one) and style of a cell; subclasses override."""
+        return "", Style()
+
+    def cursor_moved(self, row: int, column: int) -> None:
+        """Called when the cursor lands on a cell; subclasses post their message."""
+
+    def cell_selected(self, row: int, column: int) -> None:
+        """Called on Enter or a click on a cell; subclasses post their message."""
+
+    def render_line(self, y: int) -> Strip:
+        """The header (y = 0, fixed) or one row; the label column stays put when scrolling sideways."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        base = self.rich_style
+        label_style = self.get_component_rich_style("cell-grid--label")
+        cells_width = max(width - self._label_width, 0)
+        first = scroll_x // self._cell_width
+        last = min(self.column_count, (scroll_x + cells_width) // self._cell_width + 1)
+        if y == 0:
+            label = " " * self._label_width
+            segments = [Segment(f"{self._column_labels[column]:^{self._cell_width}}", label_style) for column in range(first, last)]
+        else:
+            row = scroll_y + y - 1
+            if row >= self.row_count:
+                return Strip.blank(width, base)
+            label = f" {self._row_labels[row]:<{self._label_width - 1}}"
+            segments = [self._cell_segment(row, column) for column in range(first, last)]
+        offset = scroll_x - first * self._cell_width
+        body = Strip(segments).crop_extend(offset, offset + cells_width, base)
+        return Strip.join([Strip([Segment(label, label_style)]), body]).crop(0, width)
+
+    def _cell_segment(self, row: int, column: int) -> Segment:
+        text, style = self.render_cell(row, column)
+        if (row, column) == self.cursor and self.has_focus:
+            style = style + self.get_component_rich_style("cell-grid--cursor", partial=True)
+        return Segment(f"{text:^{self._cell_width - 1}} "[: self._cell_width], style)
+
+    def watch_cursor(self, cursor: tuple[int, int]) -> None:
+        """Keep the cursor's cell in view and tell the subclass."""
+        row, column = cursor
+        scroll_x, scroll_y = self.scroll_offset
+        visible_rows = max(self.size.height - 1, 1)
+        if row < scroll_y:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= scroll_y + visible_rows:
+            self.scroll_to(y=row - visible_rows + 1, animate=False, immediate=True)
+        left = column * self._cell_width
+        visible_width = max(self.size.width - self._label_width, self._cell_width)
+        if left < scroll_x:
+            self.scroll_to(x=left, animate=False, immediate=True)
+        elif left + self._cell_width > scroll_x + visible_width:
+            self.scroll_to(x=left + self._cell_width - visible_width, animate=False, immediate=True)
+        self.refresh()
+        if self.row_count and self.column_count:
+            self.cursor_moved(row, column)
+
+    def action_move(self, rows: int, columns: int) -> None:
+        """Move the cursor by (rows, columns), clamped to the grid."""
+        row, column = self.cursor
+        row = min(max(row + rows, 0), max(self.row_count - 1, 0))
+        column = min(max(column + columns, 0), max(self.column_count - 1, 0))
+        self.cursor = (row, column)
+
+    def action_page(self, pages: int) -> None:
+        """Move the cursor by a screenful of rows."""
+        self.action_move(pages * max(self.size.height - 2, 1), 0)
+
+    def action_select(self) -> None:
+        """Select the cell under the cursor."""
+        if self.row_count and self.column_count:
+            self.cell_selected(*self.cursor)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click moves the cursor to the cell and selects it."""
+        if event.y < 1 or event.x < self._label_width:
+            return
+        row = self.scroll_offset.y + event.y - 1
+        column = (self.scroll_offset.x + event.x - self._label_width) // self._cell_width
+        if 0 <= row < self.row_count and 0 <= column < self.column_count:
+            self.cursor = (row, column)
+            self.action_select()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
