@@ -46,11 +46,27 @@ def first_paint_ms(args: list[str], needle: str, repeats: int = 3) -> list[float
         for attempt in range(repeats):
             session = f"paint{attempt}"
             started = time.perf_counter()
-            subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
-                            f"{executable} {' '.join(args)}; sleep 30"], check=True)
+            subprocess.run(
+                [
+                    "tmux",
+                    "-S",
+                    socket,
+                    "new-session",
+                    "-d",
+                    "-s",
+                    session,
+                    "-x",
+                    "120",
+                    "-y",
+                    "40",
+                    f"{executable} {' '.join(args)}; sleep 30",
+                ],
+                check=True,
+            )
             while True:
-                screen = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-t", session],
-                                        capture_output=True, text=True, check=True).stdout
+                screen = subprocess.run(
+                    ["tmux", "-S", socket, "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=True
+                ).stdout
                 if needle in screen:
                     times.append((time.perf_counter() - started) * 1000)
                     break
@@ -116,7 +132,7 @@ async def cluster_rows() -> list[tuple[str, list[float]]]:
 
         edits: list[float] = []
         redraws: list[float] = []
-        RanksView.on_layout_checked = measured  # type: ignore[method-assign]
+        RanksView.on_layout_checked = measured  # type: ignore[method-assign,assignment]
         try:
             for value in ["4", "8"] * REPEATS:
                 handled.clear()
@@ -198,7 +214,9 @@ def main() -> int:
     """Measure and print the table."""
     results: list[tuple[str, list[float], float]] = []
     if shutil.which("tmux"):
-        results.append(("first paint: linkscope open sample:dgx-h100", first_paint_ms(["open", "sample:dgx-h100"], "NV18"), GOAL_PAINT_MS))
+        results.append(
+            ("first paint: linkscope open sample:dgx-h100", first_paint_ms(["open", "sample:dgx-h100"], "NV18"), GOAL_PAINT_MS)
+        )
         results.append(("first paint: linkscope (probe, no-GPU fallback)", first_paint_ms([], "NV18"), GOAL_PAINT_MS))
     else:
         print("tmux not found: first-paint rows skipped")

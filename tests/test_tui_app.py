@@ -9,9 +9,19 @@ import time
 import pytest
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
+from tests.tui_support import (
+    FakeFeed,
+    FakeServices,
+    async_test,
+    measured_copies,
+    nvswitch_host,
+    settle,
+    small_snapshot,
+    traffic_reading,
+)
 from topo.model import Host, Snapshot
-from topo.samples import load_sample
-from tui.app import build_app
+from topo.samples import load_sample, sample_names
+from tui.app import TABS, build_app
 from tui.messages import RingChosen
 from tui.screens.bench import BenchView
 from tui.screens.export import ExportScreen
@@ -23,8 +33,6 @@ from tui.widgets.link_detail import LinkDetail
 from tui.widgets.link_grid import LinkGrid
 from tui.widgets.plain_tree import PlainTree
 from tui.widgets.rank_map import RankMap
-
-from tests.tui_support import FakeFeed, FakeServices, async_test, measured_copies, settle, small_snapshot, traffic_reading
 
 SIZE = (120, 40)
 
@@ -100,8 +108,9 @@ async def test_topology_tree_and_identity_table() -> None:
         assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
         table = app.query_one("#identity-table", DataTable)
         assert table.row_count == 8
-        assert table.get_row_at(0)[7].plain == "mlx5_0"
-        assert table.get_row_at(7)[7].plain == "mlx5_3"
+        assert table.get_row_at(0)[7].plain == "mlx5_0 (PIX)"
+        assert table.get_row_at(7)[7].plain == "mlx5_3 (PIX)"
+        assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
 
 
 @async_test
@@ -297,3 +306,65 @@ async def test_untrusted_names_are_not_markup(name: str) -> None:
         assert static_text(app.query_one("#links-title", Static)).startswith(name)
         assert str(app.query_one(PlainTree).root.label) == name
         assert app.query_one(TopologyView).snapshot is not None
+
+
+def two_host_snapshot() -> Snapshot:
+    """Two boxes of four GPUs each, with different names."""
+    return Snapshot(hosts=(nvswitch_host("box-a", gpus=4, nics=2), nvswitch_host("box-b", gpus=4, nics=2)), source="two.json")
+
+
+@pytest.mark.parametrize("source", [*sample_names(), "two-hosts", "probe-without-gpus"])
+@async_test
+async def test_every_tab_opens_on_every_source(source: str) -> None:
+    """Each sample, a two-host snapshot and a GPU-less probe show on all five tabs without an error."""
+    if source == "two-hosts":
+        snapshot = two_host_snapshot()
+    elif source == "probe-without-gpus":
+        snapshot = Snapshot(hosts=(Host("vm"),), source="probe")
+    else:
+        snapshot = load_sample(source)
+    app = build_app(snapshot=snapshot, services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        for tab, _ in TABS:
+            app.action_show_tab(tab)
+            await settle(app)
+        await pilot.pause()
+        ranks = app.query_one(RanksView)
+        if snapshot.host.gpus:
+            assert ranks.report is not None
+        else:
+            assert "no GPUs" in static_text(app.query_one("#ranks-status", Static))
+        assert app.query_one(LinkGrid).row_count == len(snapshot.host.gpus)
+
+
+@async_test
+async def test_two_hosts_rank_map_and_ring_host() -> None:
+    """A two-host snapshot maps ranks onto both hosts by name; a ring on box-b switches the Links tab there."""
+    app = build_app(snapshot=two_host_snapshot(), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.groups["tp"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+        rank_map = app.query_one(RankMap)
+        assert rank_map.row_count == 2
+        rank_map.cursor = (1, 0)
+        await pilot.press("enter")
+        await pilot.pause()
+        links = app.query_one(LinksView)
+        assert links.host_index == 1 and links.host is not None and links.host.hostname == "box-b"
+
+
+@async_test
+async def test_palette_offers_samples_and_opens_one() -> None:
+    """The command palette lists the samples; its command loads one in place of the snapshot."""
+    sample = load_sample("dgx-a100")
+    services = FakeServices(snapshots={"sample:dgx-a100": sample})
+    app = build_app(snapshot=small_snapshot(), services=services)
+    async with app.run_test(size=SIZE) as pilot:
+        commands = {command.title: command for command in app.get_system_commands(app.screen)}
+        assert "Open sample: dgx-a100" in commands and "Show Ranks" in commands
+        commands["Open sample: dgx-a100"].callback()
+        await settle(app)
+        await pilot.pause()
+        assert app.snapshot is sample
+        assert app.query_one(LinksView).snapshot is sample

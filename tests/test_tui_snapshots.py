@@ -7,22 +7,22 @@ baselines after an intended change with `pytest tests/test_tui_snapshots.py --sn
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
+from tests.tui_support import measured_copies
 from topo.samples import load_sample
 from tui.app import build_app
 from tui.screenshots import SCENES, Scene, play, scene_app, wait_idle
-
-from tests.tui_support import measured_copies
 
 SIZES = [(120, 40), (80, 24)]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
 @pytest.mark.parametrize("scene", SCENES, ids=lambda scene: scene.name)
-def test_tab_on_sample(snap_compare, scene: Scene, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+def test_tab_on_sample(snap_compare: Any, scene: Scene, size: tuple[int, int]) -> None:
     """Each tab on its sample looks as approved."""
 
     async def run_before(pilot: Pilot[None]) -> None:
@@ -31,7 +31,7 @@ def test_tab_on_sample(snap_compare, scene: Scene, size: tuple[int, int]) -> Non
     assert snap_compare(scene_app(scene), terminal_size=size, run_before=run_before)
 
 
-def test_links_with_degraded_measurement(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_links_with_degraded_measurement(snap_compare: Any) -> None:
     """Measured cells show GB/s and ratio; the slow pair stands out with its detail open."""
     snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=measured_copies(degraded=(0, 3)))
 
@@ -42,7 +42,7 @@ def test_links_with_degraded_measurement(snap_compare) -> None:  # type: ignore[
     assert snap_compare(build_app(snapshot=snapshot), terminal_size=(120, 40), run_before=run_before)
 
 
-def test_links_with_ring_from_ranks(snap_compare) -> None:  # type: ignore[no-untyped-def]
+def test_links_with_ring_from_ranks(snap_compare: Any) -> None:
     """A tp group picked on the Ranks tab is drawn as a ring over the Links grid."""
 
     async def run_before(pilot: Pilot[None]) -> None:

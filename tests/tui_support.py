@@ -6,8 +6,8 @@ import asyncio
 import functools
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from probes.live import GpuLive, LinkRate, LiveReading
 from topo.checks import CheckReport

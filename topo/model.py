@@ -271,9 +271,14 @@ class HostCopy:
     direction: str
     """`h2d` or `d2h`."""
     numa_node: int | None
-    size_bytes: int
+    size_bytes: int | None
+    """None when the source does not say (nvbandwidth prints no buffer size)."""
     gbps: float
     host: str | None = None
+    verified: bool | None = None
+    """True when the copied data was checked and correct, False when it was wrong."""
+    local: bool | None = None
+    """True when the pinned memory sat on the GPU's own NUMA node."""
 
 
 @dataclass(frozen=True)
@@ -287,10 +292,13 @@ class CollectiveResult:
     time_us: float
     algbw_gbps: float
     busbw_gbps: float
-    nranks: int
+    nranks: int | None
+    """Ranks in the group; None when the source does not say."""
     wrong: int | None = None
     ranks: tuple[int, ...] = ()
     """Global ranks of the group that ran it; empty when the whole world did."""
+    group: str | None = None
+    """Label of the group in a layout run, e.g. `tp0`; None for the whole world."""
     in_place: bool = False
     backend: str | None = None
 

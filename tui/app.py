@@ -152,13 +152,19 @@ class LinkscopeApp(App[None]):
         self.query_one(MonitorView).snapshot = snapshot
 
     def on_ring_chosen(self, message: RingChosen) -> None:
-        self.query_one(LinksView).ring = message if message.hops or message.off_node_hops else None
+        """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
+        links = self.query_one(LinksView)
+        if self.snapshot is not None and 0 <= message.node < len(self.snapshot.hosts):
+            links.host_index = message.node
+        links.ring = message if message.hops or message.off_node_hops else None
 
     def on_measurements_arrived(self, message: MeasurementsArrived) -> None:
         """Benchmark results replace the snapshot's measurements, so the grid and checker use them."""
         if self.snapshot is None:
             return
-        self.show_snapshot(dataclasses.replace(self.snapshot, measurements=merge_measurements(self.snapshot.measurements, message.measurements)))
+        self.show_snapshot(
+            dataclasses.replace(self.snapshot, measurements=merge_measurements(self.snapshot.measurements, message.measurements))
+        )
 
     def action_show_tab(self, tab_id: str) -> None:
         """Switch to the tab `tab_id`."""

@@ -60,7 +60,9 @@ def run_request(
         raise Unavailable(str(exc)) from None
 
 
-def _peer_copies(request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event) -> Measurements:
+def _peer_copies(
+    request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event
+) -> Measurements:
     from probes.bench.api import run_peer_copies
     from probes.bench.p2p_report import all_pairs
     from probes.bench.runner import BenchInterrupted
@@ -87,7 +89,9 @@ def _peer_copies(request: BenchRequest, count: int, progress: Callable[[BenchPro
     return Measurements("linkscope bench p2p", peer_copies=tuple(copies), notes=tuple(notes))
 
 
-def _collective(request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event) -> Measurements:
+def _collective(
+    request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event
+) -> Measurements:
     from probes.bench.api import run_collectives
     from probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
 

@@ -43,7 +43,8 @@ def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int,
     measurements = Measurements(
         source="linkscope bench p2p",
         peer_copies=tuple(PeerCopy(**{name: row[name] for name in PEER_FIELDS}) for row in result["peer"]),
-        host_copies=tuple(HostCopy(row["gpu"], row["direction"], row["numa_node"], row["size_bytes"], row["gbps"])
+        host_copies=tuple(HostCopy(row["gpu"], row["direction"], row["numa_node"], row["size_bytes"], row["gbps"],
+                                   verified=row.get("verified"), local=row.get("local"))
                           for row in result["host"]),
         notes=tuple(result["notes"]),
     )

@@ -26,6 +26,7 @@ def collective_from_row(row: dict[str, Any]) -> CollectiveResult:
         ranks=ranks,
         in_place=bool(row["in_place"]),
         backend=row["backend"],
+        group=None if row["group"] == "world" else row["group"],
     )
 
 

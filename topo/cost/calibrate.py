@@ -38,7 +38,7 @@ def calibrate(model: CostModel, measurements: Measurements, host: Host) -> CostM
     for result in measurements.collectives:
         if result.op != "all_reduce" or result.size_bytes < CALIBRATION_MIN_BYTES or result.busbw_gbps <= 0:
             continue
-        if result.nranks < 2:
+        if result.nranks is None or result.nranks < 2:
             continue
         previous = best.get(result.nranks)
         if previous is None or result.size_bytes > previous[0]:

@@ -200,7 +200,7 @@ def _read_table(lines: list[str], index: int, name: str, op: str, context: _Cont
     """Read the rows after a header; returns the index of the first line after the table."""
     nranks = context.nranks()
     if nranks is None:
-        notes.append(f"{op} table: rank count not stated in the log; nranks recorded as 0")
+        notes.append(f"{op} table: rank count not stated in the log")
     elif nranks == 1:
         notes.append(f"{op} table ran on ONE rank: its bandwidths measure no link and must not be trusted")
     zero_rows = 0
@@ -236,7 +236,7 @@ def _read_table(lines: list[str], index: int, name: str, op: str, context: _Cont
             _check_busbw(op, nranks, algbw, busbw, name, lineno)
             results.append(CollectiveResult(
                 op=op, size_bytes=size, dtype=dtype, time_us=time_us, algbw_gbps=algbw, busbw_gbps=busbw,
-                nranks=nranks or 0, wrong=_wrong(wrong_word, name, lineno), in_place=in_place, backend="nccl",
+                nranks=nranks, wrong=_wrong(wrong_word, name, lineno), in_place=in_place, backend="nccl",
             ))
         index += 1
     if zero_rows:

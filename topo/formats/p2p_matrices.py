@@ -172,7 +172,7 @@ def read_nvbandwidth(text: str, name: str) -> Measurements:
                         book.put(src, dst, "unidir_gbps", value)
                 elif direction.unit == "GB/s" and not direction.bidirectional:
                     gpu, kind = (dst, "h2d") if src_kind == "CPU" else (src, "d2h")
-                    host.append(HostCopy(gpu=gpu, direction=kind, numa_node=None, size_bytes=0, gbps=value))
+                    host.append(HostCopy(gpu=gpu, direction=kind, numa_node=None, size_bytes=None, gbps=value))
                 else:
                     notes.append(f"{test}: host latency and bidirectional host copies are not recorded")
     for (src, dst), value in bidir.items():
@@ -183,7 +183,7 @@ def read_nvbandwidth(text: str, name: str) -> Measurements:
         notes.append("nvbandwidth bidirectional cells are per direction under opposite traffic; "
                      "bidir_gbps is the sum of a pair's two cells")
     if host:
-        notes.append("nvbandwidth host copies: NUMA node and buffer size not stated (size_bytes 0)")
+        notes.append("nvbandwidth host copies: NUMA node and buffer size not stated")
     if not tables:
         raise InputError(f"{name}: no nvbandwidth matrix (a title like `memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)`)")
     return Measurements(source=f"nvbandwidth ({name})", peer_copies=book.copies(), host_copies=tuple(host),

@@ -234,7 +234,7 @@ class BenchView(Vertical):
                     Text(f"{result.time_us:.1f}"),
                     Text(gbps_label(result.algbw_gbps)),
                     Text(gbps_label(result.busbw_gbps)),
-                    Text(str(result.nranks)),
+                    Text("?" if result.nranks is None else str(result.nranks)),
                     Text("-" if result.wrong is None else str(result.wrong)),
                 ]
                 for result in measurements.collectives

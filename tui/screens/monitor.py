@@ -124,7 +124,9 @@ class MonitorView(Vertical):
 
     def on_live_unavailable(self, message: LiveUnavailable) -> None:
         message.stop()
-        self.query_one("#monitor-status", Static).update(plain(message.reason + " - the Monitor shows no numbers without live counters."), layout=False)
+        self.query_one("#monitor-status", Static).update(
+            plain(message.reason + " - the Monitor shows no numbers without live counters."), layout=False
+        )
 
     def on_live_reading_arrived(self, message: LiveReadingArrived) -> None:
         """Redraw both tables from the new reading, keeping the selected row."""
@@ -154,4 +156,6 @@ class MonitorView(Vertical):
             return
         gpu = self.reading.gpus[self._selected]
         self.query_one("#monitor-links-title", Static).update(plain(f"Per link of GPU{gpu.index}:"), layout=False)
-        table.add_rows([Text(str(link.link)), Text(gbps_label(link.tx_gbps)), Text(gbps_label(link.rx_gbps))] for link in gpu.links)
+        table.add_rows(
+            [Text(str(link.link)), Text(gbps_label(link.tx_gbps)), Text(gbps_label(link.rx_gbps))] for link in gpu.links
+        )

@@ -69,7 +69,14 @@ class RanksView(Vertical):
         with Horizontal(classes="form-row"):
             for dim in DIMS:
                 yield Label(dim, classes="form-label")
-                yield Input("", id=f"size-{dim}", type="integer", placeholder="auto" if dim == "dp" else "1", compact=True, classes="size-input")
+                yield Input(
+                    "",
+                    id=f"size-{dim}",
+                    type="integer",
+                    placeholder="auto" if dim == "dp" else "1",
+                    compact=True,
+                    classes="size-input",
+                )
             yield Label("nodes", classes="form-label")
             yield Input("1", id="nodes", type="integer", compact=True, classes="size-input")
             yield Label("colour", classes="form-label")
@@ -78,7 +85,9 @@ class RanksView(Vertical):
             yield Label("order", classes="form-label")
             yield Input("tp-cp-ep-dp-pp", id="order", compact=True)
             yield Label("place", classes="form-label")
-            yield Select([("block", "block"), ("cyclic", "cyclic")], id="distribution", value="block", allow_blank=False, compact=True)
+            yield Select(
+                [("block", "block"), ("cyclic", "cyclic")], id="distribution", value="block", allow_blank=False, compact=True
+            )
             yield Label("devices", classes="form-label")
             yield Input("", id="devices", placeholder="0,1,2,...", compact=True)
             yield Label("model", classes="form-label")
@@ -127,7 +136,9 @@ class RanksView(Vertical):
         model = self.query_one("#model", Input).value.strip() or None
         devices_text = self.query_one("#devices", Input).value.strip()
         devices = parse_visible_devices(devices_text) if devices_text else None
-        return LayoutForm(sizes=tuple(sizes), order=order, nodes=nodes, distribution=distribution, visible_devices=devices, model=model)
+        return LayoutForm(
+            sizes=tuple(sizes), order=order, nodes=nodes, distribution=distribution, visible_devices=devices, model=model
+        )
 
     @on(Input.Changed)
     @on(Select.Changed, "#distribution")
@@ -220,7 +231,9 @@ class RanksView(Vertical):
         if self._auto_suggest(message.report):
             self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."), layout=False)
         else:
-            self.query_one("#suggestion", Static).update(Text("Large layout: g searches for a better one (takes a while; the form stays usable)."), layout=False)
+            self.query_one("#suggestion", Static).update(
+                Text("Large layout: g searches for a better one (takes a while; the form stays usable)."), layout=False
+            )
 
     def _status(self, text: Text) -> None:
         self.query_one("#ranks-status", Static).update(text, layout=False)
@@ -234,10 +247,7 @@ class RanksView(Vertical):
         placement = report.placement
         gpus = max(len(host.gpus) for host in self.snapshot.hosts)
         nodes = max([form.nodes, *(node + 1 for node, _ in placement[-1:])])
-        if len(report.hostnames) >= nodes:
-            labels = list(report.hostnames)
-        else:
-            labels = [f"node{node}" for node in range(nodes)]
+        labels = list(report.hostnames) if len(report.hostnames) >= nodes else [f"node{node}" for node in range(nodes)]
         self._group_of_rank = group_index(report.groups.get(self._colour_dim, []), len(placement))
         rank_map.picked_group = None
         rank_map.show(labels, gpus, rank_grid(placement, len(labels), gpus), self._group_of_rank)
@@ -279,7 +289,9 @@ class RanksView(Vertical):
         overlay = ring_overlay(members, report.placement)
         label = f"{dim} group {number} (ranks {rank_ranges(members)})"
         self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
-        where = f"{len(overlay.hops)} hop(s) on node {overlay.node}" + (f", {overlay.off_node_hops} between nodes" if overlay.off_node_hops else "")
+        where = f"{len(overlay.hops)} hop(s) on node {overlay.node}" + (
+            f", {overlay.off_node_hops} between nodes" if overlay.off_node_hops else ""
+        )
         self._status(plain(f"{label}: ring {where}; see the Links tab (1)"))
 
     def action_next_dim(self) -> None:
@@ -320,4 +332,3 @@ def _positive(text: str, field: str) -> int:
     if value < 1:
         raise InputError(f"{field}: must be at least 1")
     return value
-

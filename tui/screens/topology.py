@@ -13,36 +13,11 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 from textual.widgets.tree import TreeNode
 
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Nic, Snapshot, parse_link_token
+from probes.identity import IdentityTable, identity_table
+from topo.model import Gpu, Host, Nic, Snapshot
 from topo.sizes import format_size_bytes
 from tui.text import plain
 from tui.widgets.plain_tree import PlainTree
-
-
-def nearest_nic(host: Host, position: int) -> str | None:
-    """Name of the NIC closest to GPU `position` by legend class (PIX first, SYS last); None if none."""
-    tokens = host.gpu_nic[position] if position < len(host.gpu_nic) else ()
-    best: tuple[int, str] | None = None
-    for nic, token in zip(host.nics, tokens, strict=False):
-        try:
-            kind = parse_link_token(token)[0]
-        except ValueError:
-            continue
-        if kind not in PCIE_KINDS_NEAR_TO_FAR:
-            continue
-        rank = PCIE_KINDS_NEAR_TO_FAR.index(kind)
-        if best is None or rank < best[0]:
-            best = (rank, nic.name)
-    return best[1] if best is not None else None
-
-
-def cuda_indices(host: Host) -> list[int]:
-    """CUDA index of each GPU position under `CUDA_DEVICE_ORDER=PCI_BUS_ID` (bus id order)."""
-    order = sorted(range(len(host.gpus)), key=lambda pos: (host.gpus[pos].pci_bus_id or "", host.gpus[pos].index))
-    indices = [0] * len(host.gpus)
-    for cuda_index, position in enumerate(order):
-        indices[position] = cuda_index
-    return indices
 
 
 @dataclass
@@ -101,34 +76,33 @@ def fill_tree(tree: PlainTree, host: Host) -> None:
         info = numa_info.get(node_id)
         label = plain(f"NUMA {node_id}", "bold")
         if info is not None:
-            label.append(f"  CPUs {info.cpus or '?'}  memory {format_size_bytes(info.memory_bytes) if info.memory_bytes else '?'}")
+            label.append(
+                f"  CPUs {info.cpus or '?'}  memory {format_size_bytes(info.memory_bytes) if info.memory_bytes else '?'}"
+            )
         _add_bridge(tree.root.add(label, expand=True), by_numa.get(node_id, _Bridge()))
     if None in by_numa:
         _add_bridge(tree.root.add(plain("NUMA node unknown", "bold"), expand=True), by_numa[None])
     tree.root.expand()
 
 
-IDENTITY_COLUMNS = ("NVML", "CUDA*", "name", "bus id", "UUID", "NUMA", "CPU affinity", "nearest NIC")
+IDENTITY_COLUMNS = ("NVML", "CUDA", "name", "bus id", "UUID", "NUMA", "CPU affinity", "nearest NIC")
 
 
-def identity_rows(host: Host) -> list[list[Text]]:
-    """One row per GPU: indices, name, bus id, UUID, NUMA node, CPU affinity, nearest NIC."""
-    cuda = cuda_indices(host)
+def identity_rows(table: IdentityTable) -> list[list[Text]]:
+    """One row per GPU of `probes.identity`'s table: indices, name, bus id, UUID, NUMA, CPUs, nearest NIC(s)."""
     rows = []
-    for position, gpu in enumerate(host.gpus):
-        numa = gpu.numa_affinity if gpu.numa_affinity is not None else gpu.numa_node
-        values = (
-            gpu.index,
-            cuda[position],
-            gpu.name,
-            gpu.pci_bus_id,
-            gpu.uuid,
-            numa,
-            gpu.cpu_affinity,
-            nearest_nic(host, position),
-        )
+    for row in table.rows:
+        nearest = f"{', '.join(row.nearest_nics)} ({row.nearest_nic_token})" if row.nearest_nics else None
+        values = (row.nvml_index, row.cuda_index, row.name, row.pci_bus_id, row.uuid, row.numa_node, row.cpu_affinity, nearest)
         rows.append([plain(value) for value in values])
     return rows
+
+
+def identity_note(table: IdentityTable, probed_here: bool) -> str:
+    """How the CUDA column was numbered, and any caveat the identity table raised."""
+    where = "this process's environment" if probed_here else "CUDA's defaults (a recording: this environment does not apply)"
+    visible = f", CUDA_VISIBLE_DEVICES={table.visible_devices}" if table.visible_devices is not None else ""
+    return " ".join([f"CUDA index by {table.device_order} order{visible}, from {where}.", *table.notes])
 
 
 class TopologyView(Vertical):
@@ -143,11 +117,7 @@ class TopologyView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield PlainTree("host", id="topology-tree")
-        yield Static(
-            "* CUDA index with CUDA_DEVICE_ORDER=PCI_BUS_ID (also the default order when all GPUs are one model)",
-            id="identity-note",
-            markup=False,
-        )
+        yield Static(id="identity-note", markup=False)
         yield DataTable[Text](id="identity-table", cursor_type="row")
 
     def watch_snapshot(self) -> None:
@@ -164,7 +134,10 @@ class TopologyView(Vertical):
         table: DataTable[Text] = self.query_one("#identity-table", DataTable)
         table.clear(columns=True)
         table.add_columns(*IDENTITY_COLUMNS)
-        table.add_rows(identity_rows(host))
+        probed_here = self.snapshot.source == "probe"
+        identity = identity_table(host, None if probed_here else {})
+        table.add_rows(identity_rows(identity))
+        self.query_one("#identity-note", Static).update(plain(identity_note(identity, probed_here)))
 
     def action_next_host(self) -> None:
         """Show the next host of a multi-host snapshot."""

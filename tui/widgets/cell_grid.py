@@ -92,7 +92,9 @@ class CellGrid(ScrollView, can_focus=True):
         last = min(self.column_count, (scroll_x + cells_width) // self._cell_width + 1)
         if y == 0:
             label = " " * self._label_width
-            segments = [Segment(f"{self._column_labels[column]:^{self._cell_width}}", label_style) for column in range(first, last)]
+            segments = [
+                Segment(f"{self._column_labels[column]:^{self._cell_width}}", label_style) for column in range(first, last)
+            ]
         else:
             row = scroll_y + y - 1
             if row >= self.row_count:

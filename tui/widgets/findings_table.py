@@ -52,11 +52,16 @@ class FindingsTable(DataTable[Text]):
             return
         for finding in findings[:MAX_ROWS]:
             severity = str(finding.severity)
-            style = self.get_component_rich_style(f"findings--{severity}", partial=True, default=None) if severity in (
-                "error",
-                "warning",
-                "info",
-            ) else None
+            style = (
+                self.get_component_rich_style(f"findings--{severity}", partial=True, default=None)
+                if severity
+                in (
+                    "error",
+                    "warning",
+                    "info",
+                )
+                else None
+            )
             self.add_row(
                 Text(severity, style=style or ""),
                 Text(str(finding.code)),

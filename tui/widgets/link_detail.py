@@ -32,9 +32,8 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
         generation = link.nvlink_gen or gpu_a.nvlink_gen
         text.append(f"  {link.nvlink_count} NVLinks" + (f", generation {generation}" if generation else ""))
     if cell.expected is not None:
-        text.append(
-            f"\nexpected {cell.expected.typical_gbps:.0f} GB/s typical, {cell.expected.spec_gbps:.0f} spec ({cell.expected.basis})"
-        )
+        expected = cell.expected
+        text.append(f"\nexpected {expected.typical_gbps:.0f} GB/s typical, {expected.spec_gbps:.0f} spec ({expected.basis})")
     if cell.measured_gbps is not None:
         ratio = cell.ratio
         size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""

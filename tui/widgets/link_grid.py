@@ -35,7 +35,9 @@ class LinkGrid(CellGrid):
         self._cells: list[list[GridCell]] = []
         self._texts: list[list[str]] = []
 
-    def show(self, cells: list[list[GridCell]], row_labels: Sequence[str], column_labels: Sequence[str], show_expected: bool) -> None:
+    def show(
+        self, cells: list[list[GridCell]], row_labels: Sequence[str], column_labels: Sequence[str], show_expected: bool
+    ) -> None:
         """Replace the grid's content, keeping the cursor where it was when it still fits."""
         self._cells = cells
         self._texts = [[self._label(cell, show_expected) for cell in row] for row in cells]

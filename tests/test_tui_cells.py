@@ -1,0 +1,151 @@
+"""Pure helpers behind the app: grid cells, rank map arrays, ring hops, the plot, export and forms."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from tests.tui_support import measured_copies, nvswitch_host
+from topo.checks import CheckRequest, check_layout
+from topo.model import Link, LinkKind, Measurements, PeerCopy
+from topo.samples import load_sample
+from topo.suggest import Suggestion
+from tui.app import merge_measurements
+from tui.layout_export import export_command, suggested_form, suggestion_text
+from tui.link_cells import gpu_cells, nic_cells
+from tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
+from tui.screens.bench import collective_points, peer_copy_points
+from tui.services import LayoutForm
+from tui.widgets.bandwidth_plot import plot_lines
+
+
+def test_gpu_cells_mark_degraded_pair_both_ways() -> None:
+    """A copy at 120 of ~392 GB/s typical is degraded in both directions; others are not."""
+    cells = gpu_cells(nvswitch_host(), measured_copies(degraded=(0, 3)))
+    assert cells[0][3].degraded and cells[3][0].degraded
+    assert not cells[0][1].degraded
+    assert cells[0][3].text(show_expected=False) == "120 31%"
+    assert cells[0][0].text(show_expected=False) == "X"
+
+
+def test_gpu_cells_largest_size_wins_and_other_hosts_ignored() -> None:
+    """Per pair the largest measured size is shown; copies recorded for another host are ignored."""
+    copies = (
+        PeerCopy(0, 1, size_bytes=1 << 20, unidir_gbps=50.0),
+        PeerCopy(0, 1, size_bytes=1 << 28, unidir_gbps=380.0),
+        PeerCopy(0, 2, size_bytes=1 << 28, unidir_gbps=10.0, host="other-box"),
+    )
+    cells = gpu_cells(nvswitch_host(), Measurements("test", peer_copies=copies))
+    assert cells[0][1].measured_gbps == 380.0
+    assert cells[0][2].measured_gbps is None
+    assert cells[1][0].measured_gbps is None
+
+
+def test_gpu_cells_ring_and_missing_link() -> None:
+    """Ring hops are marked in both directions; a pair without a recorded link shows `?`."""
+    host = nvswitch_host(gpus=3)
+    host = dataclasses.replace(host, links=(Link(0, 1, LinkKind.PIX),))
+    cells = gpu_cells(host, None, frozenset({(1, 0)}))
+    assert cells[0][1].on_ring and cells[1][0].on_ring and not cells[1][2].on_ring
+    assert cells[1][2].token == "?" and cells[1][2].colour_class == "unknown"
+    assert cells[0][1].colour_class == "switch"
+
+
+def test_nic_cells_follow_legend_tokens() -> None:
+    """GPU x NIC cells carry the legend token and the NIC port's expected bandwidth (400 Gb/s -> 50 GB/s spec)."""
+    host = nvswitch_host()
+    cells = nic_cells(host)
+    assert [cell.token for cell in cells[0]] == list(host.gpu_nic[0])
+    assert cells[0][0].expected is not None and cells[0][0].expected.spec_gbps == 50.0
+
+
+def test_rank_grid_and_group_index() -> None:
+    """Placement to a node-major grid, and each rank's group number."""
+    placement = [(0, 1), (0, 0), (1, 1)]
+    assert rank_grid(placement, nodes=2, gpus_per_node=2) == [1, 0, -1, 2]
+    assert group_index([[0, 2], [1]], world_size=4) == [0, 1, 0, -1]
+
+
+@pytest.mark.parametrize(
+    ("members", "placement", "node", "hops", "off_node"),
+    [
+        ([0, 1, 2, 3], [(0, 0), (0, 1), (0, 2), (0, 3)], 0, ((0, 1), (1, 2), (2, 3), (3, 0)), 0),
+        ([4, 5], [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (0, 5)], 0, ((4, 5),), 0),
+        ([0, 8], [(0, 0)] + [(0, g) for g in range(1, 8)] + [(1, 0)], 0, (), 1),
+        ([0, 1, 2, 3], [(0, 0), (0, 1), (1, 0), (1, 1)], 0, ((0, 1),), 2),
+    ],
+    ids=["ring-in-node", "pair", "pair-across-nodes", "two-nodes"],
+)
+def test_ring_overlay(members: list[int], placement: list[tuple[int, int]], node: int, hops: tuple, off_node: int) -> None:
+    """Hops in rank order, closed; the first rank's node is drawn, the rest counted."""
+    overlay = ring_overlay(members, placement)
+    assert (overlay.node, overlay.hops, overlay.off_node_hops) == (node, hops, off_node)
+
+
+@pytest.mark.parametrize(
+    ("members", "text"),
+    [([0, 1, 2, 3, 4, 5, 6, 7], "0-7"), ([0, 8, 16], "0,8,16"), ([0, 1, 2, 3, 8, 9, 10, 11], "0-3,8-11"), ([5], "5")],
+)
+def test_rank_ranges(members: list[int], text: str) -> None:
+    """Compact rank lists for labels."""
+    assert rank_ranges(members) == text
+
+
+def test_plot_lines_golden() -> None:
+    """Two bars, the second twice as tall, over a two-line plot (hand-computed eighths)."""
+    lines = plot_lines(((1024, 1.0), (4096, 2.0)), height=2, bar_width=3)
+    assert lines == ["   ██ ", "██ ██ ", "1 KiB 4 KiB"]
+
+
+def test_bench_points() -> None:
+    """Peer copies average per size; collectives keep the best busbw per size of one op."""
+    copies = (PeerCopy(0, 1, size_bytes=8, unidir_gbps=1.0), PeerCopy(1, 0, size_bytes=8, unidir_gbps=3.0))
+    assert peer_copy_points(copies) == ((8, 2.0),)
+    from topo.model import CollectiveResult
+
+    results = (
+        CollectiveResult("all_reduce", 8, "float32", 1.0, 1.0, 2.0, 2),
+        CollectiveResult("all_reduce", 8, "float32", 1.0, 1.0, 3.0, 2, in_place=True),
+        CollectiveResult("all_gather", 8, "float32", 1.0, 1.0, 9.0, 2),
+    )
+    assert collective_points(results, "all_reduce") == ((8, 3.0),)
+
+
+def test_form_cli_args_and_export() -> None:
+    """The form as `linkscope check` flags, and the export JSON carries groups and the command."""
+    snapshot = load_sample("dgx-h100")
+    form = LayoutForm(sizes=(("tp", 4), ("pp", 2)), nodes=1, visible_devices=(0, 1, 2, 3, 4, 5, 6, 7))
+    assert form.cli_args() == [
+        "--tp", "4", "--pp", "2", "--order", "tp-cp-ep-dp-pp", "--nodes", "1", "--distribution", "block",
+        "--visible-devices", "0,1,2,3,4,5,6,7",
+    ]  # fmt: skip
+    report = check_layout(snapshot, CheckRequest(sizes=form.sizes, visible_devices=form.visible_devices))
+    command, document = export_command(snapshot, form, report)
+    assert command.startswith("linkscope check sample:dgx-h100 --tp 4 --pp 2")
+    data = json.loads(document)
+    assert data["groups"]["tp"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert data["command"] == command
+
+
+def test_suggestion_applies_to_form() -> None:
+    """A suggestion's order, distribution and devices replace the form's; its speedup is shown."""
+    suggestion = Suggestion(
+        "tp-dp-pp", "block", (0, 3, 1, 2), ("--order tp-dp-pp",), (("CUDA_VISIBLE_DEVICES", "0,3,1,2"),), 1.0, 2.0
+    )
+    form = LayoutForm(sizes=(("tp", 2),), distribution="cyclic")
+    applied = suggested_form(suggestion, form)
+    assert applied is not None
+    assert (applied.order, applied.distribution, applied.visible_devices) == ("tp-dp-pp", "block", (0, 3, 1, 2))
+    assert "2.00x faster" in suggestion_text(suggestion).plain
+    assert suggested_form(None, form) is None
+
+
+def test_merge_measurements_appends() -> None:
+    """New measurements are appended, so the newest copy of a pair wins in the grid."""
+    old = Measurements("a", peer_copies=(PeerCopy(0, 1, size_bytes=8, unidir_gbps=1.0),))
+    new = Measurements("b", peer_copies=(PeerCopy(0, 1, size_bytes=8, unidir_gbps=2.0),))
+    merged = merge_measurements(old, new)
+    assert merged.source == "a + b" and len(merged.peer_copies) == 2
+    assert gpu_cells(nvswitch_host(), merged)[0][1].measured_gbps == 2.0
