@@ -232,6 +232,8 @@ def check_layout(
     if measurements is not None:
         cost_model = calibrate(cost_model, measurements, hosts[0])
     spec, assumptions = model_for(request)
+    if measurements is not None:
+        assumptions = (*assumptions, f"cost model calibrated from measurements ({measurements.source})")
     traffic = step_traffic(spec, dict(layout.sizes))
     pricer = GroupPricer(placement, cost_model)
     context = _Context(layout, groups, placement, pricer, traffic, {})
