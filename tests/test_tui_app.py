@@ -186,7 +186,7 @@ async def test_ranks_apply_suggestion_and_export() -> None:
 async def test_monitor_shows_live_reading_from_fake_feed() -> None:
     """A reading from the feed fills the GPU table, error deltas and the per-link table."""
     feed = FakeFeed([traffic_reading(replay_delta=3)])
-    app = build_app(snapshot=small_snapshot(source="probe"), services=FakeServices(feed=feed), initial_tab="monitor")
+    app = build_app(snapshot=small_snapshot(source="probe"), services=FakeServices(feed=feed), initial_tab="monitor", live=True)
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(MonitorView)
         while view.reading is None:
@@ -203,29 +203,46 @@ async def test_monitor_shows_live_reading_from_fake_feed() -> None:
     assert feed.closed
 
 
+@pytest.mark.parametrize("recording", ["sample", "probe-file"])
 @async_test
-async def test_monitor_on_a_sample_says_no_live_data() -> None:
-    """A recording has no counters: the tab says so and shows no numbers."""
-    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="monitor")
+async def test_monitor_on_a_recording_says_no_live_data(recording: str) -> None:
+    """A recording has no counters to read here: the tab says so; only recorded PCIe link state is shown."""
+    snapshot = load_sample("dgx-h100-degraded") if recording == "sample" else small_snapshot(source="probe")
+    feed = FakeFeed([traffic_reading()])
+    app = build_app(snapshot=snapshot, services=FakeServices(feed=feed), initial_tab="monitor")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
         assert "no live data" in static_text(app.query_one("#monitor-status", Static))
-        assert app.query_one("#monitor-gpus", DataTable).row_count == 0
+        table = app.query_one("#monitor-gpus", DataTable)
+        assert feed.reads == 0
+        if recording == "sample":
+            assert table.row_count == 8
+            assert [table.get_row_at(3)[column].plain for column in range(1, 6)] == ["-"] * 5
+            assert table.get_row_at(3)[7].plain == "x8/16 <"
+            assert table.get_row_at(0)[7].plain == "x16/16"
+        else:
+            assert table.row_count == 0
 
 
 @async_test
 async def test_bench_run_feeds_links_grid() -> None:
-    """`r` runs the (fake) benchmark; results fill the table and reach the Links grid."""
+    """`r` runs the (fake) benchmark; results fill the table, reach the Links grid and re-check the kept layout."""
     services = FakeServices()
-    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench")
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench", live=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
+        app.query_one("#size-tp", Input).value = "4"
+        await settle(app)
+        ranks = app.query_one(RanksView)
+        report_before = ranks.report
         app.query_one("#bench-kind").focus()
         await pilot.press("r")
         await settle(app)
         await pilot.pause()
         assert services.bench_calls and services.bench_calls[0].kind == "p2p"
+        assert ranks.checked_form is not None and dict(ranks.checked_form.sizes)["tp"] == 4
+        assert ranks.report is not None and ranks.report is not report_before
         assert app.query_one("#bench-table", DataTable).row_count == 4 * 7
         snapshot = app.query_one(LinksView).snapshot
         assert snapshot is not None and snapshot.measurements is not None
@@ -237,7 +254,7 @@ async def test_bench_stop_cancels_the_run() -> None:
     """`s` stops a running benchmark; what was measured before the stop is kept."""
     gate = threading.Event()
     services = FakeServices(bench_gate=gate)
-    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench")
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench", live=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         app.query_one("#bench-kind").focus()
@@ -256,7 +273,7 @@ async def test_bench_stop_cancels_the_run() -> None:
 async def test_bench_unavailable_refuses_to_run() -> None:
     """Without a benchmark engine the tab says why and runs nothing."""
     services = FakeServices(bench_reason="no CUDA GPU on this machine")
-    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench")
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench", live=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
@@ -368,3 +385,17 @@ async def test_palette_offers_samples_and_opens_one() -> None:
         await pilot.pause()
         assert app.snapshot is sample
         assert app.query_one(LinksView).snapshot is sample
+
+
+@async_test
+async def test_mouse_click_chooses_a_link_cell() -> None:
+    """Clicking a cell of the Links grid moves the cursor there and shows its detail."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        label_width, cell_width = 7, 5
+        await pilot.click("#link-grid", offset=(label_width + 2 * cell_width + 1, 2))
+        await pilot.pause()
+        assert grid.cursor == (1, 2)
+        assert static_text(app.query_one(LinkDetail)).startswith("GPU1 <-> GPU2")

@@ -149,3 +149,11 @@ def test_merge_measurements_appends() -> None:
     merged = merge_measurements(old, new)
     assert merged.source == "a + b" and len(merged.peer_copies) == 2
     assert gpu_cells(nvswitch_host(), merged)[0][1].measured_gbps == 2.0
+
+
+def test_reduced_links_on_the_degraded_sample() -> None:
+    """On dgx-h100-degraded GPU 3's NV16 pairs are below the box's best NV18; the others are not."""
+    cells = gpu_cells(load_sample("dgx-h100-degraded").host, None)
+    reduced = {(cell.row, cell.col) for row in cells for cell in row if cell.reduced}
+    assert reduced == {(3, other) for other in range(8) if other != 3} | {(other, 3) for other in range(8) if other != 3}
+    assert cells[0][3].best_gbps == 450.0 and cells[0][3].expected is not None and cells[0][3].expected.spec_gbps == 400.0

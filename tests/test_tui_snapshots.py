@@ -58,3 +58,13 @@ def test_links_with_ring_from_ranks(snap_compare: Any) -> None:
 
     app = build_app(snapshot=load_sample("dgx1-v100"), initial_tab="ranks")
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_links_on_degraded_sample(snap_compare: Any) -> None:
+    """GPU 3's NV16 pairs stand out against the NV18 box; the detail names the best pair's bandwidth."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await wait_idle(pilot.app)  # type: ignore[arg-type]
+        await pilot.press("right", "right", "right")
+
+    assert snap_compare(build_app(snapshot=load_sample("dgx-h100-degraded")), terminal_size=(80, 24), run_before=run_before)

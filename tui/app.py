@@ -57,8 +57,10 @@ class LinkscopeApp(App[None]):
         snapshot: Snapshot | None = None,
         notice: str | None = None,
         initial_tab: str = "links",
+        live: bool = False,
     ) -> None:
         super().__init__()
+        self.live = live
         self.services = services
         self.source = source
         self.snapshot = snapshot
@@ -83,7 +85,7 @@ class LinkscopeApp(App[None]):
     def on_mount(self) -> None:
         self._focus_pane(self.query_one(TabbedContent).active_pane)
         if self.snapshot is not None:
-            self.post_message(SnapshotLoaded(self.snapshot, self._initial_notice))
+            self.post_message(SnapshotLoaded(self.snapshot, self._initial_notice, live=self.live))
         else:
             self.sub_title = f"loading {self.source}" if self.source else "probing this machine..."
             self.load_source(self.source)
@@ -114,7 +116,7 @@ class LinkscopeApp(App[None]):
             self.post_message(SnapshotLoaded(sample, notice))
             return
         assert snapshot is not None
-        self.post_message(SnapshotLoaded(snapshot))
+        self.post_message(SnapshotLoaded(snapshot, live=source is None))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Put the keyboard focus in the new tab (its `.initial-focus` widget, else the first focusable one)."""
@@ -133,6 +135,7 @@ class LinkscopeApp(App[None]):
                 return
 
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
+        self.live = message.live
         self.show_snapshot(message.snapshot)
         if message.notice:
             self.notify(message.notice, title="No GPU", timeout=10, markup=False)
@@ -142,9 +145,11 @@ class LinkscopeApp(App[None]):
         self.notify(message.reason, title="Cannot open", severity="error", timeout=15, markup=False)
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
-        """Put `snapshot` on every tab."""
+        """Put `snapshot` on every tab (`self.live` says whether it is this machine now)."""
         self.snapshot = snapshot
-        self.sub_title = snapshot.source or "snapshot"
+        self.sub_title = (snapshot.source or "snapshot") + (" (this machine, live)" if self.live else "")
+        self.query_one(BenchView).live = self.live
+        self.query_one(MonitorView).live = self.live
         self.query_one(LinksView).snapshot = snapshot
         self.query_one(TopologyView).snapshot = snapshot
         self.query_one(RanksView).snapshot = snapshot
@@ -208,9 +213,13 @@ def build_app(
     services: Services | None = None,
     notice: str | None = None,
     initial_tab: str = "links",
+    live: bool = False,
 ) -> LinkscopeApp:
     """The app for `source` (None: this machine) or an already loaded `snapshot`.
 
     `services` defaults to the real ones (:class:`tui.services.LocalServices`); tests pass a fake.
+    `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it).
     """
-    return LinkscopeApp(services or LocalServices(), source=source, snapshot=snapshot, notice=notice, initial_tab=initial_tab)
+    return LinkscopeApp(
+        services or LocalServices(), source=source, snapshot=snapshot, notice=notice, initial_tab=initial_tab, live=live
+    )

@@ -38,6 +38,8 @@ class GridCell:
     measured_gbps: float | None = None
     measured_size_bytes: int | None = None
     on_ring: bool = False
+    best_gbps: float | None = None
+    """Best expected bandwidth of any pair of the same kind on this host (to spot a link below its peers)."""
 
     @property
     def ratio(self) -> float | None:
@@ -51,6 +53,13 @@ class GridCell:
         """True when a measurement fell below :data:`DEGRADED_RATIO` of the typical figure."""
         ratio = self.ratio
         return ratio is not None and ratio < DEGRADED_RATIO
+
+    @property
+    def reduced(self) -> bool:
+        """True when this link should be slower than the best of its kind on the host (e.g. NV16 among NV18)."""
+        if self.expected is None or self.best_gbps is None:
+            return False
+        return self.expected.spec_gbps < self.best_gbps * 0.999
 
     @property
     def colour_class(self) -> str:
@@ -95,11 +104,17 @@ def gpu_cells(
     copies = _largest_copies(measurements, host.hostname)
     count = len(host.gpus)
     pairs = {(link.a, link.b): link for link in host.links}
+    speeds = {key: link_speed(host, link) for key, link in pairs.items() if link.a != link.b}
+    best: dict[LinkKind, float] = {}
+    for key, speed in speeds.items():
+        kind = pairs[key].kind
+        best[kind] = max(best.get(kind, 0.0), speed.spec_gbps)
     rows: list[list[GridCell]] = []
     for a in range(count):
         row: list[GridCell] = []
         for b in range(count):
-            link: Link | None = Link(a, a, LinkKind.SELF) if a == b else pairs.get((min(a, b), max(a, b)))
+            key = (min(a, b), max(a, b))
+            link: Link | None = Link(a, a, LinkKind.SELF) if a == b else pairs.get(key)
             copy = copies.get((host.gpus[a].index, host.gpus[b].index))
             row.append(
                 GridCell(
@@ -107,10 +122,11 @@ def gpu_cells(
                     col=b,
                     token=link.token if link is not None else "?",
                     kind=link.kind if link is not None else None,
-                    expected=link_speed(host, link) if link is not None and a != b else None,
+                    expected=speeds.get(key) if a != b else None,
                     measured_gbps=copy.unidir_gbps if copy is not None else None,
                     measured_size_bytes=copy.size_bytes if copy is not None else None,
                     on_ring=(a, b) in ring or (b, a) in ring,
+                    best_gbps=best.get(link.kind) if link is not None and a != b else None,
                 )
             )
         rows.append(row)

@@ -23,6 +23,8 @@ class SnapshotLoaded(Message):
 
     snapshot: Snapshot
     notice: str | None = None
+    live: bool = False
+    """True when the snapshot is this machine now (probed by this process): live counters and benchmarks apply."""
 
 
 @dataclass

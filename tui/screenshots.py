@@ -29,15 +29,28 @@ class Scene:
     sample: str
     tab: str
     keys: tuple[str, ...] = ()
+    """Keys to press in order; an entry starting with `#` focuses that widget instead."""
     description: str = ""
 
 
 SCENES: tuple[Scene, ...] = (
     Scene("links", "dgx1-v100", "links", ("right", "right", "right"), "DGX-1 hybrid cube mesh: NV1/NV2 and SYS pairs"),
     Scene("topology", "dgx-a100", "topology", (), "DGX A100: NUMA nodes, PCIe switches, GPUs and NICs"),
-    Scene("ranks", "dgx1-v100", "ranks", ("backspace", "2"), "tp=2 on the DGX-1: a slow-link finding and a better device order"),
+    Scene(
+        "ranks",
+        "dgx1-v100",
+        "ranks",
+        ("#size-tp", "backspace", "2", "#rank-map", "right", "right"),
+        "tp=2 on the DGX-1: slow-link findings and a better device order",
+    ),
     Scene("bench", "dgx-h100", "bench", (), "On a sample the benchmarks say they cannot run (no numbers are made up)"),
-    Scene("monitor", "dgx-h100", "monitor", (), "On a sample there are no live counters, and the tab says so"),
+    Scene(
+        "monitor",
+        "dgx-h100-degraded",
+        "monitor",
+        (),
+        "A recording has no live counters: the tab says so and shows the recorded PCIe state (GPU 3 at x8)",
+    ),
 )
 """The screenshots, one per tab, in tab order."""
 
@@ -62,7 +75,10 @@ async def play(pilot: Pilot[None], scene: Scene) -> None:
     assert isinstance(app, LinkscopeApp)
     await wait_idle(app)
     for key in scene.keys:
-        await pilot.press(key)
+        if key.startswith("#"):
+            app.query_one(key).focus()
+        else:
+            await pilot.press(key)
         await wait_idle(app)
 
 

@@ -93,11 +93,11 @@ class Services(Protocol):
         ...
 
     def open_live(self, snapshot: Snapshot) -> LiveFeed:
-        """Open the counter sampler for `snapshot`'s machine; Unavailable when it is not this one."""
+        """Open the counter sampler of this machine (whose probe is `snapshot`); Unavailable when there is none."""
         ...
 
     def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
-        """Why benchmarks cannot run on `snapshot`'s machine, or None when they can."""
+        """Why benchmarks cannot run on this machine (whose probe is `snapshot`), or None when they can."""
         ...
 
     def run_bench(
@@ -113,10 +113,6 @@ class Services(Protocol):
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
         """Expand and check a rank layout (`topo.checks.check_layout`); `suggest` also searches a better one."""
         ...
-
-
-LIVE_SOURCE = "probe"
-"""`Snapshot.source` of a snapshot probed on this machine: the only one with live counters."""
 
 
 class LocalServices:
@@ -141,17 +137,13 @@ class LocalServices:
         return list(sample_names())
 
     def open_live(self, snapshot: Snapshot) -> LiveFeed:
-        """A `probes.live.LiveSampler` when `snapshot` was probed here (NVML starts on its first read)."""
-        if snapshot.source != LIVE_SOURCE:
-            raise Unavailable(f"no live data: {snapshot.source or 'this snapshot'} is a recording, not this machine")
+        """A `probes.live.LiveSampler` for this machine (NVML starts on its first read)."""
         from probes.live import LiveSampler
 
         return LiveSampler(per_link=True)
 
     def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
-        """Benchmarks need this machine, its GPUs and the benchmark engine."""
-        if snapshot.source != LIVE_SOURCE:
-            return f"benchmarks run on this machine only; {snapshot.source or 'this snapshot'} is a recording"
+        """Benchmarks need GPUs in this machine's probe and the benchmark engine."""
         try:
             from tui.bench_adapter import unavailable_reason
         except ImportError as exc:

@@ -71,6 +71,8 @@ class BenchView(Vertical):
         super().__init__()
         self.services = services
         self.unavailable: str | None = "no snapshot yet"
+        self.live = False
+        """Set by the app: True when the snapshot is this machine now (benchmarks only measure this machine)."""
         self.running = False
         self._cancel = threading.Event()
         self._request: BenchRequest | None = None
@@ -98,6 +100,9 @@ class BenchView(Vertical):
         self.unavailable = "checking whether benchmarks can run..."
         self._set_status(Text(self.unavailable))
         self.query_one("#bench-run", Button).disabled = True
+        if not self.live:
+            self._availability(f"benchmarks measure this machine; {snapshot.source or 'this snapshot'} is a recording")
+            return
         self.check_available(snapshot)
 
     @work(thread=True, exclusive=True, group="bench-check")

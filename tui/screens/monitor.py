@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from probes.live import GpuLive, LiveReading
-from topo.model import Snapshot
+from topo.model import Host, Snapshot
 from tui.messages import LiveReadingArrived, LiveUnavailable
 from tui.services import Services, Unavailable
 from tui.text import gbps_label, plain
@@ -60,6 +60,22 @@ def gpu_row(gpu: GpuLive) -> list[Text]:
     ]
 
 
+def recorded_link_state(host: Host) -> tuple[GpuLive, ...]:
+    """The PCIe generation and width each GPU had when the snapshot was taken (empty if none was recorded)."""
+    if not any(gpu.pcie_gen_current is not None or gpu.pcie_width_current is not None for gpu in host.gpus):
+        return ()
+    return tuple(
+        GpuLive(
+            index=gpu.index,
+            pcie_gen_current=gpu.pcie_gen_current,
+            pcie_gen_max=gpu.pcie_gen_max,
+            pcie_width_current=gpu.pcie_width_current,
+            pcie_width_max=gpu.pcie_width_max,
+        )
+        for gpu in host.gpus
+    )
+
+
 class MonitorView(Vertical):
     """The Monitor tab; the app sets `snapshot`, which starts (or stops) the sampling worker."""
 
@@ -73,6 +89,8 @@ class MonitorView(Vertical):
         super().__init__()
         self.services = services
         self.reading: LiveReading | None = None
+        self.live = False
+        """Set by the app: True when the snapshot is this machine now (else there are no counters to read)."""
         self._selected = 0
 
     def compose(self) -> ComposeResult:
@@ -89,9 +107,16 @@ class MonitorView(Vertical):
         """Start sampling the new snapshot's machine (the previous worker is cancelled)."""
         if snapshot is None or not self.is_mounted:
             return
+        if self.live and any(worker.group == "live" and worker.is_running for worker in self.workers):
+            return
         self.reading = None
         self.query_one("#monitor-gpus", DataTable).clear()
         self.query_one("#monitor-links", DataTable).clear()
+        if not self.live:
+            self.workers.cancel_group(self, "live")
+            recording = snapshot.source or "this snapshot"
+            self.post_message(LiveUnavailable(f"no live data: {recording} is a recording (a sample or a file)"))
+            return
         self.query_one("#monitor-status", Static).update(Text("Opening the counters..."), layout=False)
         self.sample(snapshot)
 
@@ -123,10 +148,17 @@ class MonitorView(Vertical):
             feed.close()
 
     def on_live_unavailable(self, message: LiveUnavailable) -> None:
+        """Say why there are no live numbers; show the PCIe link state the snapshot recorded, if any."""
         message.stop()
-        self.query_one("#monitor-status", Static).update(
-            plain(message.reason + " - the Monitor shows no numbers without live counters."), layout=False
-        )
+        recorded = recorded_link_state(self.snapshot.host) if self.snapshot is not None and self.snapshot.hosts else ()
+        table: DataTable[Text] = self.query_one("#monitor-gpus", DataTable)
+        table.clear()
+        if recorded:
+            table.add_rows(gpu_row(gpu) for gpu in recorded)
+            note = "; the table shows only the PCIe link state recorded in the snapshot (no rates, no error deltas)."
+        else:
+            note = "; nothing to show."
+        self.query_one("#monitor-status", Static).update(plain(message.reason + note), layout=False)
 
     def on_live_reading_arrived(self, message: LiveReadingArrived) -> None:
         """Redraw both tables from the new reading, keeping the selected row."""

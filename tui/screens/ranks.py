@@ -35,6 +35,11 @@ from tui.widgets.rank_map import RankMap
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 
+RANK_MAP_MAX_WIDTH = 64
+"""Widest the rank map gets (columns); the findings list takes the rest."""
+RANK_MAP_CHROME = 3
+"""Columns for the map's border and vertical scrollbar."""
+
 AUTO_SUGGEST_MAX_RANKS = 512
 """Layouts up to this many ranks get a suggestion search after every check; larger ones on request
 (the search costs about a second at 8,192 ranks and would hold the interpreter while the form is edited)."""
@@ -98,9 +103,12 @@ class RanksView(Vertical):
             yield FindingsTable(id="findings")
         yield Static(id="suggestion", markup=False)
 
-    def watch_snapshot(self, snapshot: Snapshot | None) -> None:
-        """A new snapshot: reset the form to one full node of tensor parallelism and check it."""
+    def watch_snapshot(self, old: Snapshot | None, snapshot: Snapshot | None) -> None:
+        """A new machine resets the form to one full node of tensor parallelism; new measurements re-check the form."""
         if snapshot is None or not self.is_mounted or not snapshot.hosts:
+            return
+        if old is not None and old.hosts == snapshot.hosts and self.checked_form is not None:
+            self.request_check()
             return
         gpus = max(len(host.gpus) for host in snapshot.hosts)
         nodes = len(snapshot.hosts)
@@ -251,6 +259,7 @@ class RanksView(Vertical):
         self._group_of_rank = group_index(report.groups.get(self._colour_dim, []), len(placement))
         rank_map.picked_group = None
         rank_map.show(labels, gpus, rank_grid(placement, len(labels), gpus), self._group_of_rank)
+        rank_map.styles.width = min(rank_map.virtual_size.width + RANK_MAP_CHROME, RANK_MAP_MAX_WIDTH)
 
     def on_rank_map_rank_picked(self, event: RankMap.RankPicked) -> None:
         event.stop()

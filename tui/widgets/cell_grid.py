@@ -64,7 +64,7 @@ class CellGrid(ScrollView, can_focus=True):
         """Set the labels and the cell width (content is read through :meth:`render_cell` when drawn)."""
         self._row_labels = [label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "~" for label in row_labels]
         self._column_labels = list(column_labels)
-        self._label_width = max([4, *(len(label) for label in self._row_labels[:4096])]) + 2
+        self._label_width = max([4, *(len(label) for label in self._row_labels[:4096])]) + 3
         self._cell_width = max([cell_width, *(len(label) + 1 for label in self._column_labels)])
         self.virtual_size = Size(self._label_width + len(self._column_labels) * self._cell_width, len(self._row_labels) + 1)
         row, column = self.cursor
@@ -93,7 +93,8 @@ class CellGrid(ScrollView, can_focus=True):
         if y == 0:
             label = " " * self._label_width
             segments = [
-                Segment(f"{self._column_labels[column]:^{self._cell_width}}", label_style) for column in range(first, last)
+                Segment(f"{self._column_labels[column]:^{self._cell_width - 1}} "[: self._cell_width], label_style)
+                for column in range(first, last)
             ]
         else:
             row = scroll_y + y - 1
@@ -115,13 +116,14 @@ class CellGrid(ScrollView, can_focus=True):
         """Keep the cursor's cell in view and tell the subclass."""
         row, column = cursor
         scroll_x, scroll_y = self.scroll_offset
-        visible_rows = max(self.size.height - 1, 1)
+        view = self.scrollable_content_region
+        visible_rows = max(view.height - 1, 1)
         if row < scroll_y:
             self.scroll_to(y=row, animate=False, immediate=True)
         elif row >= scroll_y + visible_rows:
             self.scroll_to(y=row - visible_rows + 1, animate=False, immediate=True)
         left = column * self._cell_width
-        visible_width = max(self.size.width - self._label_width, self._cell_width)
+        visible_width = max(view.width - self._label_width, self._cell_width)
         if left < scroll_x:
             self.scroll_to(x=left, animate=False, immediate=True)
         elif left + self._cell_width > scroll_x + visible_width:
@@ -139,7 +141,7 @@ class CellGrid(ScrollView, can_focus=True):
 
     def action_page(self, pages: int) -> None:
         """Move the cursor by a screenful of rows."""
-        self.action_move(pages * max(self.size.height - 2, 1), 0)
+        self.action_move(pages * max(self.scrollable_content_region.height - 2, 1), 0)
 
     def action_select(self) -> None:
         """Select the cell under the cursor."""

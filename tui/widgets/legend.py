@@ -12,6 +12,7 @@ LEGEND_ENTRIES: tuple[tuple[str, str], ...] = (
     ("switch", " PIX/PXB PCIe switch "),
     ("host", " PHB/NODE via CPU "),
     ("sys", " SYS across sockets "),
+    ("reduced", " below the box's best "),
     ("degraded", " !n measured < 75% of typical "),
     ("ring", " *n ring hop "),
 )

@@ -34,6 +34,8 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
     if cell.expected is not None:
         expected = cell.expected
         text.append(f"\nexpected {expected.typical_gbps:.0f} GB/s typical, {expected.spec_gbps:.0f} spec ({expected.basis})")
+        if cell.reduced and cell.best_gbps is not None:
+            text.append(f"; best pair here: {cell.best_gbps:.0f}", style="bold")
     if cell.measured_gbps is not None:
         ratio = cell.ratio
         size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""
@@ -43,7 +45,7 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
             if ratio < DEGRADED_RATIO:
                 text.append("  DEGRADED", style="bold reverse")
     else:
-        text.append("\nnot measured (run a peer-copy benchmark on the Bench tab, or open a snapshot with measurements)")
+        text.append("\nnot measured (Bench tab, or open a snapshot with measurements)")
     if link is not None and link.p2p is not None:
         p2p = link.p2p
         text.append(

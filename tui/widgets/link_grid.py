@@ -20,6 +20,7 @@ class LinkGrid(CellGrid):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *(f"link-grid--{name}" for name in CELL_CLASSES),
         "link-grid--degraded",
+        "link-grid--reduced",
         "link-grid--ring",
     }
 
@@ -62,6 +63,8 @@ class LinkGrid(CellGrid):
         if cell is None:
             return "", Style()
         style = self.get_component_rich_style(f"link-grid--{cell.colour_class}")
+        if cell.reduced:
+            style = style + self.get_component_rich_style("link-grid--reduced", partial=True)
         if cell.degraded:
             style = style + self.get_component_rich_style("link-grid--degraded", partial=True)
         if cell.on_ring:
