@@ -19,7 +19,7 @@ from probes.bench.p2p_report import (
 )
 from probes.bench.preflight import GpuState, problems, states_in_use
 from probes.bench.timing import median
-from tests.bench_support import cli_main
+from bench_support import cli_main
 from topo.errors import InputError
 from topo.model import PeerCopy
 from topo.samples import load_sample

@@ -13,7 +13,7 @@ import pytest
 
 from probes.bench import runner
 from probes.bench.spec import CollectiveSpec, layout_groups
-from tests.bench_support import alive, cli_process, descendants
+from bench_support import alive, cli_process, descendants
 from topo.codec import to_jsonable
 
 pytest.importorskip("psutil")

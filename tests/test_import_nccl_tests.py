@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.bench_support import FIXTURES, cli_main
+from bench_support import FIXTURES, cli_main
 from topo.codec import measurements_from_json
 from topo.errors import InputError
 from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
@@ -145,7 +145,7 @@ def test_cli_import_table() -> None:
     import subprocess
     import sys
 
-    from tests.bench_support import ROOT
+    from bench_support import ROOT
 
     result = subprocess.run([sys.executable, str(ROOT / "tests" / "bench_support.py"), "import", str(A100)],
                             capture_output=True, text=True, env={"COLUMNS": "120", "PATH": ""}, cwd=ROOT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bench_support import FIXTURES, cli_main
+from bench_support import FIXTURES, cli_main
 from topo.errors import InputError
 from topo.formats.p2p_matrices import (
     looks_like_nvbandwidth,

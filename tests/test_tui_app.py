@@ -9,7 +9,7 @@ import time
 import pytest
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
-from tests.tui_support import (
+from tui_support import (
     FakeFeed,
     FakeServices,
     async_test,
@@ -399,3 +399,15 @@ async def test_mouse_click_chooses_a_link_cell() -> None:
         await pilot.pause()
         assert grid.cursor == (1, 2)
         assert static_text(app.query_one(LinkDetail)).startswith("GPU1 <-> GPU2")
+
+
+@async_test
+async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
+    """A recording with measurements (open --measurements, import --attach) shows them on the Bench tab."""
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=measured_copies())
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
+        status = static_text(app.query_one("#bench-status", Static))
+        assert "is a recording" in status and "Showing the recorded results" in status

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.tui_support import measured_copies, nvswitch_host
+from tui_support import measured_copies, nvswitch_host
 from topo.checks import CheckRequest, check_layout
 from topo.model import Link, LinkKind, Measurements, PeerCopy
 from topo.samples import load_sample

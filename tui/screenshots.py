@@ -7,6 +7,7 @@ tested screens are the same ones.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +15,11 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.worker import WorkerState
 
+from topo.formats.results import read_measurements
 from topo.samples import load_sample
 from tui.app import LinkscopeApp, build_app
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 
 SCREENSHOT_SIZE = (120, 40)
 """Terminal size (columns, lines) of the screenshots."""
@@ -31,6 +35,8 @@ class Scene:
     keys: tuple[str, ...] = ()
     """Keys to press in order; an entry starting with `#` focuses that widget instead."""
     description: str = ""
+    measurements: str | None = None
+    """Another tool's output (path from the repository root) recorded on this kind of machine, shown with it."""
 
 
 SCENES: tuple[Scene, ...] = (
@@ -43,7 +49,14 @@ SCENES: tuple[Scene, ...] = (
         ("#size-tp", "backspace", "2", "#rank-map", "right", "right"),
         "tp=2 on the DGX-1: slow-link findings and a better device order",
     ),
-    Scene("bench", "dgx-h100", "bench", (), "On a sample the benchmarks say they cannot run (no numbers are made up)"),
+    Scene(
+        "bench",
+        "dgx-a100",
+        "bench",
+        (),
+        "A recording cannot be measured again; results recorded on its kind of machine (nccl-tests) are shown",
+        "tests/fixtures/real/nccl_tests/a100-8gpu-nvswitch-sendrecv-truncated.txt",
+    ),
     Scene(
         "monitor",
         "dgx-h100-degraded",
@@ -57,7 +70,11 @@ SCENES: tuple[Scene, ...] = (
 
 def scene_app(scene: Scene) -> LinkscopeApp:
     """The app of `scene`, with its sample already loaded (the real services)."""
-    return build_app(snapshot=load_sample(scene.sample), initial_tab=scene.tab)
+    snapshot = load_sample(scene.sample)
+    if scene.measurements is not None:
+        path = REPOSITORY_ROOT / scene.measurements
+        snapshot = dataclasses.replace(snapshot, measurements=read_measurements(path.read_text(), scene.measurements))
+    return build_app(snapshot=snapshot, initial_tab=scene.tab)
 
 
 async def wait_idle(app: LinkscopeApp) -> None:

@@ -83,6 +83,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write Measurements JSON to FILE")
+    parser.add_argument("--attach", default=None, metavar="SOURCE",
+                        help="with -o: write SOURCE's snapshot carrying the results instead (opens in the app)")
 
 
 @contextmanager
@@ -116,6 +118,7 @@ def _run_guarded(function: Callable[[], int]) -> int:
 
 def run_collectives(args: argparse.Namespace) -> int:
     """Parse, check the GPUs, spawn the workers, render rows (and write -o)."""
+    _check_output_options(args)
     from probes.bench.preflight import cuda_device_count, gpu_preflight
     from probes.bench.spec import layout_world_size, spec_from_args
 
@@ -139,7 +142,7 @@ def run_collectives(args: argparse.Namespace) -> int:
         with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
             measurements, result = measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
         notes = result["notes"]
-        _write_output(args.output, measurements)
+        _write_output(args, measurements)
         if args.json:
             print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]), "notes": notes}, indent=2))
         else:
@@ -153,16 +156,16 @@ def run_collectives(args: argparse.Namespace) -> int:
     return _run_guarded(body)
 
 
-def _write_output(path: str | None, measurements: Any) -> None:
-    if path is None:
-        return
-    from topo.codec import measurements_to_json
+def _check_output_options(args: argparse.Namespace) -> None:
+    if args.attach and not args.output:
+        raise InputError("--attach: name the snapshot file to write with -o FILE")
 
-    try:
-        with open(path, "w") as handle:
-            handle.write(measurements_to_json(measurements))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+
+def _write_output(args: argparse.Namespace, measurements: Any) -> None:
+    if args.output:
+        from linkscope.files import write_measurements
+
+        write_measurements(args.output, measurements, args.attach)
 
 
 def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], notes: list[str]) -> None:
@@ -194,6 +197,7 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
 
 def run_p2p(args: argparse.Namespace) -> int:
     """Peer copies: needs CUDA; one worker drives every GPU, then matrices with expected speeds."""
+    _check_output_options(args)
     from probes.bench.p2p_report import parse_pairs
     from probes.bench.preflight import cuda_device_count, gpu_preflight
     from topo.sizes import parse_size_bytes
@@ -244,7 +248,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
-    _write_output(args.output, measurements)
+    _write_output(args, measurements)
     count = len(result["devices"])
     if args.json:
         rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,

@@ -13,12 +13,12 @@ import json
 import sys
 from typing import Any
 
+from linkscope.files import load_measurements
 from linkscope.source import open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
 from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh
-from topo.model import Measurements
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
 
@@ -125,16 +125,6 @@ def cost_model_from_args(args: argparse.Namespace) -> CostModel | None:
     return load_cost_overrides(read_text_file(path), path)
 
 
-def load_measurements(path: str | None) -> Measurements | None:
-    """Measurements from `--measurements FILE` (what `linkscope bench` or `import` wrote)."""
-    if path is None:
-        return None
-    from topo.codec import measurements_from_json
-    from topo.sources import read_text_file
-
-    return measurements_from_json(read_text_file(path), path)
-
-
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the `check` subcommand."""
     parser = subparsers.add_parser(
@@ -164,7 +154,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="explicit placement: CSV/JSON rank,host,gpu, a DeepSpeed hostfile or Slurm variables")
     add_model_arguments(parser)
     parser.add_argument("--measurements", default=None, metavar="FILE",
-                        help="measurements JSON (linkscope bench) to calibrate the cost model")
+                        help="measurements JSON (linkscope bench/import -o) to calibrate the cost model "
+                        "(default: those the snapshot carries, if any)")
     parser.add_argument("--cost-params", default=None, metavar="FILE",
                         help='JSON overrides of the link parameters, e.g. {"bandwidth_gbps": {"NET": 45}}')
     parser.add_argument("--suggest", action="store_true", help="search orders and device permutations for a faster layout")
@@ -179,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
     snapshot = open_source(args.source)
     default_slots = len(snapshot.host.gpus) if snapshot.hosts else 8
     request = request_from_args(args, default_slots)
-    report = check_layout(snapshot, request, load_measurements(args.measurements), suggest=args.suggest)
+    measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
+    report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     if args.json:
         large = report.layout is not None and report.layout.world_size > 4096
         json.dump(report.to_json(), sys.stdout, separators=(",", ":") if large else None)

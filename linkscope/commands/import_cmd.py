@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from topo.errors import InputError
+from topo.formats.results import read_measurements
 from topo.model import Measurements
 
-FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
 PIPED_WIDTH = 120
 """Table width when stdout is not a terminal (logs, pipes)."""
 
@@ -28,32 +28,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--op", default=None, help="collective of an nccl-tests table whose log does not name it")
     parser.add_argument("--json", action="store_true", help="print Measurements JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="write Measurements JSON to OUT")
+    parser.add_argument("--attach", default=None, metavar="SOURCE",
+                        help="with -o: write SOURCE's snapshot carrying these measurements instead (opens in the app)")
     parser.set_defaults(run=run)
-
-
-def read_measurements(text: str, name: str, op: str | None = None) -> Measurements:
-    """Detect which tool wrote `text` and parse it; InputError when it is none of them."""
-    from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
-    from topo.formats.p2p_matrices import (
-        looks_like_nvbandwidth,
-        looks_like_p2p_bandwidth_latency_test,
-        read_nvbandwidth,
-        read_p2p_bandwidth_latency_test,
-    )
-
-    if not text.strip():
-        raise InputError(f"{name}: empty input")
-    if looks_like_nccl_tests(text):
-        return read_nccl_tests(text, name, op)
-    if looks_like_p2p_bandwidth_latency_test(text):
-        return read_p2p_bandwidth_latency_test(text, name)
-    if looks_like_nvbandwidth(text):
-        return read_nvbandwidth(text, name)
-    raise InputError(f"{name}: not output of {', '.join(FORMATS)} (no result table found)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
+    from linkscope.files import write_measurements
     from topo.codec import measurements_to_json
     from topo.sources import read_text_file
 
@@ -63,11 +45,9 @@ def run(args: argparse.Namespace) -> int:
         text, name = read_text_file(args.file), args.file
     measurements = read_measurements(text, name, args.op)
     if args.output:
-        try:
-            with open(args.output, "w") as handle:
-                handle.write(measurements_to_json(measurements))
-        except OSError as exc:
-            raise InputError(f"{args.output}: cannot write ({exc.strerror})") from None
+        write_measurements(args.output, measurements, args.attach)
+    elif args.attach:
+        raise InputError("--attach: name the snapshot file to write with -o FILE")
     if args.json:
         print(measurements_to_json(measurements))
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.files import load_measurements, with_measurements
 from topo.errors import InputError
 from topo.sources import load_source
 
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "examples:\n"
             "  linkscope open sample:dgx-h100\n"
             "  linkscope open snapshot.json --tab ranks\n"
+            "  linkscope open sample:dgx-h100 --measurements nvbandwidth-imported.json\n"
             "  linkscope                  (this machine)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -42,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="snapshot JSON, `nvidia-smi topo -m` text or sample:NAME; default: this machine",
     )
     parser.add_argument("--tab", choices=TAB_NAMES, default="links", help="the tab to start on (default: links)")
+    parser.add_argument("--measurements", default=None, metavar="FILE",
+                        help="measurements (linkscope bench/import -o) to show on SOURCE: measured GB/s on the Links grid, "
+                        "results on the Bench tab, calibrated costs on the Ranks tab")
     parser.set_defaults(run=run)
 
 
@@ -52,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     if source == "-":
         raise InputError("open: the app needs the terminal, so it cannot read stdin; save the input to a file first")
     snapshot = load_source(source) if source is not None else None
+    if args.measurements is not None:
+        if snapshot is None:
+            raise InputError("--measurements: name the SOURCE they were measured on (e.g. a `linkscope probe -o` file)")
+        snapshot = with_measurements(snapshot, load_measurements(args.measurements))
     from tui.app import build_app
 
     build_app(source, snapshot=snapshot, initial_tab=tab).run()

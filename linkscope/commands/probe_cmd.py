@@ -139,6 +139,7 @@ def _facts_line(snapshot: Snapshot) -> RenderableType:
 
 def run(args: argparse.Namespace) -> int:
     """Probe this machine and print the identity table, the views of `show`, NUMA nodes and gaps (or JSON)."""
+    from linkscope.files import write_text_file
     from probes.host import DEFAULT_BUDGET_S, probe_host
     from probes.identity import identity_table
     from topo.codec import snapshot_to_json, to_jsonable
@@ -149,11 +150,7 @@ def run(args: argparse.Namespace) -> int:
     snapshot = probe_host(budget_s=budget_s, with_torch=args.with_torch)
     table = identity_table(snapshot.host)
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(snapshot_to_json(snapshot) + "\n")
-        except OSError as exc:
-            raise InputError(f"{args.output}: cannot write ({exc.strerror})") from None
+        write_text_file(args.output, snapshot_to_json(snapshot))
     if args.json:
         json.dump({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -100,8 +100,11 @@ class BenchView(Vertical):
         self.unavailable = "checking whether benchmarks can run..."
         self._set_status(Text(self.unavailable))
         self.query_one("#bench-run", Button).disabled = True
+        if snapshot.measurements is not None and not self.running:
+            self.show_results(snapshot.measurements)
         if not self.live:
-            self._availability(f"benchmarks measure this machine; {snapshot.source or 'this snapshot'} is a recording")
+            recorded = f" Showing the recorded results of {snapshot.measurements.source}." if snapshot.measurements else ""
+            self._availability(f"benchmarks measure this machine; {snapshot.source or 'this snapshot'} is a recording.{recorded}")
             return
         self.check_available(snapshot)
 
@@ -230,6 +233,8 @@ class BenchView(Vertical):
             )
             plot.title = "peer copy GB/s (mean over pairs)"
             plot.points = peer_copy_points(measurements.peer_copies)
+            if not plot.points:
+                plot.empty_message = f"{measurements.source} does not say its buffer sizes: nothing to plot against size."
         elif measurements.collectives:
             table.add_columns("op", "size", "time us", "algbw", "busbw", "ranks", "wrong")
             table.add_rows(

@@ -47,11 +47,13 @@ class BandwidthPlot(Widget):
     """(size_bytes, GB/s) per measured size, in size order."""
     title: reactive[str] = reactive("")
     """What the bars show, e.g. `all_reduce busbw`."""
+    empty_message: reactive[str] = reactive("No results yet: run a benchmark to plot bandwidth against size.")
+    """What the plot says while it has no points."""
 
     def render(self) -> Text:
         """Title with the peak, the bars, and the size axis."""
         if not self.points:
-            return Text("No results yet: run a benchmark to plot bandwidth against size.")
+            return Text(self.empty_message)
         peak = max(gbps for _, gbps in self.points)
         text = Text(f"{self.title}  (peak {peak:.1f} GB/s)\n", style="bold")
         bar_style = self.get_component_rich_style("bandwidth-plot--bar", partial=True)

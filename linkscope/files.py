@@ -1,0 +1,47 @@
+"""Files the commands write and the measurements they read: one place for their errors.
+
+Every failure is an InputError naming the file, so the command line prints one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from topo.codec import measurements_from_json, measurements_to_json, snapshot_to_json
+from topo.errors import InputError
+from topo.formats.results import read_measurements
+from topo.model import Measurements, Snapshot
+from topo.sources import read_text_file
+
+
+def write_text_file(path: str, text: str) -> None:
+    """Write `text` (plus a final newline) to `path`."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+
+
+def load_measurements(path: str) -> Measurements:
+    """Measurements from a file: what `linkscope bench -o` / `import -o` wrote, a snapshot carrying them,
+    or the raw output of nccl-tests, nvbandwidth or p2pBandwidthLatencyTest."""
+    text = read_text_file(path)
+    if text.lstrip().startswith("{"):
+        return measurements_from_json(text, path)
+    return read_measurements(text, path)
+
+
+def with_measurements(snapshot: Snapshot, measurements: Measurements) -> Snapshot:
+    """`snapshot` carrying `measurements` (replacing any it had)."""
+    return dataclasses.replace(snapshot, measurements=measurements)
+
+
+def write_measurements(path: str, measurements: Measurements, attach_to: str | None = None) -> None:
+    """Write measurements JSON to `path`; with `attach_to` (a SOURCE), write that snapshot carrying them."""
+    if attach_to is None:
+        write_text_file(path, measurements_to_json(measurements))
+        return
+    from linkscope.source import open_source
+
+    write_text_file(path, snapshot_to_json(with_measurements(open_source(attach_to), measurements)))

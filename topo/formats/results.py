@@ -1,0 +1,30 @@
+"""Results of other tools (nccl-tests, nvbandwidth, p2pBandwidthLatencyTest): detect which one wrote a text."""
+
+from __future__ import annotations
+
+from topo.errors import InputError
+from topo.model import Measurements
+
+FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
+"""The tools whose output `read_measurements` reads."""
+
+
+def read_measurements(text: str, name: str, op: str | None = None) -> Measurements:
+    """Detect which tool wrote `text` and parse it; InputError when it is none of them."""
+    from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
+    from topo.formats.p2p_matrices import (
+        looks_like_nvbandwidth,
+        looks_like_p2p_bandwidth_latency_test,
+        read_nvbandwidth,
+        read_p2p_bandwidth_latency_test,
+    )
+
+    if not text.strip():
+        raise InputError(f"{name}: empty input")
+    if looks_like_nccl_tests(text):
+        return read_nccl_tests(text, name, op)
+    if looks_like_p2p_bandwidth_latency_test(text):
+        return read_p2p_bandwidth_latency_test(text, name)
+    if looks_like_nvbandwidth(text):
+        return read_nvbandwidth(text, name)
+    raise InputError(f"{name}: not output of {', '.join(FORMATS)} (no result table found)")
