@@ -21,18 +21,39 @@ def _blocks() -> list[str]:
     return FENCE.findall(README)
 
 
-def _examples() -> list[tuple[str, int]]:
-    """Every `linkscope ...` line of the README's shell blocks, with its expected exit status."""
-    examples = []
+def _linkscope_lines(interactive: bool) -> list[str]:
+    """The `linkscope ...` lines of the README's shell blocks that open the app (or that do not)."""
+    lines = []
     for block in _blocks():
         for raw in block.splitlines():
             line = raw.strip()
-            if not line.startswith("linkscope ") or "# interactive" in line:
-                continue
-            expected = EXPECTED_EXIT.search(line)
-            command = line.split("#", 1)[0].strip()
-            examples.append((command, int(expected.group(1)) if expected else 0))
+            if line.startswith("linkscope ") and ("# interactive" in line) == interactive:
+                lines.append(line)
+    return lines
+
+
+def _examples() -> list[tuple[str, int]]:
+    """Every non-interactive `linkscope ...` line, with its expected exit status."""
+    examples = []
+    for line in _linkscope_lines(interactive=False):
+        expected = EXPECTED_EXIT.search(line)
+        examples.append((line.split("#", 1)[0].strip(), int(expected.group(1)) if expected else 0))
     return examples
+
+
+@pytest.mark.parametrize("line", _linkscope_lines(interactive=True))
+def test_readme_app_example_parses_and_its_files_open(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines that open the app (run for real by the tmux smoke test) parse, and their SOURCE and files load."""
+    from linkscope.cli import build_parser
+    from linkscope.commands import open_cmd
+
+    opened: list[object] = []
+    monkeypatch.setattr("tui.app.LinkscopeApp.run", lambda app: opened.append(app.snapshot))
+    monkeypatch.chdir(ROOT)
+    args = build_parser().parse_args(shlex.split(line.split("#", 1)[0])[1:])
+    assert args.run is open_cmd.run
+    assert args.run(args) == 0
+    assert len(opened) == 1
 
 
 def test_readme_starts_with_install_and_run_then_install_and_test() -> None:

@@ -60,3 +60,29 @@ def test_open_sample_in_tmux_and_quit(tmux: Callable[..., str]) -> None:
     last = wait_for(screen, "linkscope-exit=")
     assert "linkscope-exit=0" in last
     assert "NV18" not in last, "the app's screen should be gone after quitting (alternate screen restored)"
+
+
+def test_quick_tab_switches_settle_without_spinning(tmux: Callable[..., str]) -> None:
+    """A burst of keys that switches tabs twice leaves the app idle (no focus ping-pong between tabs)."""
+    import psutil
+
+    linkscope = str(EXECUTABLE) if EXECUTABLE.exists() else "linkscope"
+    tmux("new-session", "-d", "-s", "burst", "-x", "120", "-y", "40", "-e", "TERM=xterm-256color",
+         f"{linkscope} open sample:dgx-h100 --tab ranks")
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "burst")
+
+    wait_for(screen, "ranks on 1 node")
+    pid = int(tmux("list-panes", "-t", "burst", "-F", "#{pane_pid}").strip())
+    process = psutil.Process(pid)
+    time.sleep(1.0)
+    tmux("send-keys", "-t", "burst", "BSpace", "4")
+    wait_for(screen, "Benchmarks are unavailable")
+    time.sleep(1.0)
+    tmux("send-keys", "-t", "burst", "Tab", "Tab", "Tab", "Tab", "Tab", "BSpace", "2")
+    time.sleep(2.0)
+    busy_before = sum(process.cpu_times()[:2])
+    time.sleep(2.0)
+    busy_s = sum(process.cpu_times()[:2]) - busy_before
+    assert busy_s < 0.5, f"the app used {busy_s:.2f} s of CPU in 2 s while idle"

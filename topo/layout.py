@@ -85,7 +85,7 @@ def parse_mesh(text: str) -> tuple[tuple[str, int], ...]:
             raise InputError(f"--mesh: {part.strip()!r} is not NAME=SIZE (example: dp=4,tp=8)")
         if name not in DIMENSIONS:
             raise InputError(f"--mesh: unknown dimension {name!r} (known: {', '.join(DIMENSIONS)})")
-        entries.append((name, _positive(value.strip(), f"--mesh {name}")))
+        entries.append((name, parse_positive_int(value.strip(), f"--mesh {name}")))
     names = [name for name, _ in entries]
     if len(set(names)) != len(names):
         raise InputError(f"--mesh: a dimension appears twice in {text!r}")
@@ -97,7 +97,8 @@ def parse_sizes(text: str) -> tuple[tuple[str, int], ...]:
     return parse_mesh(text)
 
 
-def _positive(text: str, field: str) -> int:
+def parse_positive_int(text: str, field: str) -> int:
+    """`text` as a whole number >= 1; InputError naming `field` otherwise."""
     try:
         value = int(text)
     except ValueError:

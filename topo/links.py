@@ -39,6 +39,19 @@ NETWORK_TYPICAL_FRACTION = 0.93
 """NCCL reaches ~46-48 GB/s on a 400 Gb/s (50 GB/s) NDR port."""
 
 
+LINK_CLASS: dict[LinkKind, str] = {
+    LinkKind.SELF: "self",
+    LinkKind.NVLINK: "nvlink",
+    LinkKind.PIX: "switch",
+    LinkKind.PXB: "switch",
+    LinkKind.PHB: "host",
+    LinkKind.NODE: "host",
+    LinkKind.SYS: "sys",
+}
+"""The class each link kind is shown (coloured) as: NVLink, behind PCIe switches, through the CPU,
+across sockets. The console and the app both draw by these names."""
+
+
 @dataclass(frozen=True)
 class LinkSpeed:
     """Expected bandwidth of one link, per direction."""

@@ -119,7 +119,17 @@ class LinkscopeApp(App[None]):
         self.post_message(SnapshotLoaded(snapshot, live=source is None))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Put the keyboard focus in the new tab (its `.initial-focus` widget, else the first focusable one)."""
+        """Put the keyboard focus in the new tab (its `.initial-focus` widget, else the first focusable one).
+
+        A stale activation (another tab became active since it was posted) is ignored, and focus that
+        already sits in the tab stays: focusing a widget of a hidden tab activates that tab, so two
+        quick tab switches would otherwise pull the focus back and forth for ever.
+        """
+        if event.pane is None or event.tabbed_content.active != event.pane.id:
+            return
+        focused = self.focused
+        if focused is not None and event.pane in focused.ancestors:
+            return
         self._focus_pane(event.pane)
 
     def _focus_pane(self, pane: TabPane | None) -> None:

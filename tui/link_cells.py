@@ -7,23 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topo.links import LinkSpeed, link_speed, network_speed
+from topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
 from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
 
 DEGRADED_RATIO = 0.75
 """A measured copy below this share of the typical bandwidth marks its cell as degraded."""
-
-CLASS_NAMES: dict[LinkKind, str] = {
-    LinkKind.SELF: "self",
-    LinkKind.NVLINK: "nvlink",
-    LinkKind.PIX: "switch",
-    LinkKind.PXB: "switch",
-    LinkKind.PHB: "host",
-    LinkKind.NODE: "host",
-    LinkKind.SYS: "sys",
-}
-"""Colour class of each link kind (a component class `link-grid--<name>` in the stylesheet)."""
-
 
 @dataclass(frozen=True)
 class GridCell:
@@ -66,7 +54,7 @@ class GridCell:
         """The component class name that colours this cell."""
         if self.kind is None:
             return "unknown"
-        return CLASS_NAMES[self.kind]
+        return LINK_CLASS[self.kind]
 
     def text(self, show_expected: bool) -> str:
         """The short cell text: measured GB/s and ratio, else expected GB/s or the token."""

@@ -18,7 +18,7 @@ from linkscope.source import open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
-from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh
+from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh, parse_positive_int
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
 
@@ -28,12 +28,9 @@ EXIT_FINDINGS = 1
 
 def _positive_int(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+        return parse_positive_int(text, "value")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
 
 
 def add_layout_arguments(parser: argparse.ArgumentParser) -> None:

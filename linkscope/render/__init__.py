@@ -8,21 +8,11 @@ Untrusted strings (host and device names from files) are always rendered as plai
 
 from __future__ import annotations
 
-from topo.model import Host, LinkKind, parse_link_token
+from topo.links import LINK_CLASS
+from topo.model import Host, parse_link_token
 
 UNKNOWN_TOKEN = "?"
 """Shown for a pair the snapshot does not describe (a link or GPU x NIC entry missing from a file)."""
-
-LINK_CLASS: dict[LinkKind, str] = {
-    LinkKind.SELF: "self",
-    LinkKind.NVLINK: "nvlink",
-    LinkKind.PIX: "switch",
-    LinkKind.PXB: "switch",
-    LinkKind.PHB: "host",
-    LinkKind.NODE: "host",
-    LinkKind.SYS: "sys",
-}
-"""Colour class of each link kind: NVLink, behind PCIe switches, through the CPU, across sockets."""
 
 CLASS_STYLES: dict[str, str] = {
     "self": "dim",

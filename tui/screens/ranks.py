@@ -21,6 +21,7 @@ from textual.worker import Worker, get_current_worker
 
 from topo.checks import CheckReport
 from topo.errors import InputError
+from topo.layout import parse_positive_int
 from topo.model import Snapshot
 from topo.placement import parse_visible_devices
 from topo.suggest import Suggestion
@@ -137,8 +138,8 @@ class RanksView(Vertical):
         for dim in DIMS:
             text = self.query_one(f"#size-{dim}", Input).value.strip()
             if text:
-                sizes.append((dim, _positive(text, dim)))
-        nodes = _positive(self.query_one("#nodes", Input).value, "nodes")
+                sizes.append((dim, parse_positive_int(text, dim)))
+        nodes = parse_positive_int(self.query_one("#nodes", Input).value, "nodes")
         order = self.query_one("#order", Input).value.strip() or "tp-cp-ep-dp-pp"
         distribution = str(self.query_one("#distribution", Select).value)
         model = self.query_one("#model", Input).value.strip() or None
@@ -331,13 +332,3 @@ class RanksView(Vertical):
             return
         command, document = export_command(self.snapshot, self.checked_form, self.report)
         self.app.push_screen(ExportScreen(command, document))
-
-
-def _positive(text: str, field: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"{field}: {text!r} is not a whole number") from None
-    if value < 1:
-        raise InputError(f"{field}: must be at least 1")
-    return value
