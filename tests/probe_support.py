@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakes import FakeNvml, build_sysfs
-
 from probes.capabilities import SoftwareFacts
 from probes.host import probe_host
 from topo.model import Host, Snapshot
+
+from fakes import FakeNvml, build_sysfs
 
 
 def software_of(host: Host) -> SoftwareFacts:

@@ -19,10 +19,11 @@ from probes.bench.p2p_report import (
 )
 from probes.bench.preflight import GpuState, problems, states_in_use
 from probes.bench.timing import median
-from bench_support import cli_main
 from topo.errors import InputError
 from topo.model import PeerCopy
 from topo.samples import load_sample
+
+from bench_support import cli_main
 
 
 def test_all_ordered_pairs() -> None:

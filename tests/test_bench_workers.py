@@ -13,8 +13,9 @@ import pytest
 
 from probes.bench import runner
 from probes.bench.spec import CollectiveSpec, layout_groups
-from bench_support import alive, cli_process, descendants
 from topo.codec import to_jsonable
+
+from bench_support import alive, cli_process, descendants
 
 pytest.importorskip("psutil")
 pytest.importorskip("torch")

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from layout_support import assert_one_line_error, run_cli
 
 from topo.codec import measurements_to_json
 from topo.model import CollectiveResult, Measurements
+
+from layout_support import assert_one_line_error, run_cli
 
 
 def test_good_layout_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from layout_support import NVLINK_PAIRS_4, host_from_matrix
 
 from topo.cost import CostModel, GroupPricer, calibrate, collective_cost, load_cost_overrides, uniform_links
 from topo.errors import InputError
 from topo.model import CollectiveResult, Measurements, PeerCopy
 from topo.placement import Placement
 from topo.samples import load_sample
+
+from layout_support import NVLINK_PAIRS_4, host_from_matrix
 
 GIB = 1 << 30
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from layout_support import assert_one_line_error, run_cli
 
 from topo.errors import InputError
 from topo.sizes import parse_size_bytes
+
+from layout_support import assert_one_line_error, run_cli
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from bench_support import FIXTURES, cli_main
 from topo.codec import measurements_from_json
 from topo.errors import InputError
 from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
 from topo.model import CollectiveResult, Measurements
+
+from bench_support import FIXTURES, cli_main
 
 NCCL = FIXTURES / "nccl_tests"
 RTX = NCCL / "rtx2080ti-2gpu-pcie-no-p2p-5-collectives.txt"

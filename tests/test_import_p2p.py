@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from bench_support import FIXTURES, cli_main
 from topo.errors import InputError
 from topo.formats.p2p_matrices import (
     looks_like_nvbandwidth,
@@ -14,6 +13,8 @@ from topo.formats.p2p_matrices import (
     read_p2p_bandwidth_latency_test,
 )
 from topo.model import Measurements, PeerCopy
+
+from bench_support import FIXTURES, cli_main
 
 P2P = FIXTURES / "p2p"
 NVB = P2P / "h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"

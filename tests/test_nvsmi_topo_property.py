@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nvsmi_topo_support import AFFINITY_COLUMNS, SyntheticTopo, render_topo
 
 from topo.formats.nvsmi_topo import read_nvsmi_topo
+
+from nvsmi_topo_support import AFFINITY_COLUMNS, SyntheticTopo, render_topo
 
 GPU_TOKENS = [f"NV{n}" for n in (1, 2, 4, 6, 8, 12, 18)] + ["PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]
 PCIE_TOKENS = ["PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]

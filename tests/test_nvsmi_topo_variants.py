@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nvsmi_topo_support import dgx_like, render_topo
 
 from topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
 from topo.model import LinkKind, P2PStatus, Snapshot
+
+from nvsmi_topo_support import dgx_like, render_topo
 
 VARIANTS = Path(__file__).parent / "fixtures" / "topo_variants"
 REAL_TOPO = Path(__file__).parent / "fixtures" / "real" / "topo"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from layout_support import NVLINK_PAIRS_4, host_from_matrix, snapshot_of
 
 from topo.errors import InputError
 from topo.placement import LayoutMismatch, RankMapEntry, cluster_hosts, parse_visible_devices, place_from_rank_map, place_ranks
+
+from layout_support import NVLINK_PAIRS_4, host_from_matrix, snapshot_of
 
 HOST = host_from_matrix(NVLINK_PAIRS_4)
 

@@ -6,12 +6,13 @@ import json
 from dataclasses import replace
 
 import pytest
-from layout_support import assert_one_line_error, run_cli
 
 from topo.errors import InputError
 from topo.plan import memory_per_gpu_bytes, plan_layout
 from topo.samples import load_sample
 from topo.volumes import pipeline_bubble, preset, step_traffic
+
+from layout_support import assert_one_line_error, run_cli
 
 
 def test_pipeline_bubble_formula() -> None:

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probe_support import probe_fake
 
 from linkscope.commands import probe_cmd
 from topo.codec import snapshot_from_json
 from topo.errors import InputError
 from topo.samples import load_sample
+
+from probe_support import probe_fake
 
 ROOT = Path(__file__).resolve().parents[1]
 

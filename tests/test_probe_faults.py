@@ -8,6 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+from probes.host import probe_host
+from topo.model import LinkKind, Snapshot
+from topo.samples import load_sample
+
 from fakes import FakeNvml, build_sysfs
 from fakes.fake_nvml import (
     NVML_ERROR_FUNCTION_NOT_FOUND,
@@ -17,10 +22,6 @@ from fakes.fake_nvml import (
     NVML_ERROR_NOT_SUPPORTED,
 )
 from probe_support import probe_fake, software_of
-
-from probes.host import probe_host
-from topo.model import LinkKind, Snapshot
-from topo.samples import load_sample
 
 ROOT = Path(__file__).resolve().parents[1]
 

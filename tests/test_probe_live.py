@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeNvml
-from fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED
 
 from probes.live import LiveSampler
 from topo.samples import load_sample
+
+from fakes import FakeNvml
+from fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED
 
 
 class Clock:

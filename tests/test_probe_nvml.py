@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pynvml
 import pytest
-from fakes import FakeNvml, build_sysfs
-from fakes import fake_nvml as fake_module
 
 from probes import nvml as probe_nvml
 from probes.capabilities import read_software, read_torch_version_file
@@ -27,6 +25,9 @@ from probes.nvml import (
 )
 from topo.model import LinkKind
 from topo.samples import load_sample
+
+from fakes import FakeNvml, build_sysfs
+from fakes import fake_nvml as fake_module
 
 ROOT = Path(__file__).resolve().parents[1]
 

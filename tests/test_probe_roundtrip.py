@@ -6,11 +6,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from fakes import FakeNvml
-from probe_support import probe_fake
 
 from topo.codec import snapshot_from_json, snapshot_to_json
 from topo.samples import load_sample, sample_names
+
+from fakes import FakeNvml
+from probe_support import probe_fake
 
 
 def _differences(got: object, want: object, path: str = "host") -> list[str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from fakes import build_sysfs
 
 from probes.sysfs import (
     SysfsReader,
@@ -19,6 +18,8 @@ from probes.sysfs import (
     sysfs_bus_id,
 )
 from topo.samples import load_sample
+
+from fakes import build_sysfs
 
 
 @pytest.mark.parametrize(

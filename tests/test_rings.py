@@ -7,12 +7,13 @@ import random
 from collections.abc import Callable
 
 import pytest
-from layout_support import NVLINK_PAIRS_4, host_from_matrix
 
 from topo.cost.params import CostModel
 from topo.model import Host
 from topo.rings import best_chain, best_ring, ring_hops
 from topo.samples import load_sample
+
+from layout_support import NVLINK_PAIRS_4, host_from_matrix
 
 
 def _bandwidth(host_name: str) -> tuple[Host, Callable[[int, int], float]]:

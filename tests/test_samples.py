@@ -6,7 +6,6 @@ import re
 from collections import Counter
 
 import pytest
-from samples_support import fixture_gpu_rows
 
 from topo.codec import snapshot_from_json, snapshot_to_json
 from topo.errors import InputError
@@ -15,6 +14,8 @@ from topo.pcipath import classify_pci_pair
 from topo.samples import load_sample, sample_description, sample_names
 from topo.samples.build import build_sample, data_dir, main, sample_json
 from topo.sources import load_source
+
+from samples_support import fixture_gpu_rows
 
 NAMES = sample_names()
 UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from samples_support import REAL_TOPO_DIR, fixture_gpu_rows
 
 from linkscope.cli import main
 from linkscope.render.tables import index_ranges
 from topo.codec import snapshot_to_json
 from topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, Snapshot
 from topo.samples import load_sample, sample_names
+
+from samples_support import REAL_TOPO_DIR, fixture_gpu_rows
 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 

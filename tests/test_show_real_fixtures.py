@@ -7,6 +7,7 @@ import json
 import pytest
 
 from linkscope.cli import main
+
 from samples_support import REAL_TOPO_DIR
 
 REAL_FILES = sorted(path.name for path in REAL_TOPO_DIR.glob("*.txt"))

@@ -9,16 +9,6 @@ import time
 import pytest
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
-from tui_support import (
-    FakeFeed,
-    FakeServices,
-    async_test,
-    measured_copies,
-    nvswitch_host,
-    settle,
-    small_snapshot,
-    traffic_reading,
-)
 from topo.model import Host, Snapshot
 from topo.samples import load_sample, sample_names
 from tui.app import TABS, build_app
@@ -33,6 +23,17 @@ from tui.widgets.link_detail import LinkDetail
 from tui.widgets.link_grid import LinkGrid
 from tui.widgets.plain_tree import PlainTree
 from tui.widgets.rank_map import RankMap
+
+from tui_support import (
+    FakeFeed,
+    FakeServices,
+    async_test,
+    measured_copies,
+    nvswitch_host,
+    settle,
+    small_snapshot,
+    traffic_reading,
+)
 
 SIZE = (120, 40)
 

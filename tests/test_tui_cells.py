@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from tui_support import measured_copies, nvswitch_host
 from topo.checks import CheckRequest, check_layout
 from topo.model import Link, LinkKind, Measurements, PeerCopy
 from topo.samples import load_sample
@@ -19,6 +18,8 @@ from tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
 from tui.screens.bench import collective_points, peer_copy_points
 from tui.services import LayoutForm
 from tui.widgets.bandwidth_plot import plot_lines
+
+from tui_support import measured_copies, nvswitch_host
 
 
 def test_gpu_cells_mark_degraded_pair_both_ways() -> None:

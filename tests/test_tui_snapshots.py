@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tui_support import measured_copies
 from topo.samples import load_sample
 from tui.app import build_app
 from tui.screenshots import SCENES, Scene, play, scene_app, wait_idle
+
+from tui_support import measured_copies
 
 SIZES = [(120, 40), (80, 24)]
 
