@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from probes.bench.hostcopy import nodes_to_test
 from probes.bench.p2p_report import (
     all_pairs,
     bus_id_key,
     corrupted,
     matrix,
+    nodes_to_test,
     pair_cells,
     parse_pairs,
     positions_by_bus_id,

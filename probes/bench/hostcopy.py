@@ -15,23 +15,9 @@ from typing import Any
 import torch
 
 from probes.bench.p2p import current, fill_pattern, settle, timed_batches, verify
-from probes.bench.p2p_report import bus_id_key
+from probes.bench.p2p_report import bus_id_key, nodes_to_test
 from probes.bench.timing import median
 from probes.sysfs import SysfsReader, parse_cpulist
-
-
-def nodes_to_test(gpu_node: int | None, nodes: dict[int, set[int]], distances: dict[int, tuple[int, ...]]) -> list[int]:
-    """The GPU's own node first, then the farthest other node with CPUs this process may use;
-    the first two such nodes when the GPU's node is unknown."""
-    with_cpus = sorted(node for node, cpus in nodes.items() if cpus)
-    if gpu_node is None or gpu_node not in with_cpus:
-        return with_cpus[:2]
-    others = [node for node in with_cpus if node != gpu_node]
-    if not others:
-        return [gpu_node]
-    row = distances.get(gpu_node, ())
-    farthest = max(others, key=lambda node: (row[node] if node < len(row) else 0, -node))
-    return [gpu_node, farthest]
 
 
 def _pinned_on(node_cpus: set[int], count: int) -> torch.Tensor:

@@ -118,3 +118,17 @@ def matrix(count: int, values: dict[tuple[int, int], float | None]) -> list[list
 def corrupted(copies: Sequence[PeerCopy]) -> list[PeerCopy]:
     """Copies whose data did not arrive intact: findings, not numbers."""
     return [copy for copy in copies if copy.verified is False]
+
+
+def nodes_to_test(gpu_node: int | None, nodes: dict[int, set[int]], distances: dict[int, tuple[int, ...]]) -> list[int]:
+    """The GPU's own node first, then the farthest other node with CPUs this process may use;
+    the first two such nodes when the GPU's node is unknown."""
+    with_cpus = sorted(node for node, cpus in nodes.items() if cpus)
+    if gpu_node is None or gpu_node not in with_cpus:
+        return with_cpus[:2]
+    others = [node for node in with_cpus if node != gpu_node]
+    if not others:
+        return [gpu_node]
+    row = distances.get(gpu_node, ())
+    farthest = max(others, key=lambda node: (row[node] if node < len(row) else 0, -node))
+    return [gpu_node, farthest]
