@@ -63,3 +63,4 @@ def test_bad_measurement_options_are_one_line_exit_2(argv: list[str], capsys: py
     err = capsys.readouterr().err
     assert err.startswith("linkscope: error: ") and err.count("\n") == 1
     assert not Path("/tmp/linkscope-never-written.json").exists()
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -159,6 +160,8 @@ def run_collectives(args: argparse.Namespace) -> int:
 def _check_output_options(args: argparse.Namespace) -> None:
     if args.attach and not args.output:
         raise InputError("--attach: name the snapshot file to write with -o FILE")
+    if importlib.util.find_spec("torch") is None:
+        raise InputError("bench needs torch: pip install 'linkscope[bench]' (a CPU build is enough for --backend gloo)")
 
 
 def _write_output(args: argparse.Namespace, measurements: Any) -> None:
