@@ -119,6 +119,7 @@ def test_preflight_refuses_busy_or_full_gpus() -> None:
 
 
 def test_without_a_gpu_the_command_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
     from probes.bench.preflight import cuda_device_count
 
     if cuda_device_count():
