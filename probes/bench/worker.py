@@ -107,8 +107,7 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
                     rows.append(row)
                 if rank == 0:
                     progress(op, size)
-    gathered: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(gathered, {"rows": rows, "setup": setup_ms, "skipped": sorted(skipped)})
+    gathered = gather_json({"rows": rows, "setup": setup_ms, "skipped": sorted(skipped)}, device)
     if rank != 0:
         return None
     all_rows = [row for part in gathered for row in part["rows"]]
@@ -173,6 +172,28 @@ def _spawned(job_dir: Path) -> int:
         traceback.print_exc()
         error_file(job_dir, rank).write_text(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return 1
+
+
+def gather_json(value: Any, device: Any) -> list[Any]:
+    """Every rank's JSON-able `value`, in rank order, on every rank.
+
+    Like `dist.all_gather_object`, but through JSON bytes in a uint8 tensor, so it needs neither
+    pickle nor numpy (which the CPU build of torch does not pull in).
+    """
+    import torch
+    import torch.distributed as dist
+
+    payload = torch.frombuffer(bytearray(json.dumps(value).encode()), dtype=torch.uint8).to(device)
+    world = dist.get_world_size()
+    length = torch.tensor([payload.numel()], dtype=torch.int64, device=device)
+    lengths = [torch.zeros_like(length) for _ in range(world)]
+    dist.all_gather(lengths, length)
+    longest = int(max(int(item.item()) for item in lengths))
+    padded = torch.zeros(longest, dtype=torch.uint8, device=device)
+    padded[: payload.numel()] = payload
+    parts = [torch.zeros_like(padded) for _ in range(world)]
+    dist.all_gather(parts, padded)
+    return [json.loads(bytes(part[: int(size.item())].cpu().tolist())) for part, size in zip(parts, lengths, strict=True)]
 
 
 def _append_progress(job_dir: Path, step: tuple[Any, ...]) -> None:
