@@ -86,3 +86,20 @@ def test_quick_tab_switches_settle_without_spinning(tmux: Callable[..., str]) ->
     time.sleep(2.0)
     busy_s = sum(process.cpu_times()[:2]) - busy_before
     assert busy_s < 0.5, f"the app used {busy_s:.2f} s of CPU in 2 s while idle"
+
+
+def test_dumb_terminal_without_colour_at_80x24(tmux: Callable[..., str]) -> None:
+    """With TERM=dumb and NO_COLOR at 80x24 the grid still paints, tabs switch, and q quits cleanly."""
+    linkscope = str(EXECUTABLE) if EXECUTABLE.exists() else "linkscope"
+    command = f"env TERM=dumb NO_COLOR=1 {linkscope} open sample:dgx1-v100; echo linkscope-exit=$?; sleep 30"
+    tmux("new-session", "-d", "-s", "dumb", "-x", "80", "-y", "24", command)
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "dumb")
+
+    first = wait_for(screen, "NV2")
+    assert "SYS" in first and "GPU7" in first
+    tmux("send-keys", "-t", "dumb", "2")
+    wait_for(screen, "NUMA 0")
+    tmux("send-keys", "-t", "dumb", "q")
+    assert "linkscope-exit=0" in wait_for(screen, "linkscope-exit=")
