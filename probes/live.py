@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from probes.nvml import FI_NVLINK_GET_STATE, MAX_NVLINKS, NvmlQuery, field_value, load_pynvml
+from probes.nvml import FI_NVLINK_GET_STATE, MAX_NVLINKS, NvmlQuery, field_value, load_pynvml, nvlink_up
 from topo.model import Gap
 
 FI_NVLINK_TX_KIB = 138
@@ -164,14 +164,14 @@ class LiveSampler:
                        expected=("NotSupported",))
         states = [field_value(value) for value in values] if values is not None else []
         if any(state is not None for state in states):
-            return [link for (_, link), state in zip(fields, states, strict=False) if state]
+            return [link for (_, link), state in zip(fields, states, strict=False) if nvlink_up(state)]
         active = []
         for link in range(MAX_NVLINKS):
             state = query("nvmlDeviceGetNvLinkState", handle, link, subject=f"gpu {index}, link {link}", gpu=index,
                           expected=("NotSupported", "InvalidArgument"))
             if state is None:
                 break
-            if state:
+            if nvlink_up(state):
                 active.append(link)
         return active
 

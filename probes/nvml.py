@@ -26,18 +26,36 @@ ERROR_REASONS: dict[int, str] = {
     2: "InvalidArgument",
     3: "NotSupported",
     4: "NoPermission",
+    5: "AlreadyInitialized",
     6: "NotFound",
+    7: "InsufficientSize",
+    8: "InsufficientPower",
     9: "DriverNotLoaded",
     10: "Timeout",
+    11: "IrqIssue",
     12: "LibraryNotFound",
     13: "FunctionNotFound",
+    14: "CorruptedInforom",
     15: "GpuIsLost",
     16: "ResetRequired",
     17: "OperatingSystem",
     18: "DriverLibraryVersionMismatch",
+    19: "InUse",
+    20: "Memory",
+    21: "NoData",
+    22: "VgpuEccNotSupported",
+    23: "InsufficientResources",
+    24: "FreqNotSupported",
+    25: "ArgumentVersionMismatch",
+    26: "Deprecated",
+    27: "NotReady",
+    28: "GpuNotFound",
+    29: "InvalidState",
+    30: "ResetTypeNotSupported",
     999: "Unknown",
 }
-"""NVML return codes (nvml.h `nvmlReturn_t`) and the reason name a gap records."""
+"""NVML return codes (nvml.h `nvmlReturn_t`) and the reason name a gap records: pynvml's class name
+without `NVMLError_`, except 18 (`LibRmVersionMismatch`), spelled out because a note quotes it."""
 
 TOPOLOGY_KINDS: dict[int, LinkKind] = {
     0: LinkKind.SELF,
@@ -53,13 +71,22 @@ P2P_TOKENS: dict[int, str] = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5:
 """`nvmlGpuP2PStatus_t` as the words `nvidia-smi topo -p2p` prints."""
 
 P2P_CAPS: tuple[tuple[str, int], ...] = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3))
-"""P2P capability indices (`NVML_P2P_CAPS_INDEX_*`) and the P2PStatus field each fills."""
+"""P2P capability indices (`NVML_P2P_CAPS_INDEX_*`) and the P2PStatus field each fills. Written as
+numbers on purpose: pynvml's `NVML_P2P_CAPS_INDEX_READ` is the tuple `(0,)` (a stray comma), which
+ctypes would reject. Index 4 (`..._PCI`, formerly `_PROP`, `nvidia-smi topo -p2p p`) has no field in
+:class:`~topo.model.P2PStatus` yet, so it is not read."""
 
 REMOTE_TYPES: dict[int, str] = {0: "gpu", 1: "ibmc", 2: "switch"}
 """`nvmlIntNvLinkDeviceType_t` as NvLinkPort.remote_type words."""
 
 FABRIC_STATES: dict[int, str] = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 """`nvmlGpuFabricState_t`: whether the NVSwitch fabric manager has registered the GPU."""
+
+NVLINK_STATE_UP: dict[int, bool] = {0: False, 1: True, 2: True, 3: False}
+"""A link state as NVLink-up or not. `nvmlDeviceGetNvLinkState` answers `nvmlEnableState_t` (0/1);
+the field `NVML_FI_DEV_NVLINK_GET_STATE` answers `NVML_NVLINK_STATE_*`: INACTIVE 0, ACTIVE 1,
+SLEEP 2 (a trained link in its low-power state: still a connection) and ACTIVE_TRAFFIC_DISABLED 3
+(up, but carries no traffic: not a usable NVLink). Unknown values count as down."""
 
 NVLINK_VERSION_GENERATIONS: dict[int, int] = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
 """`nvmlNvlinkVersion_t` (1_0, 2_0, 2_2, 3_0, 3_1, 4_0, 5_0, 6_0) as NVLink generations."""
@@ -95,6 +122,11 @@ def decode(value: Any) -> str:
     if isinstance(value, (bytes, bytearray)):
         value = bytes(value).decode("utf-8", errors="replace")
     return str(value).strip("\x00 ").strip()
+
+
+def nvlink_up(state: int | float | None) -> bool:
+    """True when an NVLink state answer (either encoding, see :data:`NVLINK_STATE_UP`) means a usable link."""
+    return state is not None and NVLINK_STATE_UP.get(int(state), False)
 
 
 def mask_to_numbers(words: Iterable[int]) -> set[int]:
@@ -266,7 +298,8 @@ def _read_system(query: NvmlQuery, facts: NvmlFacts) -> None:
     facts.driver = decode(driver) if driver is not None else None
     version = query("nvmlSystemGetNVMLVersion")
     facts.nvml_version = decode(version) if version is not None else None
-    cuda = query("nvmlSystemGetCudaDriverVersion_v2")
+    # a driver library without `_v2` answers FunctionNotFound; the plain call gives the same number
+    cuda = query("nvmlSystemGetCudaDriverVersion_v2", expected=("FunctionNotFound",))
     if cuda is None:
         cuda = query("nvmlSystemGetCudaDriverVersion")
     if cuda is not None:
@@ -285,7 +318,8 @@ def _read_gpu(query: NvmlQuery, index: int, handle: Any) -> NvmlGpu:
     mig = ask("nvmlDeviceGetMigMode", expected=("NotSupported",))
     cpu_mask = ask("nvmlDeviceGetCpuAffinity", CPU_SET_WORDS)
     node_mask = ask("nvmlDeviceGetMemoryAffinity", NODE_SET_WORDS, AFFINITY_SCOPE_NODE)
-    gpu_numa = ask("nvmlDeviceGetNumaNodeId", expected=("NotSupported",))
+    # only GPUs that are NUMA nodes (Grace Hopper) answer; an older driver library lacks the function
+    gpu_numa = ask("nvmlDeviceGetNumaNodeId", expected=("NotSupported", "FunctionNotFound"))
     compute_capability = f"{capability[0]}.{capability[1]}" if capability is not None else None
     cpus = mask_to_numbers(cpu_mask) if cpu_mask is not None else set()
     nodes = mask_to_numbers(node_mask) if node_mask is not None else set()
@@ -327,9 +361,11 @@ def field_value(value: Any) -> int | float | None:
 def nvlink_generation(raw: int | None, compute_capability: str | None) -> int | None:
     """The NVLink generation from `nvmlDeviceGetNvLinkVersion`.
 
-    Current drivers answer with the `nvmlNvlinkVersion_t` enum (H100: 6 = 4.0); older ones with the
-    plain generation (A100: 3). When the enum reading contradicts the GPU's architecture and the
-    plain reading matches it, the plain reading wins.
+    NVML answers with the `nvmlNvlinkVersion_t` enum, not a generation: A100s and RTX 3090s were
+    seen to report 5 (3.1); by the enum an H100 reports 6 (4.0) and a B200 7 (5.0). Older headers
+    documented the value as a plain "version", which misled other tools. As a guard for a driver
+    (or the `NVML_FI_DEV_NVLINK_GET_VERSION` field) answering a plain generation, a raw value that
+    equals the generation of the GPU's architecture wins when the enum reading contradicts it.
     """
     if raw is None:
         return None
@@ -373,7 +409,7 @@ def _read_nvlinks(query: NvmlQuery, index: int, handle: Any, compute_capability:
         if version is None:
             version = query("nvmlDeviceGetNvLinkVersion", handle, link, subject=link_subject, gpu=index,
                             expected=("NotSupported",))
-        active = bool(state)
+        active = nvlink_up(state)
         remote_bus = remote_type = None
         if active:
             remote = query("nvmlDeviceGetNvLinkRemotePciInfo", handle, link, subject=link_subject, gpu=index)

@@ -76,6 +76,40 @@ def test_broadcast_and_send_recv_by_hand() -> None:
     assert collective_cost("send_recv", links, 10**9).time_s == pytest.approx(2e-6 + 1e9 / 100e9)
 
 
+def test_send_recv_across_nodes_rides_one_rail() -> None:
+    """A point-to-point transfer between nodes leaves on one GPU's NIC, not on all 8 of its node's rails."""
+    links = uniform_links(16, 2, (1.0, 300.0), (5.0, 12.5))
+    cost = collective_cost("send_recv", links, GIB)
+    assert cost.time_s == pytest.approx(5e-6 + GIB / 12.5e9)  # 85.90 ms, not GIB / 100e9 = 10.74 ms
+    assert cost.algbw_gbps < 12.5
+
+
+def test_network_label_counts_the_rails_it_adds_up() -> None:
+    """A ring over 4 GPUs of each of 2 DGX H100 nodes gets 4 x 46.5 GB/s: the label says 4 rails, not one NIC."""
+    host = load_sample("dgx-h100").host
+    placement = Placement((host, host), (0, 0), (0,) * 4 + (1,) * 4, (0, 2, 4, 6) * 2, "test")
+    links = GroupPricer(placement, CostModel()).links(range(8))
+    assert links.net_rails == 4
+    assert links.node_net_gbps == pytest.approx(4 * 46.5)
+    assert links.rank_net_gbps == pytest.approx(46.5)
+    assert links.bottleneck_label == "4 NIC rails (e.g. mlx5_0 400 Gb/s)"
+    assert links.net_description == "4 NIC rails per node (e.g. mlx5_0 400 Gb/s; ~46 GB/s each, 186 GB/s together)"
+    one = GroupPricer(Placement((host, host), (0, 0), (0, 1), (0, 0), "test"), CostModel()).links(range(2))
+    assert one.net_rails == 1 and one.bottleneck_label == "mlx5_0 400 Gb/s"
+    assert one.net_description == "mlx5_0 400 Gb/s (46 GB/s)"
+
+
+def test_all_to_all_on_a_pcie_box_shares_each_gpus_pcie_link() -> None:
+    """8 L40S without NVLink: each GPU sends 7 pieces of B/8 through its one PCIe Gen4 x16 link (25.83 GB/s);
+    the slowest pair alone (SYS, 15.5 GB/s, one piece) would say 4x less."""
+    host = load_sample("pcie-l40s-8").host
+    links = GroupPricer(Placement((host,), (0,), (0,) * 8, tuple(range(8)), "test"), CostModel()).links(range(8))
+    assert links.egress_gbps == pytest.approx(25.83)
+    size = 8_000_000
+    expected = 5e-6 + 7 * (size / 8) / 25.83e9  # SYS alpha 5 us; 276.0 us, not 5 us + 1e6 / 15.5e9 = 69.5 us
+    assert collective_cost("all_to_all", links, size).time_s == pytest.approx(expected)
+
+
 def test_unavailable_algorithm_is_bad_input() -> None:
     with pytest.raises(InputError, match="not available"):
         collective_cost("all_reduce", uniform_links(8, 1, (1.0, 300.0), (5.0, 12.5)), GIB, "hierarchical")

@@ -32,6 +32,15 @@ def test_volumes_by_hand() -> None:
     assert ("dp", "all_reduce") not in traffic, "ZeRO-1 turns the DP all_reduce into RS + AG"
 
 
+def test_expert_parallel_shards_the_expert_gradients() -> None:
+    """8x7B (45.1B of 46.7B params in experts), tp 2, ep 8, dp 8: each rank holds 1.6B/2 dense + 45.1B/16 expert."""
+    traffic = {(t.dim, t.op): t for t in step_traffic(preset("8x7b"), {"tp": 2, "ep": 8, "dp": 8})}
+    per_gpu = 1.6e9 / 2 + 45.1e9 / (2 * 8)  # 3.62e9 parameters, not 46.7e9 / 2 = 23.35e9
+    assert traffic[("dp", "reduce_scatter")].size_bytes == pytest.approx(per_gpu * 2, rel=1e-6)
+    dense = {(t.dim, t.op): t for t in step_traffic(preset("8x7b"), {"tp": 2, "dp": 8})}
+    assert dense[("dp", "reduce_scatter")].size_bytes == pytest.approx(46.7e9 / 2 * 2, rel=1e-6)
+
+
 def test_sequence_parallel_and_fsdp_change_the_collectives() -> None:
     model = preset("8b")
     ops = {(t.dim, t.op, t.calls_per_step) for t in step_traffic(replace(model, sequence_parallel=True, zero_stage=3),
@@ -50,6 +59,18 @@ def test_70b_on_64_h100s_keeps_tp_in_a_node() -> None:
     assert tp_row.actual == "NV18" and tp_row.risk == "ok"
     assert plan.bubble == pytest.approx((sizes["pp"] - 1) / (plan.microbatches + sizes["pp"] - 1))
     assert not any(finding.severity == "error" for finding in plan.report.findings)
+
+
+@pytest.mark.parametrize(
+    ("zero_stage", "bytes_per_param"),
+    [(0, 16.0), (1, 4 + 12 / 4), (2, 2 + 14 / 4), (3, 16 / 4)],
+)
+def test_model_state_memory_per_zero_stage(zero_stage: int, bytes_per_param: float) -> None:
+    """8B, tp 2, pp 1, dp 4: plain DP keeps all 16 bytes/param; ZeRO-1/2/3 shard Adam, then grads, then all."""
+    model = replace(preset("8b"), zero_stage=zero_stage)
+    activations = 34 * 8192 * 1 * 4096 * 32 / 2
+    expected = 8e9 / 2 * bytes_per_param + activations
+    assert memory_per_gpu_bytes(model, 2, 1, 4) == pytest.approx(expected)
 
 
 def test_nvlink_pairs_box_plans_tp_2_at_most() -> None:

@@ -126,6 +126,23 @@ def test_function_not_found_is_recorded_once(tmp_path: Path) -> None:
     assert all(port.remote_type is None for gpu in probed.host.gpus for port in gpu.nvlinks)
 
 
+@pytest.mark.parametrize(
+    "function",
+    ["nvmlSystemGetCudaDriverVersion_v2", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetGpuFabricInfoV"],
+)
+def test_functions_newer_than_the_driver_leave_no_gap(tmp_path: Path, function: str) -> None:
+    """pynvml raises FunctionNotFound when the driver's library lacks a symbol (R535 has no NumaNodeId);
+    for these optional calls that is a normal answer, and the CUDA version comes from the plain call."""
+    sample = load_sample("dgx-h100")
+    fake = FakeNvml.from_snapshot(sample)
+    fake.fail(function, NVML_ERROR_FUNCTION_NOT_FOUND)
+    probed = probe_fake(tmp_path, sample, fake)
+    assert probed.gaps == ()
+    assert probed.host.versions.cuda_driver == sample.host.versions.cuda_driver
+    if function != "nvmlDeviceGetGpuFabricInfoV":
+        assert probed.host == sample.host
+
+
 def test_hung_p2p_call_returns_within_the_budget_with_a_gap(tmp_path: Path) -> None:
     sample = load_sample("dgx-h100")
     fake = FakeNvml.from_snapshot(sample)

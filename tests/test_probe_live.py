@@ -107,3 +107,12 @@ def test_close_shuts_nvml_down() -> None:
     with LiveSampler(fake) as sampler:
         sampler.read()
     assert fake.calls["nvmlShutdown"] == 1 and not fake.initialized
+
+
+def test_links_whose_state_field_says_traffic_disabled_are_not_sampled() -> None:
+    fake = FakeNvml.from_snapshot(load_sample("dgx-h100"))
+    fake.set_field_link_state(0, 0, 3)  # NVML_NVLINK_STATE_ACTIVE_TRAFFIC_DISABLED
+    fake.set_field_link_state(0, 1, 2)  # NVML_NVLINK_STATE_SLEEP: trained, low power
+    reading = LiveSampler(fake, per_link=True, with_pcie=False).read()
+    assert [rate.link for rate in reading.gpus[0].links] == list(range(1, 18))
+    assert len(reading.gpus[1].links) == 18

@@ -252,3 +252,78 @@ def test_with_torch_agrees_with_the_file_reading() -> None:
     if from_torch.torch_cuda is None:
         assert from_torch.torch_symmetric_memory is False
         assert [gap.reason for gap in from_torch.gaps] == ["torch is a CPU build: no NCCL"]
+
+
+def test_every_pynvml_error_code_has_a_named_reason() -> None:
+    """Each `NVML_ERROR_*` code gets its pynvml class name as the gap reason, never a bare "NVML error 25"."""
+    codes = {name: value for name, value in vars(pynvml).items() if name.startswith("NVML_ERROR_") and isinstance(value, int)}
+    assert len(codes) > 20
+    for name, code in codes.items():
+        error = pynvml.NVMLError(code)
+        expected = type(error).__name__.removeprefix("NVMLError_")
+        if code == pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+            expected = "DriverLibraryVersionMismatch"
+        assert NvmlQuery(pynvml).reason_of(error) == expected, name
+
+
+def test_p2p_read_index_is_not_taken_from_pynvml() -> None:
+    """pynvml spells NVML_P2P_CAPS_INDEX_READ as the tuple (0,); the probe must pass the number 0."""
+    assert dict(probe_nvml.P2P_CAPS)["read"] == 0
+    assert all(isinstance(index, int) for _, index in probe_nvml.P2P_CAPS)
+    assert pynvml.NVML_P2P_CAPS_INDEX_READ in (0, (0,))
+
+
+def test_nvlink_state_constants_agree_with_pynvml() -> None:
+    assert probe_nvml.NVLINK_STATE_UP == {
+        pynvml.NVML_NVLINK_STATE_INACTIVE: False,
+        pynvml.NVML_NVLINK_STATE_ACTIVE: True,
+        pynvml.NVML_NVLINK_STATE_SLEEP: True,
+        pynvml.NVML_NVLINK_STATE_ACTIVE_TRAFFIC_DISABLED: False,
+    }
+    assert pynvml.NVML_FEATURE_ENABLED == pynvml.NVML_NVLINK_STATE_ACTIVE
+
+
+@pytest.mark.parametrize(
+    ("state", "up"),
+    [(0, False), (1, True), (2, True), (3, False), (7, False), (None, False)],
+    ids=["inactive", "active", "sleep", "traffic-disabled", "unknown", "unread"],
+)
+def test_nvlink_up_decodes_the_state_field(state: int | None, up: bool) -> None:
+    assert probe_nvml.nvlink_up(state) is up
+
+
+def test_probe_reads_the_nvlink_state_field_enum_not_a_truth_value(tmp_path: Path) -> None:
+    """NVML_FI_DEV_NVLINK_GET_STATE = 3 (ACTIVE_TRAFFIC_DISABLED) is not a usable link; 2 (SLEEP) still is."""
+    from probe_support import probe_fake
+
+    sample = load_sample("dgx-h100")
+    fake = FakeNvml.from_snapshot(sample)
+    fake.set_field_link_state(0, 0, pynvml.NVML_NVLINK_STATE_ACTIVE_TRAFFIC_DISABLED)
+    fake.set_field_link_state(0, 1, pynvml.NVML_NVLINK_STATE_SLEEP)
+    ports = probe_fake(tmp_path, sample, fake).host.gpus[0].nvlinks
+    assert [port.active for port in ports[:3]] == [False, True, True]
+    assert sum(port.active for port in ports) == 17
+    assert ports[0].remote_pci_bus_id is None
+
+
+def test_fake_reports_ampere_nvlink_as_version_3_1_like_real_a100s() -> None:
+    """Real A100s answer 5 (NVML_NVLINK_VERSION_3_1) to nvmlDeviceGetNvLinkVersion; the probe reads generation 3."""
+    fake = FakeNvml.from_snapshot(load_sample("dgx-a100"))
+    fake.nvmlInit()
+    raw = fake.nvmlDeviceGetNvLinkVersion(fake.nvmlDeviceGetHandleByIndex(0), 0)
+    assert raw == pynvml.NVML_NVLINK_VERSION_3_1
+    assert nvlink_generation(raw, "8.0") == 3
+
+
+def test_fabric_info_struct_carries_its_version_word_like_pynvmls() -> None:
+    """nvmlDeviceGetGpuFabricInfoV rejects a struct without `version`; pynvml's constructor sets it, so must the fake's."""
+    assert pynvml.c_nvmlGpuFabricInfoV_t().version == pynvml.nvmlGpuFabricInfo_v2
+    assert fake_module.c_nvmlGpuFabricInfoV_t().version == pynvml.nvmlGpuFabricInfo_v2
+    fake = FakeNvml.from_snapshot(load_sample("dgx-h100"))
+    fake.nvmlInit()
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    unversioned = fake_module.c_nvmlGpuFabricInfoV_t()
+    unversioned.version = 0
+    with pytest.raises(fake_module.NVMLError) as raised:
+        fake.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(unversioned))
+    assert raised.value.value == pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH

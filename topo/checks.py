@@ -326,8 +326,9 @@ def _tp_crosses_node(ctx: _Context) -> list[Finding]:
     else:
         divisors = [size for size in range(min(tp, per_node), 0, -1) if per_node % size == 0]
         fix = f"TP {tp} does not fit the {per_node} GPUs of one node: use --tp {divisors[0]} (and more pp or dp)"
-    message = (f"{len(crossing)} of {len(links)} TP groups span nodes, so tensor-parallel all_reduces cross "
-               f"{links[first].net_label} ({_gbps(links[first].ring_gbps)}) instead of the links inside a node")
+    crossed = links[first]
+    message = (f"{len(crossing)} of {len(links)} TP groups span nodes, so tensor-parallel collectives cross "
+               f"{crossed.net_description} instead of the links inside a node")
     return [Finding("tp-crosses-node", "error", "tp", _ranks(ctx.groups["tp"][first]), message, links[first].net_label,
                     ctx.cost_s("tp"), best_cost, fix)]
 
@@ -394,8 +395,8 @@ def _ep_crosses_node(ctx: _Context) -> list[Finding]:
         return []
     first = crossing[0]
     per_node = len(ctx.placement.hosts[0].gpus)
-    message = (f"{len(crossing)} of {len(links)} EP groups span nodes: the expert all_to_all crosses "
-               f"{links[first].net_label} ({_gbps(links[first].node_net_gbps)} per node)")
+    crossed = links[first]
+    message = (f"{len(crossing)} of {len(links)} EP groups span nodes: the expert all_to_all crosses {crossed.net_description}")
     fix = f"keep tp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
     ep = ctx.layout.size("ep")
     best_cost = None

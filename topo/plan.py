@@ -4,7 +4,8 @@ Degrees follow the usual Megatron practice on a machine like the SOURCE: tensor 
 stays inside a node and only as large as a clean ring (no PCIe/SYS hop) allows, pipeline
 parallelism is added until the model fits, data parallelism takes the rest. Memory per GPU:
 bf16 weights and gradients (4 bytes/param over tp*pp), Adam state (12 bytes/param) sharded
-over dp by the distributed optimizer, and activations with sequence parallelism and selective
+over dp by the distributed optimizer (ZeRO-1; see :func:`state_bytes_per_param` for the other
+stages), and activations with sequence parallelism and selective
 recomputation, about 34*s*b*h bytes per layer (Korthikanti et al. 2022) over tp, for the
 p micro-batches in flight on the first stage (L/p layers each), all kept under MEMORY_BUDGET.
 """
@@ -21,7 +22,16 @@ from topo.errors import InputError
 from topo.model import Snapshot
 from topo.placement import Placement
 from topo.suggest import best_partition, ring_is_slow
-from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, pipeline_bubble, preset, step_traffic
+from topo.volumes import (
+    DEFAULT_PRESET,
+    ModelSpec,
+    Traffic,
+    microbatches,
+    params_per_gpu,
+    pipeline_bubble,
+    preset,
+    step_traffic,
+)
 
 MEMORY_BUDGET = 0.6
 """Share of GPU memory the plan fills with weights, gradients, optimizer state and activations."""
@@ -77,10 +87,23 @@ class Plan:
     assumptions: tuple[str, ...]
 
 
-def memory_per_gpu_bytes(model: ModelSpec, tp: int, pp: int, dp: int, cp: int = 1) -> float:
+def state_bytes_per_param(zero_stage: int, dp: int) -> float:
+    """Bytes of model state per parameter on one GPU: bf16 weights (2) and gradients (2), fp32 Adam
+    master weights, momentum and variance (12); ZeRO-1 shards the Adam part over dp, ZeRO-2 the
+    gradients too, ZeRO-3/FSDP everything; plain data parallelism (stage 0) keeps all 16."""
+    if zero_stage <= 0:
+        return 16.0
+    if zero_stage == 1:
+        return 4 + 12 / dp
+    if zero_stage == 2:
+        return 2 + 14 / dp
+    return 16 / dp
+
+
+def memory_per_gpu_bytes(model: ModelSpec, tp: int, pp: int, dp: int, cp: int = 1, ep: int = 1) -> float:
     """Predicted bytes per GPU: model state plus activations (see the module docstring)."""
-    params_here = model.params / (tp * pp)
-    states = params_here * (4 + 12 / dp if model.zero_stage < 3 else 16 / dp)
+    params_here = params_per_gpu(model, tp, pp, ep)
+    states = params_here * state_bytes_per_param(model.zero_stage, dp)
     activations = 34 * model.seq / cp * model.micro_batch * model.hidden * model.layers / tp
     return states + activations
 
@@ -147,7 +170,7 @@ def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], 
             dp = pinned.get("dp", gpus // (tp * pp * cp))
             if tp * pp * cp * dp != gpus or (cp * dp) % ep:
                 continue
-            valid.append((tp, pp, dp, memory_per_gpu_bytes(model, tp, pp, dp, cp)))
+            valid.append((tp, pp, dp, memory_per_gpu_bytes(model, tp, pp, dp, cp, ep)))
     if not valid:
         pins = ", ".join(f"{dim} {size}" for dim, size in sorted(pinned.items())) or "none"
         raise InputError(f"--gpus {gpus}: no tp*pp*cp*dp split of the GPUs works with ep {ep} (pinned: {pins})")
@@ -162,7 +185,9 @@ def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], 
         Degree("pp", pp, "", "pinned by --pp" if "pp" in pinned else
                ("no pipeline needed: the model fits" if pp == 1 else f"split {model.layers} layers so a stage fits in memory")),
         Degree("dp", dp, "", "pinned by --dp" if "dp" in pinned else
-               f"the remaining GPUs; the distributed optimizer (ZeRO-{max(1, model.zero_stage)}) shards Adam state over dp"),
+               (f"the remaining GPUs; the distributed optimizer (ZeRO-{model.zero_stage}) shards "
+                f"{_SHARDED[min(model.zero_stage, 3)]} over dp" if model.zero_stage > 0 else
+                "the remaining GPUs; plain data parallelism (ZeRO-0): every rank keeps the full model state")),
     ]
     if cp > 1:
         degrees.insert(1, Degree("cp", cp, "", "pinned by --cp"))
@@ -173,6 +198,9 @@ def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], 
         reason = "no split fits in memory; this one needs the least (use more GPUs or a smaller model)"
         degrees[0] = replace(degrees[0], reason=reason)
     return degrees, needed
+
+
+_SHARDED = {1: "Adam state", 2: "Adam state and gradients", 3: "parameters, gradients and Adam state"}
 
 
 def _clean(pricer: GroupPricer, size: int) -> bool:

@@ -9,7 +9,8 @@ per step, element size e bytes:
   gradients backward;
 - EP: one dispatch and one combine all_to_all of b*s*top_k*h*e bytes per MoE layer forward, the
   same backward;
-- DP: one all_reduce of the gradients (params / (tp*pp) * e bytes) per step; under ZeRO-1/2 a
+- DP: one all_reduce of the gradients (params / (tp*pp) * e bytes, expert weights also / ep, see
+  :func:`params_per_gpu`) per step; under ZeRO-1/2 a
   reduce_scatter + all_gather of the same size, under ZeRO-3/FSDP the parameters are gathered
   again in the backward pass (2 all_gathers + 1 reduce_scatter);
 - PP: one b*s*h*e activation forward and one gradient backward per micro-batch per stage boundary.
@@ -42,6 +43,8 @@ class ModelSpec:
     """Bytes per element of activations and gradients (bf16 = 2)."""
     experts: int = 0
     top_k: int = 0
+    expert_fraction: float = 0.0
+    """Share of `params` in expert weights, which expert parallelism shards (ep ranks hold different experts)."""
     sequence_parallel: bool = False
     zero_stage: int = 1
     """0: plain DP all_reduce; 1-2: distributed optimizer (RS + AG); 3: FSDP."""
@@ -51,9 +54,11 @@ PRESETS: dict[str, ModelSpec] = {
     "8b": ModelSpec("8b", hidden=4096, layers=32, params=8.0e9, seq=8192, kv_hidden=1024),
     "70b": ModelSpec("70b", hidden=8192, layers=80, params=70.6e9, seq=8192, kv_hidden=1024),
     "405b": ModelSpec("405b", hidden=16384, layers=126, params=405e9, seq=8192, kv_hidden=1024),
-    "8x7b": ModelSpec("8x7b", hidden=4096, layers=32, params=46.7e9, seq=4096, kv_hidden=1024, experts=8, top_k=2),
+    "8x7b": ModelSpec("8x7b", hidden=4096, layers=32, params=46.7e9, seq=4096, kv_hidden=1024, experts=8, top_k=2,
+                      expert_fraction=45.1e9 / 46.7e9),
 }
-"""Dense Llama-3 shapes (8B, 70B, 405B) and a Mixtral-style 8x7B mixture of experts."""
+"""Dense Llama-3 shapes (8B, 70B, 405B) and a Mixtral-style 8x7B mixture of experts (46.7B parameters,
+12.9B active with 2 of 8 experts: 45.1B of them are expert weights)."""
 
 DEFAULT_PRESET = "8b"
 
@@ -82,6 +87,12 @@ class Traffic:
     def bytes_per_step(self) -> int:
         """Bytes moved per step by one rank's calls of this kind."""
         return self.size_bytes * self.calls_per_step
+
+
+def params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int = 1) -> float:
+    """Parameters one GPU holds: dense weights over tp*pp, expert weights over tp*ep*pp."""
+    expert = model.params * model.expert_fraction if model.experts else 0.0
+    return (model.params - expert) / (tp * pp) + expert / (tp * max(1, ep) * pp)
 
 
 def microbatches(model: ModelSpec, dp: int) -> int:
@@ -119,7 +130,7 @@ def step_traffic(model: ModelSpec, sizes: dict[str, int]) -> list[Traffic]:
         routed = tokens * max(1, model.top_k) * h * e
         result.append(Traffic("ep", "all_to_all", routed, 4 * layers_here * m, "routed tokens, dispatch + combine fwd and bwd"))
     if dp > 1:
-        grads = int(model.params / (tp * pp) * e)
+        grads = int(params_per_gpu(model, tp, pp, ep) * e)
         if model.zero_stage == 0:
             result.append(Traffic("dp", "all_reduce", grads, 1, "gradients, once per step"))
         else:

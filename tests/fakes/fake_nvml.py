@@ -8,7 +8,8 @@ CUDA driver version as 12020). The encodings are written out here by hand from n
 borrowed from the probe, so a probe decoding bug shows up as a round-trip failure.
 
 Faults: `fail(function, code, gpu=None)`, `lose_gpu(index)`, `fail_init(code)`,
-`hang(function, gpu=None)` (returns the Event that releases it). Setters do not exist here,
+`hang(function, gpu=None)` (returns the Event that releases it), `set_field_link_state(gpu, link, state)`
+(an `NVML_NVLINK_STATE_*` such as SLEEP for the batched state field). Setters do not exist here,
 so a probe that called one would fail with AttributeError.
 """
 
@@ -34,6 +35,7 @@ NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
 
 NVML_NVLINK_MAX_LINKS = 36
@@ -48,6 +50,7 @@ _ERROR_CLASS_NAMES = {
     NVML_ERROR_FUNCTION_NOT_FOUND: "NVMLError_FunctionNotFound",
     NVML_ERROR_GPU_IS_LOST: "NVMLError_GpuIsLost",
     NVML_ERROR_LIB_RM_VERSION_MISMATCH: "NVMLError_LibRmVersionMismatch",
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH: "NVMLError_ArgumentVersionMismatch",
     NVML_ERROR_UNKNOWN: "NVMLError_Unknown",
 }
 
@@ -75,8 +78,13 @@ class NVMLError(Exception):
 for _code, _name in _ERROR_CLASS_NAMES.items():
     NVMLError._by_code[_code] = type(_name, (NVMLError,), {})
 
-# nvmlNvlinkVersion_t: generation -> NVML_NVLINK_VERSION_x_y
-_NVLINK_VERSION_CODE = {1: 1, 2: 2, 3: 4, 4: 6, 5: 7}
+# nvmlNvlinkVersion_t: generation -> NVML_NVLINK_VERSION_x_y as real GPUs answer it
+# (A100 and RTX 3090 report 5 = 3.1, not 4 = 3.0; H100 6 = 4.0; B200 7 = 5.0)
+_NVLINK_VERSION_CODE = {1: 1, 2: 2, 3: 5, 4: 6, 5: 7}
+# NVML_FI_DEV_NVLINK_GET_STATE answers NVML_NVLINK_STATE_*: INACTIVE 0, ACTIVE 1, SLEEP 2, ACTIVE_TRAFFIC_DISABLED 3
+_NVLINK_STATE_ACTIVE, _NVLINK_STATE_INACTIVE = 1, 0
+# nvmlGpuFabricInfo_v2: the version word nvmlDeviceGetGpuFabricInfoV insists on
+_FABRIC_INFO_V2 = 0x02000024
 # nvmlGpuP2PStatus_t
 _P2P_CODE = {"OK": 0, "CNS": 1, "GNS": 2, "TNS": 3, "DR": 4, "NS": 5, "U": 6}
 # nvmlGpuTopologyLevel_t
@@ -88,7 +96,7 @@ _P2P_FIELDS = ("read", "write", "nvlink", "atomics")
 
 
 class c_nvmlGpuFabricInfoV_t(ctypes.Structure):
-    """The fabric-info struct the probe passes by reference."""
+    """The fabric-info struct the probe passes by reference; like pynvml's, it sets its version on construction."""
 
     _fields_ = [
         ("version", ctypes.c_uint),
@@ -98,6 +106,9 @@ class c_nvmlGpuFabricInfoV_t(ctypes.Structure):
         ("state", ctypes.c_uint8),
         ("healthMask", ctypes.c_uint32),
     ]
+
+    def __init__(self) -> None:
+        super().__init__(version=_FABRIC_INFO_V2)
 
 
 @dataclass
@@ -194,6 +205,8 @@ class FakeNvml:
         self.counters = Counters()
         self.pcie_kb_per_s: dict[int, tuple[int, int]] = {}
         """(TX, RX) KB/s per GPU index that `nvmlDeviceGetPcieThroughput` reports."""
+        self.field_link_states: dict[tuple[int, int], int] = {}
+        """(gpu, link) -> `NVML_NVLINK_STATE_*` that the GET_STATE field reports instead of active/inactive."""
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> FakeNvml:
@@ -208,6 +221,10 @@ class FakeNvml:
     def fail_init(self, code: int) -> None:
         """Make `nvmlInit` raise (LibraryNotFound, LibRmVersionMismatch, NoPermission...)."""
         self._init_error = code
+
+    def set_field_link_state(self, gpu: int, link: int, state: int) -> None:
+        """Make `NVML_FI_DEV_NVLINK_GET_STATE` report `state` (2 = SLEEP, 3 = ACTIVE_TRAFFIC_DISABLED) for one link."""
+        self.field_link_states[(gpu, link)] = state
 
     def lose_gpu(self, index: int) -> None:
         """Every call that touches GPU `index` raises GpuIsLost from now on."""
@@ -293,6 +310,11 @@ class FakeNvml:
         major, _, minor = str(self._need(self.host.versions.cuda_driver)).partition(".")
         return int(major) * 1000 + int(minor or 0) * 10
 
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion")
+        major, _, minor = str(self._need(self.host.versions.cuda_driver)).partition(".")
+        return int(major) * 1000 + int(minor or 0) * 10
+
     def nvmlDeviceGetCount(self) -> int:
         self._enter("nvmlDeviceGetCount")
         return len(self.gpus)
@@ -365,10 +387,12 @@ class FakeNvml:
 
     def nvmlDeviceGetGpuFabricInfoV(self, handle: FakeHandle, info_ref: Any) -> int:
         self._enter("nvmlDeviceGetGpuFabricInfoV", handle)
+        info = getattr(info_ref, "_obj", info_ref)
+        if info.version != _FABRIC_INFO_V2:
+            raise NVMLError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         state = self.host.capabilities.nvlink_fabric
         if state not in _FABRIC_STATE_CODE:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
-        info = getattr(info_ref, "_obj", info_ref)
         info.state = _FABRIC_STATE_CODE[state]
         info.status = NVML_SUCCESS
         return NVML_SUCCESS
@@ -415,7 +439,8 @@ class FakeNvml:
             port = gpu.nvlinks[scope]
             key = (gpu.index, scope)
             if field_id == 165:
-                number = int(port.active)
+                default = _NVLINK_STATE_ACTIVE if port.active else _NVLINK_STATE_INACTIVE
+                number = self.field_link_states.get(key, default)
             elif field_id == 166:
                 number = _NVLINK_VERSION_CODE.get(port.version) if port.version is not None else None
             elif field_id == 138:

@@ -7,7 +7,7 @@ Formulas (DOMAIN.md, nccl-tests conventions), B = the buffer in bytes, n ranks o
   `2((g-1) alpha_intra + ceil(log2 k) alpha_net)`, bandwidth term `2B/beta`;
 - hierarchical all_reduce: reduce_scatter inside the node, all_reduce of the B/g shard across
   nodes (each GPU on its own rail), all_gather inside the node;
-- all_to_all: every pair at once, bounded by the slowest pair, the GPU's NVLink egress and the
+- all_to_all: every pair at once, bounded by the slowest pair, the GPU's egress (NVLink, PCIe) and the
   node's NICs for the bytes that leave the node;
 - broadcast: pipelined ring or tree; send/recv: one hop.
 """
@@ -55,7 +55,18 @@ class GroupLinks:
     pair_min_gbps: float = math.inf
     """Slowest GPU pair inside a node (all_to_all talks to every peer)."""
     egress_gbps: float = math.inf
-    """One GPU's total NVLink egress when it sits on a switch (all peers share it); inf otherwise."""
+    """What one GPU can send to all its in-node peers at once: its NVLink egress on a switch, else its direct
+    NVLinks plus its one PCIe link (shared by every PCIe peer); the smallest over the group's GPUs."""
+    net_rails: int = 1
+    """Distinct NICs (rails) node_net_gbps adds up, on the node where that sum is smallest."""
+
+    @property
+    def net_description(self) -> str:
+        """The network as a ring over the group sees it: one NIC, or N rails and their aggregate, for people."""
+        if self.net_rails > 1:
+            return (f"{self.net_rails} NIC rails per node (e.g. {self.net_label}; "
+                    f"~{self.node_net_gbps / self.net_rails:.0f} GB/s each, {self.node_net_gbps:.0f} GB/s together)")
+        return f"{self.net_label} ({self.node_net_gbps:.0f} GB/s)"
 
     @property
     def bottleneck_class(self) -> str:
@@ -68,7 +79,7 @@ class GroupLinks:
     def bottleneck_label(self) -> str:
         """The limiting link, for people."""
         if self.nodes > 1 and self.node_net_gbps <= self.intra_gbps:
-            return self.net_label
+            return f"{self.net_rails} NIC rails (e.g. {self.net_label})" if self.net_rails > 1 else self.net_label
         return self.intra_label
 
     @property
@@ -108,6 +119,16 @@ def _step_s(links: GroupLinks, chunk_bytes: float) -> float:
     return step
 
 
+def _send_recv_s(links: GroupLinks, size_bytes: float) -> float:
+    """One point-to-point transfer: a pair crossing nodes rides one GPU's rail, not the node's NICs together."""
+    step = 0.0
+    if links.gpus_per_node > 1:
+        step = links.intra_alpha_us * 1e-6 + size_bytes / (links.intra_gbps * 1e9)
+    if links.nodes > 1:
+        step = max(step, links.net_alpha_us * 1e-6 + size_bytes / (links.rank_net_gbps * 1e9))
+    return step
+
+
 def ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
     """A ring algorithm's time for `op` (send_recv: one hop of the slowest kind)."""
     n = links.ranks
@@ -121,7 +142,7 @@ def ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
         alpha = max(links.intra_alpha_us if links.gpus_per_node > 1 else 0.0, links.net_alpha_us if links.nodes > 1 else 0.0)
         return (n - 1) * alpha * 1e-6 + size_bytes / (links.ring_gbps * 1e9)
     if op == "send_recv":
-        return _step_s(links, size_bytes)
+        return _send_recv_s(links, size_bytes)
     if op == "all_to_all":
         return all_to_all_time_s(links, size_bytes)
     raise ValueError(op)
@@ -156,7 +177,7 @@ def hierarchical_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | 
 
 
 def all_to_all_time_s(links: GroupLinks, size_bytes: int) -> float:
-    """Every rank sends B/n to each peer at once: slowest pair, NVLink egress and the node's NICs bound it."""
+    """Every rank sends B/n to each peer at once: slowest pair, the GPU's egress and the node's NICs bound it."""
     n, g = links.ranks, links.gpus_per_node
     if n <= 1:
         return 0.0
@@ -214,7 +235,7 @@ def uniform_links(ranks: int, nodes: int, intra: tuple[float, float], inter: tup
         ranks, nodes, per_node,
         intra_alpha, intra_gbps if per_node > 1 else math.inf, "intra", "NV",
         inter_alpha, inter_gbps * per_node, inter_gbps, "inter",
-        intra_gbps, math.inf,
+        intra_gbps, math.inf, per_node,
     )
 
 

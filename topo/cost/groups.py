@@ -118,11 +118,13 @@ class GroupPricer:
                     pair_min = min(pair_min, self.hop(host_class, a, b).bandwidth_gbps)
             if _is_switched(self.host(host_class)):
                 egress = min(egress, self.hop(host_class, positions[0], positions[1]).bandwidth_gbps)
+            else:
+                egress = min(egress, *(self._direct_egress(host_class, gpu, positions) for gpu in positions))
         links = GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
                            pair_min_gbps=pair_min, egress_gbps=egress)
         if nodes == 1:
             return links
-        node_net, rank_net, net_alpha, net_label = math.inf, math.inf, 0.0, ""
+        node_net, rank_net, net_alpha, net_label, rails = math.inf, math.inf, 0.0, "", 1
         for host_class, positions in signature:
             by_nic: dict[str, list[Hop]] = {}
             for gpu in positions:
@@ -136,9 +138,24 @@ class GroupPricer:
                 net_alpha = max(net_alpha, slowest.alpha_us)
                 if share < rank_net:
                     rank_net, net_label = share, slowest.label
-            node_net = min(node_net, aggregate)
+            if aggregate < node_net:
+                node_net, rails = aggregate, len(by_nic)
         return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                          net_alpha, node_net, rank_net, net_label, pair_min, egress)
+                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails)
+
+    def _direct_egress(self, host_class: int, gpu: int, positions: tuple[int, ...]) -> float:
+        """What `gpu` can send to the other `positions` at once on a box without NVSwitch: every direct
+        NVLink to a peer is its own, but all PCIe peers share the GPU's one PCIe link (the fastest such path)."""
+        nvlink, pcie = 0.0, 0.0
+        for peer in positions:
+            if peer == gpu:
+                continue
+            hop = self.hop(host_class, gpu, peer)
+            if hop.link_class == "NV":
+                nvlink += hop.bandwidth_gbps
+            else:
+                pcie = max(pcie, hop.bandwidth_gbps)
+        return nvlink + pcie
 
     def chain_links(self, ranks: Sequence[int]) -> GroupLinks:
         """Links of point-to-point traffic between consecutive ranks (pipeline stage boundaries), memoised per hop."""
