@@ -49,6 +49,18 @@ def test_tp_crosses_node_when_the_order_strides_it() -> None:
     assert "4 NIC rails per node (e.g. mlx5_0 400 Gb/s; ~46 GB/s each, 186 GB/s together)" in finding.message
 
 
+def test_best_alternative_waits_for_the_slowest_group_of_the_fix() -> None:
+    """Degraded DGX H100, tp 2 strided across 2 nodes. Putting tp first gives pairs (0,1) on NV18 but (2,3) on
+    NV16 (16 x 20.6 = 329.6 GB/s); the step waits for (2,3), so the best alternative is priced on it:
+    8b preset, dp 8 -> 64 micro-batches, 4 x 32 x 64 = 8192 all_reduces of 64 MiB, each 2 x (1 us + 32 MiB / 329.6 GB/s)."""
+    report = _check("dgx-h100-degraded", sizes=(("tp", 2),), nodes=2, order="dp-tp-pp")
+    finding = _finding(report, "tp-crosses-node")
+    expected = 8192 * 2 * (1e-6 + (64 * 2**20 / 2) / 329.6e9)  # 1.684 s (the NV18 pair alone: 1.498 s)
+    assert finding.best_cost_s == pytest.approx(expected)
+    fixed = _check("dgx-h100-degraded", sizes=(("tp", 2),), nodes=2, order="tp-dp-pp")
+    assert next(cost for cost in fixed.costs if cost.dim == "tp").time_s == pytest.approx(expected)
+
+
 def test_tp_crosses_node_with_cyclic_distribution() -> None:
     report = _check("dgx-h100", sizes=(("tp", 8),), nodes=2, distribution="cyclic")
     assert "tp-crosses-node" in _codes(report)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from topo.cost import CostModel, GroupPricer, calibrate, collective_cost, load_cost_overrides, uniform_links
+from topo.cost.collectives import format_gbps
 from topo.errors import InputError
 from topo.model import CollectiveResult, Measurements, PeerCopy
 from topo.placement import Placement
@@ -108,6 +109,37 @@ def test_all_to_all_on_a_pcie_box_shares_each_gpus_pcie_link() -> None:
     size = 8_000_000
     expected = 5e-6 + 7 * (size / 8) / 25.83e9  # SYS alpha 5 us; 276.0 us, not 5 us + 1e6 / 15.5e9 = 69.5 us
     assert collective_cost("all_to_all", links, size).time_s == pytest.approx(expected)
+
+
+def test_equally_near_nics_are_dealt_out_to_the_gpus_that_share_them() -> None:
+    """DGX A100: GPUs 0 and 1 sit under one PCIe switch with mlx5_0 and mlx5_1 (both PXB): one NIC each."""
+    host = load_sample("dgx-a100").host
+    names = [CostModel().nic_hop(host, gpu)[1] for gpu in range(8)]
+    assert names == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
+
+
+def test_gpus_sharing_a_nic_split_its_bandwidth() -> None:
+    """DGX-1: 2 GPUs per 100 Gb/s NIC (11.625 GB/s through NCCL). Every DP group [g, 8+g] runs at once,
+    so GPU 0's group gets half of mlx5_0; so does a pipeline hop from GPU 0 to the next node."""
+    host = load_sample("dgx1-v100").host
+    placement = Placement((host, host), (0, 0), (0,) * 8 + (1,) * 8, tuple(range(8)) * 2, "test")
+    pricer = GroupPricer(placement, CostModel())
+    links = pricer.links([0, 8])
+    assert links.rank_net_gbps == pytest.approx(11.625 / 2)
+    assert links.node_net_gbps == pytest.approx(11.625 / 2)
+    assert links.bottleneck_label == "mlx5_0 100 Gb/s, shared by 2 GPUs"
+    both = pricer.links([0, 1, 8, 9])  # a group using both GPUs of the NIC gets all of it
+    assert both.node_net_gbps == pytest.approx(11.625) and both.net_rails == 1
+    assert pricer.chain_links([0, 8]).intra_gbps == pytest.approx(11.625 / 2)
+
+
+@pytest.mark.parametrize(
+    ("gbps", "text"),
+    [(372.0, "372 GB/s"), (46.5, "46 GB/s"), (5.8125, "5.8 GB/s"), (0.1308, "0.131 GB/s"), (math.inf, "unbounded")],
+)
+def test_bandwidths_for_people_never_round_to_zero(gbps: float, text: str) -> None:
+    """A 2.5 Gb/s NIC shared by 2 GPUs is 0.131 GB/s, which a finding must not print as `0 GB/s`."""
+    assert format_gbps(gbps) == text
 
 
 def test_unavailable_algorithm_is_bad_input() -> None:

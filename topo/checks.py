@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from topo.cost.calibrate import calibrate
-from topo.cost.collectives import GroupLinks, collective_cost
+from topo.cost.collectives import GroupLinks, collective_cost, format_gbps
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
@@ -278,6 +278,13 @@ class _Context:
             return None
         return sum(collective_cost(item.op, links, item.size_bytes).time_s * item.calls_per_step for item in items)
 
+    def partition_time_s(self, dim: str, host_class: int, groups: tuple[tuple[int, ...], ...]) -> float | None:
+        """`dim`'s time per step with its groups on these GPU sets of one host: the slowest group sets the pace."""
+        times = [self.dim_time_s(dim, self.pricer.links_of(((host_class, tuple(sorted(group))),), len(group)))
+                 for group in groups]
+        known = [time for time in times if time is not None]
+        return max(known) if known else None
+
     def cost_s(self, dim: str) -> float | None:
         cost = self.costs.get(dim)
         return cost.time_s if cost is not None else None
@@ -295,7 +302,7 @@ def _ranks(group: list[int]) -> tuple[int, ...]:
 
 
 def _gbps(value: float) -> str:
-    return "unbounded" if math.isinf(value) else f"{value:.0f} GB/s"
+    return format_gbps(value)
 
 
 def _tp_crosses_node(ctx: _Context) -> list[Finding]:
@@ -313,8 +320,7 @@ def _tp_crosses_node(ctx: _Context) -> list[Finding]:
     if tp <= per_node and per_node % tp == 0:
         partition = best_partition(ctx.pricer, host_class, tp)
         if partition is not None:
-            best_links = ctx.pricer.links_of(((host_class, tuple(sorted(partition.groups[0]))),), tp)
-            best_cost = ctx.dim_time_s("tp", best_links)
+            best_cost = ctx.partition_time_s("tp", host_class, partition.groups)
         order, mesh = ctx.layout.order, ctx.layout.mesh
         if order and any(ctx.layout.size(dim) > 1 for dim in order[: order.index("tp")]):
             rest = "-".join(dim for dim in order if dim != "tp")
@@ -365,8 +371,7 @@ def _tp_slow_link(ctx: _Context) -> list[Finding]:
     if partition is not None and not ring_is_slow(host, partition.bottleneck_class, partition.bottleneck_gbps,
                                                   partition.bottleneck_gbps):
         devices = ",".join(str(host.gpus[position].index) for position in partition.device_order)
-        best_links = ctx.pricer.links_of(((host_class, tuple(sorted(partition.groups[0]))),), tp)
-        best_cost = ctx.dim_time_s("tp", best_links)
+        best_cost = ctx.partition_time_s("tp", host_class, partition.groups)
         best_ring = f"{partition.bottleneck_label}, {_gbps(partition.bottleneck_gbps)}"
         message += f"; another permutation avoids it (best TP ring {best_ring})"
         fix = f"CUDA_VISIBLE_DEVICES={devices} with tp first in the order (or run with --suggest)"
@@ -380,8 +385,7 @@ def _tp_slow_link(ctx: _Context) -> list[Finding]:
         if clean > 1:
             smaller = best_partition(ctx.pricer, host_class, clean)
             if smaller is not None:
-                best_links = ctx.pricer.links_of(((host_class, tuple(sorted(smaller.groups[0]))),), clean)
-                best_cost = ctx.dim_time_s("tp", best_links)
+                best_cost = ctx.partition_time_s("tp", host_class, smaller.groups)
     return [Finding("tp-slow-link", "warning", "tp", _ranks(ctx.groups["tp"][worst]), message, item.intra_label,
                     ctx.cost_s("tp"), best_cost, fix)]
 
@@ -403,8 +407,8 @@ def _ep_crosses_node(ctx: _Context) -> list[Finding]:
     if ep <= per_node:
         host_class = ctx.placement.host_class[0]
         partition = best_partition(ctx.pricer, host_class, ep)
-        positions = tuple(sorted(partition.groups[0])) if partition is not None else tuple(range(ep))
-        best_cost = ctx.dim_time_s("ep", ctx.pricer.links_of(((host_class, positions),), ep))
+        groups = partition.groups if partition is not None else (tuple(range(ep)),)
+        best_cost = ctx.partition_time_s("ep", host_class, groups)
     return [Finding("ep-crosses-node", "warning", "ep", _ranks(ctx.groups["ep"][first]), message, links[first].net_label,
                     ctx.cost_s("ep"), best_cost, fix)]
 

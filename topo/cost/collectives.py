@@ -33,6 +33,13 @@ BUS_FACTOR = {
 """nccl-tests busbw = algbw x this factor."""
 
 
+def format_gbps(value: float) -> str:
+    """A bandwidth for people: `372 GB/s`, `5.8 GB/s`, `0.131 GB/s` (never a bare `0 GB/s`), `unbounded`."""
+    if math.isinf(value):
+        return "unbounded"
+    return f"{value:.0f} GB/s" if value >= 10 else f"{value:.2g} GB/s" if value >= 1 else f"{value:.3g} GB/s"
+
+
 @dataclass(frozen=True)
 class GroupLinks:
     """What a collective over one group rides: the best ring's hops, the network, the slowest pair."""
@@ -65,8 +72,8 @@ class GroupLinks:
         """The network as a ring over the group sees it: one NIC, or N rails and their aggregate, for people."""
         if self.net_rails > 1:
             return (f"{self.net_rails} NIC rails per node (e.g. {self.net_label}; "
-                    f"~{self.node_net_gbps / self.net_rails:.0f} GB/s each, {self.node_net_gbps:.0f} GB/s together)")
-        return f"{self.net_label} ({self.node_net_gbps:.0f} GB/s)"
+                    f"~{format_gbps(self.node_net_gbps / self.net_rails)} each, {format_gbps(self.node_net_gbps)} together)")
+        return f"{self.net_label} ({format_gbps(self.node_net_gbps)})"
 
     @property
     def bottleneck_class(self) -> str:

@@ -33,6 +33,7 @@ class GroupPricer:
         self._links: dict[Signature, GroupLinks] = {}
         self._hops: dict[tuple[int, int, int], Hop] = {}
         self._nics: dict[tuple[int, int], tuple[Hop, str]] = {}
+        self._sharers: dict[tuple[int, str], int] = {}
         self._rings: dict[tuple[int, tuple[int, ...], bool], Ring] = {}
         self._pair_hops: dict[tuple[int, int, int, int, bool], Hop] = {}
         self._chains: dict[Hop, GroupLinks] = {}
@@ -72,6 +73,17 @@ class GroupPricer:
         if found is None:
             found = self.model.nic_hop(self._host_of_class[host_class], gpu)
             self._nics[key] = found
+        return found
+
+    def nic_sharers(self, host_class: int, name: str) -> int:
+        """How many GPUs of the host have the NIC `name` as their nearest: they all send through it at once,
+        since every group of a dimension runs at the same time (memoised)."""
+        key = (host_class, name)
+        found = self._sharers.get(key)
+        if found is None:
+            host = self._host_of_class[host_class]
+            found = max(1, sum(1 for gpu in range(len(host.gpus)) if self.nic(host_class, gpu)[1] == name))
+            self._sharers[key] = found
         return found
 
     def ring(self, host_class: int, positions: tuple[int, ...], closed: bool = True) -> Ring:
@@ -131,13 +143,15 @@ class GroupPricer:
                 hop, name = self.nic(host_class, gpu)
                 by_nic.setdefault(name, []).append(hop)
             aggregate = 0.0
-            for hops in by_nic.values():
+            for name, hops in by_nic.items():
                 slowest = min(hops, key=lambda hop: hop.bandwidth_gbps)
-                aggregate += slowest.bandwidth_gbps
-                share = slowest.bandwidth_gbps / len(hops)
+                sharers = max(len(hops), self.nic_sharers(host_class, name))
+                aggregate += slowest.bandwidth_gbps * len(hops) / sharers
+                share = slowest.bandwidth_gbps / sharers
                 net_alpha = max(net_alpha, slowest.alpha_us)
                 if share < rank_net:
-                    rank_net, net_label = share, slowest.label
+                    rank_net = share
+                    net_label = slowest.label + (f", shared by {sharers} GPUs" if sharers > 1 else "")
             if aggregate < node_net:
                 node_net, rails = aggregate, len(by_nic)
         return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
@@ -182,7 +196,15 @@ class GroupPricer:
     def _pair_hop(self, class_a: int, gpu_a: int, class_b: int, gpu_b: int, same_node: bool) -> Hop:
         if same_node:
             return self.hop(class_a, gpu_a, gpu_b)
-        return min(self.nic(class_a, gpu_a)[0], self.nic(class_b, gpu_b)[0], key=lambda item: item.bandwidth_gbps)
+        return min(self._rail(class_a, gpu_a), self._rail(class_b, gpu_b), key=lambda item: item.bandwidth_gbps)
+
+    def _rail(self, host_class: int, gpu: int) -> Hop:
+        """A GPU's network hop with its share of the NIC, when other GPUs of the host send through it too."""
+        hop, name = self.nic(host_class, gpu)
+        sharers = self.nic_sharers(host_class, name)
+        if sharers == 1:
+            return hop
+        return Hop(hop.alpha_us, hop.bandwidth_gbps / sharers, hop.link_class, f"{hop.label}, shared by {sharers} GPUs")
 
 
 def _is_switched(host: Host) -> bool:

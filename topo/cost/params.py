@@ -101,8 +101,29 @@ class CostModel:
         return Hop(alpha, gbps, link_class, link.token)
 
     def nic_hop(self, host: Host, gpu: int) -> tuple[Hop, str]:
-        """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name)."""
-        best: tuple[int, str, float, str] | None = None
+        """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name).
+
+        NICs equally near (same path class and rate) are dealt out in turn to the GPUs that share
+        them, as NCCL pairs GPUs with NICs: on a DGX A100 two GPUs and two NICs under one PCIe
+        switch get one NIC each, not both the first.
+        """
+        nearest = self._nearest_nics(host, gpu)
+        if not nearest:
+            gbps = self._scaled("NET", network_speed(self.default_nic_gbit).typical_gbps)
+            return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", f"network (no NIC known, {self.default_nic_gbit:g} Gb/s)"), ""
+        turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
+        name, rate, path = nearest[turn % len(nearest)]
+        gbps = network_speed(rate).typical_gbps
+        if self.nic_path_penalty:
+            gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
+        gbps = self._scaled("NET", gbps)
+        label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
+        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
+
+    def _nearest_nics(self, host: Host, gpu: int) -> list[tuple[str, float, str]]:
+        """(name, rate Gb/s, path class) of every active NIC at the best (path, rate) from `gpu`, in column order."""
+        best_key: tuple[int, float] | None = None
+        found: list[tuple[str, float, str]] = []
         for column, nic in enumerate(host.nics):
             if nic.state is not None and nic.state.upper() not in ("ACTIVE", "UP", "4: ACTIVE"):
                 continue
@@ -116,19 +137,12 @@ class CostModel:
             rank = 0 if kind is LinkKind.NVLINK else 1 + list(PCIE_PATH_FACTOR).index(kind) if kind.is_pcie else 9
             rate = nic.rate_gbit_per_s or self.default_nic_gbit
             name = nic.name if nic.rate_gbit_per_s else f"{nic.name} (rate unknown, assumed)"
-            candidate = (rank, name, rate, kind.value if kind.is_pcie else "PIX")
-            if best is None or candidate[0] < best[0] or (candidate[0] == best[0] and rate > best[2]):
-                best = candidate
-        if best is None:
-            gbps = self._scaled("NET", network_speed(self.default_nic_gbit).typical_gbps)
-            return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", f"network (no NIC known, {self.default_nic_gbit:g} Gb/s)"), ""
-        _, name, rate, path = best
-        gbps = network_speed(rate).typical_gbps
-        if self.nic_path_penalty:
-            gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
-        gbps = self._scaled("NET", gbps)
-        label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
-        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
+            key = (rank, -rate)
+            if best_key is None or key < best_key:
+                best_key, found = key, []
+            if key == best_key:
+                found.append((name, rate, kind.value if kind.is_pcie else "PIX"))
+        return found
 
 
 def nic_path_class(host: Host, gpu: int) -> str | None:
