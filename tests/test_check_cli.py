@@ -128,3 +128,13 @@ def test_unknown_sample_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 def test_suggest_says_when_nothing_is_better(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["check", "sample:dgx-h100", "--tp", "8", "--nodes", "2", "--suggest"], capsys)
     assert code == 0 and "Suggestion: none" in out
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(16810.4, "16,810 s"), (427.6, "427.6 s"), (6.277e-3, "6.277 ms"), (15e-6, "15 us"), (None, "-")],
+)
+def test_durations_read_plainly(seconds: float | None, text: str) -> None:
+    from linkscope.render.check_view import format_seconds
+
+    assert format_seconds(seconds) == text

@@ -76,3 +76,11 @@ def test_auto_reports_the_cheapest_and_the_table(capsys: pytest.CaptureFixture[s
 def test_bad_input_is_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["estimate", *argv], capsys)
     assert_one_line_error(code, err, fragment)
+
+
+def test_all_to_all_inside_a_node_is_bounded_by_each_gpus_bandwidth(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of 8 ranks sends 7/8 of 1 GiB through its own 300 GB/s port: 1 us + 7/8 * 2^30 B / 300 GB/s."""
+    code, out, _ = run_cli(["estimate", "all_to_all", "--bytes", "1G", "--ranks", "8", "--intra", "1:300", "--json"], capsys)
+    assert code == 0
+    result = json.loads(out)
+    assert result["time_s"] == pytest.approx(1e-6 + 7 / 8 * 2**30 / 300e9)

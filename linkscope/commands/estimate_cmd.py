@@ -100,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(column, justify="left" if column == "algorithm" else "right")
     for algo, time_s in algorithms.items():
         each = collective_cost(op, links, size_bytes, algo)
-        marker = " *" if each.algo == cost.algo or (algo == "ring" and cost.algo in ("pairwise", "p2p")) else ""
-        table.add_row(algo + marker, format_seconds(time_s), f"{each.algbw_gbps:.1f} GB/s", f"{each.busbw_gbps:.1f} GB/s")
+        marker = " *" if each.algo == cost.algo else ""
+        table.add_row(each.algo + marker, format_seconds(time_s), f"{each.algbw_gbps:.1f} GB/s", f"{each.busbw_gbps:.1f} GB/s")
     console = Console()
     console.print(table)
     console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {cost.algbw_gbps:.2f} GB/s, "

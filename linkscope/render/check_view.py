@@ -21,6 +21,8 @@ def format_seconds(seconds: float | None) -> str:
     """A duration for people: `6.28 ms`, `1.2 s`, `15 us`."""
     if seconds is None:
         return "-"
+    if seconds >= 1000:
+        return f"{seconds:,.0f} s"
     if seconds >= 1:
         return f"{seconds:.4g} s"
     if seconds >= 1e-3:

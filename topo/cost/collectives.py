@@ -229,7 +229,9 @@ def collective_cost(op: str, links: GroupLinks, size_bytes: int, algo: str = "au
 def uniform_links(ranks: int, nodes: int, intra: tuple[float, float], inter: tuple[float, float]) -> GroupLinks:
     """Links of a what-if cluster: `ranks` spread evenly over `nodes`, intra and inter (alpha_us, GB/s).
 
-    The inter bandwidth is per GPU (one rail each), so a node's g ranks together get g times it.
+    The intra bandwidth is what one GPU sends inside its node (a switch port: every collective and
+    all_to_all share it); the inter bandwidth is per GPU (one rail each), so a node's g ranks
+    together get g times it.
     """
     if ranks < 1 or nodes < 1:
         raise InputError("--ranks and --nodes must be at least 1")
@@ -242,7 +244,7 @@ def uniform_links(ranks: int, nodes: int, intra: tuple[float, float], inter: tup
         ranks, nodes, per_node,
         intra_alpha, intra_gbps if per_node > 1 else math.inf, "intra", "NV",
         inter_alpha, inter_gbps * per_node, inter_gbps, "inter",
-        intra_gbps, math.inf, per_node,
+        pair_min_gbps=intra_gbps, egress_gbps=intra_gbps, net_rails=per_node,
     )
 
 
