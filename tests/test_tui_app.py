@@ -412,3 +412,23 @@ async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
         assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
         status = static_text(app.query_one("#bench-status", Static))
         assert "is a recording" in status and "Showing the recorded results" in status
+
+
+@async_test
+async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> None:
+    """The bottom line lists the keys of the tab in focus; clicking `n GPU x NIC` toggles the NIC grid."""
+    from tui.widgets.key_bar import KeyBar
+
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        bar = app.query_one(KeyBar)
+        assert [key for key, _, _ in bar.keys][:2] == ["n", "e"] and bar.keys[-1][2] == "palette"
+        x = next(column for column in range(SIZE[0]) if bar.key_at(column) == "n")
+        await pilot.click(KeyBar, offset=(x, 0))
+        await settle(app)
+        assert app.query_one(LinksView).nic_mode
+        await pilot.press("3")
+        await settle(app)
+        assert "Apply suggestion" in [description for _, _, description in bar.keys]
+        assert bar.key_at(10_000) is None

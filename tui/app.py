@@ -15,7 +15,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Header, TabbedContent, TabPane
 
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
@@ -26,6 +26,7 @@ from tui.screens.monitor import MonitorView
 from tui.screens.ranks import RanksView
 from tui.screens.topology import TopologyView
 from tui.services import LocalServices, Services
+from tui.widgets.key_bar import KeyBar
 
 FALLBACK_SAMPLE = "dgx-h100"
 """The sample opened when this machine has no NVIDIA GPU."""
@@ -80,7 +81,7 @@ class LinkscopeApp(App[None]):
                 yield BenchView(self.services)
             with TabPane("Monitor", id="monitor"):
                 yield MonitorView(self.services)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._focus_pane(self.query_one(TabbedContent).active_pane)
@@ -117,20 +118,6 @@ class LinkscopeApp(App[None]):
             return
         assert snapshot is not None
         self.post_message(SnapshotLoaded(snapshot, live=source is None))
-
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Put the keyboard focus in the new tab (its `.initial-focus` widget, else the first focusable one).
-
-        A stale activation (another tab became active since it was posted) is ignored, and focus that
-        already sits in the tab stays: focusing a widget of a hidden tab activates that tab, so two
-        quick tab switches would otherwise pull the focus back and forth for ever.
-        """
-        if event.pane is None or event.tabbed_content.active != event.pane.id:
-            return
-        focused = self.focused
-        if focused is not None and event.pane in focused.ancestors:
-            return
-        self._focus_pane(event.pane)
 
     def _focus_pane(self, pane: TabPane | None) -> None:
         if pane is None:
@@ -182,8 +169,15 @@ class LinkscopeApp(App[None]):
         )
 
     def action_show_tab(self, tab_id: str) -> None:
-        """Switch to the tab `tab_id`."""
-        self.query_one(TabbedContent).active = tab_id
+        """Switch to the tab `tab_id` and put the keyboard focus in it.
+
+        Focus moves here, not on every TabActivated: focusing a widget activates its tab a message
+        later, so a handler that focused on activation would, after two quick switches, pull the
+        focus back and forth between the two tabs for ever.
+        """
+        tabbed = self.query_one(TabbedContent)
+        tabbed.active = tab_id
+        self._focus_pane(tabbed.get_pane(tab_id))
 
     def open_sample(self, name: str) -> None:
         """Load a built-in sample in place of the current snapshot."""
