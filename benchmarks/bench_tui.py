@@ -160,7 +160,7 @@ async def cluster_rows() -> list[tuple[str, list[float]]]:
 
         shown, settled = await clock.timed(switch, repeats=2 * len(TABS))
         rows.append(("switch tab: new tab on screen", shown))
-        rows.append(("switch tab: settled (focus moved, footer rebuilt)", settled))
+        rows.append(("switch tab: settled (focus moved, key bar updated)", settled))
 
         app.action_show_tab("ranks")
         await pilot.pause()

@@ -37,6 +37,7 @@ class GroupPricer:
         self._rings: dict[tuple[int, tuple[int, ...], bool], Ring] = {}
         self._pair_hops: dict[tuple[int, int, int, int, bool], Hop] = {}
         self._chains: dict[Hop, GroupLinks] = {}
+        self._switched: dict[int, bool] = {}
 
     def rebind(self, placement: Placement) -> GroupPricer:
         """A pricer for another placement on the same hosts, sharing every memo (hosts must match)."""
@@ -116,7 +117,8 @@ class GroupPricer:
         gpus_per_node = max(len(positions) for _, positions in signature)
         intra_gbps, intra_alpha, intra_label, intra_class = math.inf, 0.0, "", "NV"
         pair_min, egress = math.inf, math.inf
-        for host_class, positions in signature:
+        distinct = tuple(dict.fromkeys(signature))  # nodes alike in class and GPUs price alike
+        for host_class, positions in distinct:
             if len(positions) < 2:
                 continue
             ring = self.ring(host_class, positions, closed=nodes == 1)
@@ -128,7 +130,7 @@ class GroupPricer:
             for i, a in enumerate(positions):
                 for b in positions[i + 1 :]:
                     pair_min = min(pair_min, self.hop(host_class, a, b).bandwidth_gbps)
-            if _is_switched(self.host(host_class)):
+            if self.switched(host_class):
                 egress = min(egress, self.hop(host_class, positions[0], positions[1]).bandwidth_gbps)
             else:
                 egress = min(egress, *(self._direct_egress(host_class, gpu, positions) for gpu in positions))
@@ -137,7 +139,7 @@ class GroupPricer:
         if nodes == 1:
             return links
         node_net, rank_net, net_alpha, net_label, rails = math.inf, math.inf, 0.0, "", 1
-        for host_class, positions in signature:
+        for host_class, positions in distinct:
             by_nic: dict[str, list[Hop]] = {}
             for gpu in positions:
                 hop, name = self.nic(host_class, gpu)
@@ -197,6 +199,13 @@ class GroupPricer:
         if same_node:
             return self.hop(class_a, gpu_a, gpu_b)
         return min(self._rail(class_a, gpu_a), self._rail(class_b, gpu_b), key=lambda item: item.bandwidth_gbps)
+
+    def switched(self, host_class: int) -> bool:
+        """Whether hosts of this class are NVSwitch boxes (memoised: groups ask once per node)."""
+        known = self._switched.get(host_class)
+        if known is None:
+            known = self._switched[host_class] = _is_switched(self.host(host_class))
+        return known
 
     def _rail(self, host_class: int, gpu: int) -> Hop:
         """A GPU's network hop with its share of the NIC, when other GPUs of the host send through it too."""
