@@ -13,8 +13,6 @@ from typing import Any
 from topo.errors import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
-PIPED_WIDTH = 120
-"""Table width when stdout is not a terminal (logs, pipes)."""
 
 
 def register(subparsers: Any) -> None:
@@ -173,9 +171,9 @@ def _write_output(args: argparse.Namespace, measurements: Any) -> None:
 
 def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], notes: list[str]) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
+    from linkscope.render.console import table_console
     from topo.sizes import format_size_bytes
 
     table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors", box=box.SIMPLE_HEAD)
@@ -188,7 +186,7 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
         table.add_row(row["op"], format_size_bytes(row["bytes"]), row["dtype"], group, f"{row['time_us']:.1f}",
                       f"{row['algbw_gbps']:.3f}", f"{row['busbw_gbps']:.3f}", wrong,
                       style="bold red" if row["wrong"] else None)
-    console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
+    console = table_console()
     console.print(table)
     groups = {row["group"]: row["ranks"] for row in rows if row["group"] != "world"}
     if groups:
@@ -289,13 +287,13 @@ def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | N
 
 
 def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: list[str]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from linkscope.render.console import table_console
     from probes.bench.p2p_report import matrix
 
-    console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
+    console = table_console()
     count = len(result["devices"])
     for title, attribute, fmt in (("unidirectional GB/s", "unidir_gbps", "{:.1f}"),
                                   ("bidirectional GB/s", "bidir_gbps", "{:.1f}"),

@@ -10,9 +10,6 @@ from topo.errors import InputError
 from topo.formats.results import read_measurements
 from topo.model import Measurements
 
-PIPED_WIDTH = 120
-"""Table width when stdout is not a terminal (logs, pipes)."""
-
 
 def register(subparsers: Any) -> None:
     """Add the `import` subcommand."""
@@ -57,13 +54,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(measurements: Measurements) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from linkscope.render.console import table_console
     from topo.sizes import format_size_bytes
 
-    console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
+    console = table_console()
     console.print(Text(measurements.source, style="bold"))
     if measurements.collectives:
         table = Table(title="collectives (time us, bandwidth GB/s)", box=box.SIMPLE_HEAD)
