@@ -158,3 +158,20 @@ def test_reduced_links_on_the_degraded_sample() -> None:
     reduced = {(cell.row, cell.col) for row in cells for cell in row if cell.reduced}
     assert reduced == {(3, other) for other in range(8) if other != 3} | {(other, 3) for other in range(8) if other != 3}
     assert cells[0][3].best_gbps == 450.0 and cells[0][3].expected is not None and cells[0][3].expected.spec_gbps == 400.0
+
+
+def test_bench_adapter_drives_the_real_engine_on_cpu_processes() -> None:
+    """The Bench tab's collective path runs the real worker processes (gloo here, NCCL on GPUs) and reports progress."""
+    import threading
+
+    pytest.importorskip("torch")
+    from tui.bench_adapter import _collective
+    from tui.services import BenchRequest
+
+    seen: list[float] = []
+    request = BenchRequest(kind="all_gather", sizes_bytes=(1024, 65536))
+    measurements = _collective(request, 2, lambda step: seen.append(step.fraction), threading.Event(), backend="gloo")
+    rows = [row for row in measurements.collectives if row.op == "all_gather"]
+    assert [row.size_bytes for row in rows] == [1024, 65536]
+    assert all(row.wrong == 0 and row.nranks == 2 and row.busbw_gbps > 0 for row in rows)
+    assert seen and seen[-1] == pytest.approx(1.0)

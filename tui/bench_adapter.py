@@ -90,8 +90,13 @@ def _peer_copies(
 
 
 def _collective(
-    request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event
+    request: BenchRequest,
+    count: int,
+    progress: Callable[[BenchProgress], None],
+    cancel: threading.Event,
+    backend: str = "nccl",
 ) -> Measurements:
+    """One collective swept over the request's sizes in `count` processes (one per GPU with NCCL)."""
     from probes.bench.api import run_collectives
     from probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
 
@@ -105,7 +110,7 @@ def _collective(
         dtype="float32",
         warmup=5,
         iters=20,
-        backend="nccl",
+        backend=backend,
         world_size=count,
         dims=layout_groups(None, count),
     )
