@@ -10,6 +10,11 @@ Formulas (DOMAIN.md, nccl-tests conventions), B = the buffer in bytes, n ranks o
 - all_to_all: every pair at once, bounded by the slowest pair, the GPU's egress (NVLink, PCIe) and the
   node's NICs for the bytes that leave the node;
 - broadcast: pipelined ring or tree; send/recv: one hop.
+
+Known limit: a ring is priced on its slowest hop, one ring per group. NCCL runs several rings over
+disjoint links, so on direct-NVLink boxes (the DGX-1 hybrid cube mesh) absolute NVLink times come
+out about 3x too slow; NVSwitch boxes, PCIe and the network are not affected, and comparisons
+between layouts on one box (what the checks use) hold.
 """
 
 from __future__ import annotations
@@ -18,20 +23,10 @@ import math
 from dataclasses import dataclass
 
 from topo.errors import InputError
+from topo.formats.nccl_tests import bus_factor
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "hierarchical", "auto")
-
-BUS_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-}
-"""nccl-tests busbw = algbw x this factor."""
-
 
 def format_gbps(value: float) -> str:
     """A bandwidth for people: `372 GB/s`, `5.8 GB/s`, `0.131 GB/s` (never a bare `0 GB/s`), `unbounded`."""
@@ -113,7 +108,7 @@ class Cost:
     @property
     def busbw_gbps(self) -> float:
         """nccl-tests busbw: algbw x the op's bus factor."""
-        return self.algbw_gbps * BUS_FACTOR[self.op](self.ranks) if self.ranks > 1 else 0.0
+        return self.algbw_gbps * bus_factor(self.op, self.ranks) if self.ranks > 1 else 0.0
 
 
 def _step_s(links: GroupLinks, chunk_bytes: float) -> float:
