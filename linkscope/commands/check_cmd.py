@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from linkscope.files import load_measurements
-from linkscope.source import open_source
+from linkscope.source import add_source_argument, open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
@@ -144,8 +144,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("source", nargs="?", metavar="SOURCE",
-                        help="snapshot JSON, `nvidia-smi topo -m` text, `-`, or sample:NAME; default: this machine")
+    add_source_argument(parser)
     add_layout_arguments(parser)
     parser.add_argument("--rank-map", default=None, metavar="FILE",
                         help="explicit placement: CSV/JSON rank,host,gpu, a DeepSpeed hostfile or Slurm variables")

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from linkscope.files import load_measurements, with_measurements
+from linkscope.source import add_source_argument
 from topo.errors import InputError
 from topo.sources import load_source
 
@@ -37,12 +38,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "source",
-        nargs="?",
-        metavar="SOURCE",
-        help="snapshot JSON, `nvidia-smi topo -m` text or sample:NAME; default: this machine",
-    )
+    add_source_argument(parser, "snapshot JSON, `nvidia-smi topo -m` text or sample:NAME; default: this machine")
     parser.add_argument("--tab", choices=TAB_NAMES, default="links", help="the tab to start on (default: links)")
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements (linkscope bench/import -o) to show on SOURCE: measured GB/s on the Links grid, "

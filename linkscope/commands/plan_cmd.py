@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
-from linkscope.source import open_source
+from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
 from topo.layout import DIMENSIONS
 
@@ -36,8 +36,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("source", nargs="?", metavar="SOURCE",
-                        help="snapshot JSON, `nvidia-smi topo -m` text, `-`, or sample:NAME; default: this machine")
+    add_source_argument(parser)
     parser.add_argument("--gpus", type=int, required=True, metavar="N", help="total GPUs of the job")
     for dim in DIMENSIONS:
         parser.add_argument(f"--{dim}", type=int, default=None, metavar="N", help=f"pin the {dim} degree")

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from linkscope.render import gpu_nic_tokens, matrix_tokens
-from linkscope.source import open_source
+from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
 from topo.model import Gpu, Host, Snapshot
 
@@ -40,12 +40,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "source",
-        nargs="?",
-        metavar="SOURCE",
-        help="snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine",
-    )
+    add_source_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (see the README for its fields)")
     parser.set_defaults(run=run)
 
