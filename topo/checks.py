@@ -305,12 +305,17 @@ def _gbps(value: float) -> str:
     return format_gbps(value)
 
 
+def _spanning_nodes(ctx: _Context, dim: str) -> tuple[list[GroupLinks], list[int]]:
+    """The links of every `dim` group, and the indices of the groups that span more than one node."""
+    links = ctx.links(dim)
+    return links, [index for index, item in enumerate(links) if item.nodes > 1]
+
+
 def _tp_crosses_node(ctx: _Context) -> list[Finding]:
     tp = ctx.layout.size("tp")
     if tp < 2:
         return []
-    links = ctx.links("tp")
-    crossing = [index for index, item in enumerate(links) if item.nodes > 1]
+    links, crossing = _spanning_nodes(ctx, "tp")
     if not crossing:
         return []
     first = crossing[0]
@@ -393,8 +398,7 @@ def _tp_slow_link(ctx: _Context) -> list[Finding]:
 def _ep_crosses_node(ctx: _Context) -> list[Finding]:
     if ctx.layout.size("ep") < 2:
         return []
-    links = ctx.links("ep")
-    crossing = [index for index, item in enumerate(links) if item.nodes > 1]
+    links, crossing = _spanning_nodes(ctx, "ep")
     if not crossing:
         return []
     first = crossing[0]

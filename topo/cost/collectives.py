@@ -111,24 +111,24 @@ class Cost:
         return self.algbw_gbps * bus_factor(self.op, self.ranks) if self.ranks > 1 else 0.0
 
 
-def _step_s(links: GroupLinks, chunk_bytes: float) -> float:
-    """One ring step: every hop moves `chunk_bytes` at once; the slowest hop sets the pace."""
+def _step_s(links: GroupLinks, chunk_bytes: float, net_gbps: float | None = None) -> float:
+    """One ring step: every hop moves `chunk_bytes` at once; the slowest hop sets the pace.
+
+    Between nodes a ring step uses the node's NICs together; pass `net_gbps` to price another
+    network share (a point-to-point pair rides one GPU's rail).
+    """
     step = 0.0
     if links.gpus_per_node > 1:
         step = links.intra_alpha_us * 1e-6 + chunk_bytes / (links.intra_gbps * 1e9)
     if links.nodes > 1:
-        step = max(step, links.net_alpha_us * 1e-6 + chunk_bytes / (links.node_net_gbps * 1e9))
+        net = links.node_net_gbps if net_gbps is None else net_gbps
+        step = max(step, links.net_alpha_us * 1e-6 + chunk_bytes / (net * 1e9))
     return step
 
 
 def _send_recv_s(links: GroupLinks, size_bytes: float) -> float:
     """One point-to-point transfer: a pair crossing nodes rides one GPU's rail, not the node's NICs together."""
-    step = 0.0
-    if links.gpus_per_node > 1:
-        step = links.intra_alpha_us * 1e-6 + size_bytes / (links.intra_gbps * 1e9)
-    if links.nodes > 1:
-        step = max(step, links.net_alpha_us * 1e-6 + size_bytes / (links.rank_net_gbps * 1e9))
-    return step
+    return _step_s(links, size_bytes, links.rank_net_gbps)
 
 
 def ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
