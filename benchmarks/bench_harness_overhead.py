@@ -1,14 +1,29 @@
 """Harness overhead of `linkscope bench collectives` on gloo: our timed path (the op cases and
-batch timing of probes.bench.collectives) next to a plain torch.distributed loop doing the same op
-on buffers of the same size, side by side in the same processes.
+`time_case` of probes.bench.collectives) next to a plain torch.distributed loop doing the same op
+on buffers of the same size, side by side in the same two gloo processes.
 
-Goal: within 5% at 1 MiB and up. Two gloo processes; for every (op, size) the two loops alternate
-for `--rounds` rounds (ours, plain, ours, plain...) so the machine's drift hits both alike; the
-times are medians over rounds of the per-op time averaged over ranks (as nccl-tests reports it),
-the difference is the median of the per-round ratios ours/plain (a paired comparison, so load from
-other programs on the machine cancels out as far as it can).
+Goal: our per-op time within 5% of the plain loop at 1 MiB and up.
 
-    python benchmarks/bench_harness_overhead.py [--rounds 7] [--sizes 1M,4M,16M] [--ops all_reduce,...]
+Method (chosen by experiment on a busy 2-CPU machine, where gloo's threads and other programs
+make single op times scatter by tens of percent):
+- Three loops per (op, size): ours, plain, and plain2, a second copy of the plain loop. plain2 vs
+  plain is an A/A control: its difference is pure measurement noise and shows the noise floor.
+- Fine interleaving: `--rounds` rounds of `--iters` ops per loop (default 1 op, so every sample is
+  one op behind a barrier); the order of the three loops rotates every round, so drift and
+  position effects hit all three alike. Larger batches were far noisier here: a few ops that lose
+  the CPU for a scheduler slice dominate a batch's mean.
+- Estimator: the ratio of a low quantile (`--quantile`, default the 20th percentile) of each
+  loop's samples (rank-mean microseconds per op). Scheduling noise only ever adds time, so the
+  lower part of the distribution is the op's own cost; the 20th percentile is steadier than the
+  minimum, which is one lucky sample.
+- Uncertainty: a 95% bootstrap interval over rounds (rounds resampled with all three loops kept
+  together). Verdict: "within 5%" when the interval lies inside +-5%, "over 5%" when it lies above
+  +5%, "under -5%" when below -5%, otherwise "not shown". A row whose A/A control interval misses
+  0 gets "not shown (control off)": the interval understates the noise there.
+- `--slow-ours-us N` adds an N-microsecond spin to every op of ours: a check that the verdict can
+  say "over 5%" (e.g. 60 us on a ~500 us op).
+
+    python benchmarks/bench_harness_overhead.py [--rounds 300] [--sizes 1M,4M,16M] [--ops all_reduce,...]
 """
 
 from __future__ import annotations
@@ -16,11 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +45,10 @@ sys.path.insert(0, str(ROOT))
 
 NPROC = 2
 DEFAULT_OPS = "all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,send_recv"
+LOOPS = ("ours", "plain", "plain2")
+BOOTSTRAP_RESAMPLES = 1000
+CONFIDENCE = 0.95
+CHECK_EVERY = 50
 
 
 def plain_call(op: str, rank: int, send: Any, recv: Any, small: Any) -> None:
@@ -52,9 +72,28 @@ def plain_call(op: str, rank: int, send: Any, recv: Any, small: Any) -> None:
             request.wait()
 
 
+def plain_loop(op: str, rank: int, iters: int, buffers: tuple[Any, Any, Any]) -> float:
+    """The plain loop's batch, timed like `time_case` (barrier, then perf_counter): microseconds per op."""
+    import torch.distributed as dist
+
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        plain_call(op, rank, *buffers)
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def spin_us(duration_us: float) -> None:
+    """Busy-wait for `duration_us` microseconds (the deliberate slowdown of `--slow-ours-us`)."""
+    end = time.perf_counter() + duration_us / 1e6
+    while time.perf_counter() < end:
+        pass
+
+
 def worker(rank: int, store_path: str, options: dict[str, Any]) -> None:
-    """Both loops in one process, alternating; rank 0 prints the medians as JSON."""
+    """All three loops in one process, interleaved; rank 0 prints the rank-mean samples as JSON."""
     import warnings
+    from dataclasses import replace
 
     import torch
     import torch.distributed as dist
@@ -64,52 +103,126 @@ def worker(rank: int, store_path: str, options: dict[str, Any]) -> None:
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     dist.init_process_group("gloo", store=dist.FileStore(store_path, NPROC), rank=rank, world_size=NPROC)
-    warmup, iters = options["warmup"], options["iters"]
-    spec = CollectiveSpec(ops=tuple(options["ops"]), sizes_bytes=tuple(options["sizes"]), dtype="float32", warmup=warmup,
+    warmup, iters, rounds, slow_us = options["warmup"], options["iters"], options["rounds"], options["slow_ours_us"]
+    spec = CollectiveSpec(ops=tuple(options["ops"]), sizes_bytes=tuple(options["sizes"]), dtype="float32", warmup=0,
                           iters=iters, backend="gloo", world_size=NPROC, dims=layout_groups(None, NPROC), check=False)
     group = spec.dims[0][1][0]
     device = torch.device("cpu")
-    results = {}
+    samples_us: dict[str, list[list[float]]] = {}
     for op in spec.ops:
-        for size in spec.sizes_bytes:
-            case = coll.make_case(op, size, spec, group, dist.group.WORLD, device)
+        for size_bytes in spec.sizes_bytes:
+            case = coll.make_case(op, size_bytes, spec, group, dist.group.WORLD, device)
             assert case is not None
-            count = size // 4
-            send, recv, small = torch.ones(count), torch.zeros(count), torch.ones(count // NPROC)
-            ours, plain = [], []
-            for _ in range(options["rounds"]):
-                local = coll.time_case(case, warmup, iters, device, dist.group.WORLD)
+            if slow_us:
+                fast_run = case.run
+
+                def slow_run(run: Callable[[], None] = fast_run) -> None:
+                    run()
+                    spin_us(slow_us)
+
+                case = replace(case, run=slow_run)
+            count = size_bytes // 4
+            plain_buffers = [(torch.ones(count), torch.zeros(count), torch.ones(count // NPROC)) for _ in range(2)]
+            loops: list[Callable[[], float]] = [
+                partial(coll.time_case, case, 0, iters, device, dist.group.WORLD),
+                partial(plain_loop, op, rank, iters, plain_buffers[0]),
+                partial(plain_loop, op, rank, iters, plain_buffers[1]),
+            ]
+            for loop in loops:
                 for _ in range(warmup):
-                    plain_call(op, rank, send, recv, small)
-                dist.barrier()
-                t0 = time.perf_counter()
-                for _ in range(iters):
-                    plain_call(op, rank, send, recv, small)
-                reference = (time.perf_counter() - t0) / iters * 1e6
-                both = torch.tensor([local, reference], dtype=torch.float64)
-                dist.all_reduce(both)
-                ours.append(float(both[0]) / NPROC)
-                plain.append(float(both[1]) / NPROC)
-            ratios = [mine / reference for mine, reference in zip(ours, plain, strict=True)]
-            results[f"{op} {size}"] = (statistics.median(ours), statistics.median(plain), statistics.median(ratios))
+                    loop()
+            rows_us = run_rounds(loops, rounds, options["min_row_s"])
+            totals = torch.tensor(rows_us, dtype=torch.float64)
+            dist.all_reduce(totals)
+            samples_us[f"{op} {size_bytes}"] = (totals / NPROC).tolist()
     if rank == 0:
-        print(json.dumps(results))
+        print(json.dumps(samples_us))
     dist.destroy_process_group()
 
 
+def run_rounds(loops: Sequence[Callable[[], float]], rounds: int, min_row_s: float) -> list[list[float]]:
+    """At least `rounds` rounds, and on until `min_row_s` seconds have passed on every rank (checked every
+    CHECK_EVERY rounds, the same rounds on both ranks); each round runs every loop once, in rotating order."""
+    import torch
+    import torch.distributed as dist
+
+    started_s = time.perf_counter()
+    rows_us: list[list[float]] = []
+    while True:
+        row = [0.0] * len(loops)
+        for position in range(len(loops)):
+            which = (len(rows_us) + position) % len(loops)
+            row[which] = loops[which]()
+        rows_us.append(row)
+        if len(rows_us) >= rounds and len(rows_us) % CHECK_EVERY == 0:
+            elapsed_s = torch.tensor([time.perf_counter() - started_s])
+            dist.all_reduce(elapsed_s, op=dist.ReduceOp.MIN)
+            if float(elapsed_s) >= min_row_s:
+                return rows_us
+
+
+def quantiles(samples: Any, fraction: float) -> Any:
+    """Linear-interpolated quantile (numpy's default) along dim -2 of a (..., rounds, loops) tensor."""
+    ordered = samples.sort(dim=-2).values
+    position = fraction * (samples.shape[-2] - 1)
+    low = int(position)
+    high = min(low + 1, samples.shape[-2] - 1)
+    return ordered[..., low, :] + (ordered[..., high, :] - ordered[..., low, :]) * (position - low)
+
+
+def row_statistics(rows_us: list[list[float]], fraction: float, generator: Any) -> dict[str, Any]:
+    """Quantile per loop (us), ours-vs-plain and plain2-vs-plain differences (percent) and their 95%
+    percentile-bootstrap intervals, rounds resampled whole so the loops of one round stay together."""
+    import torch
+
+    samples = torch.tensor(rows_us, dtype=torch.float64)
+    picks = torch.randint(len(rows_us), (BOOTSTRAP_RESAMPLES, len(rows_us)), generator=generator)
+    point = quantiles(samples, fraction)
+    resampled = quantiles(samples[picks], fraction)
+    tail = (1 - CONFIDENCE) / 2
+    result: dict[str, Any] = {"ours_us": float(point[0]), "plain_us": float(point[1]), "rounds": len(rows_us)}
+    for name, column in (("ours", 0), ("control", 2)):
+        differences = (resampled[:, column] / resampled[:, 1] - 1) * 100
+        bounds = torch.quantile(differences, torch.tensor([tail, 1 - tail], dtype=torch.float64))
+        result[name] = (float(point[column] / point[1] - 1) * 100, (float(bounds[0]), float(bounds[1])))
+    return result
+
+
+def verdict(interval: tuple[float, float], control: tuple[float, float], goal_percent: float) -> str:
+    """What the interval shows about the goal; nothing when the A/A control itself misses 0."""
+    low, high = interval
+    if not control[0] <= 0 <= control[1]:
+        return "not shown (control off)"
+    if -goal_percent < low and high < goal_percent:
+        return f"within {goal_percent:g}%"
+    if low > goal_percent:
+        return f"over {goal_percent:g}%"
+    if high < -goal_percent:
+        return f"under -{goal_percent:g}%"
+    return "not shown"
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=11)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=300, help="least interleaved rounds per (op, size) (default 300)")
+    parser.add_argument("--min-row-s", type=float, default=4.0,
+                        help="keep adding rounds until a row has taken this long (default 4 s)")
+    parser.add_argument("--iters", type=int, default=1, help="ops per loop per round (default 1)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed batches per loop before the rounds (default 3)")
     parser.add_argument("--sizes", default="1M,4M,16M")
     parser.add_argument("--ops", default=DEFAULT_OPS)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--quantile", type=float, default=0.2, help="quantile compared (default 0.2)")
+    parser.add_argument("--goal-percent", type=float, default=5.0)
+    parser.add_argument("--slow-ours-us", type=float, default=0.0, help="spin this long after every op of ours")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     args = parser.parse_args()
     from topo.sizes import format_size_bytes, parse_size_bytes
 
     options = {"ops": args.ops.split(","), "sizes": [parse_size_bytes(text) for text in args.sizes.split(",")],
-               "rounds": args.rounds, "warmup": args.warmup, "iters": args.iters}
+               "rounds": args.rounds, "warmup": args.warmup, "iters": args.iters, "min_row_s": args.min_row_s,
+               "slow_ours_us": args.slow_ours_us}
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    started_s = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(rank), f"{tmp}/store", json.dumps(options)],
                                   stdout=subprocess.PIPE, env=env, text=True) for rank in range(NPROC)]
@@ -117,20 +230,29 @@ def main() -> int:
     if any(proc.returncode for proc in procs):
         print("a worker failed", file=sys.stderr)
         return 1
-    results = json.loads(outputs[0])
-    print(f"gloo, {NPROC} processes on {os.cpu_count()} CPUs, {args.iters} iterations per batch, "
-          f"median of {args.rounds} alternating rounds")
-    print(f"{'op':<15} {'size':>8} {'linkscope us':>13} {'plain us':>10} {'difference':>11}  (median of paired ratios)")
-    worst = 0.0
-    differences = []
-    for key, (mine, reference, ratio) in results.items():
+    samples_us: dict[str, list[list[float]]] = json.loads(outputs[0])
+    import torch
+
+    generator = torch.Generator().manual_seed(args.seed)
+    percentile = f"p{args.quantile * 100:g}"
+    print(f"gloo, {NPROC} processes on {os.cpu_count()} CPUs; per loop >= {args.rounds} rounds (>= {args.min_row_s:g} s "
+          f"per row) of {args.iters} op(s), loop order rotating; {percentile} of rank-mean us per op; 95% bootstrap "
+          "intervals" + (f"; ours slowed by {args.slow_ours_us:g} us per op" if args.slow_ours_us else ""))
+    print(f"{'op':<15} {'size':>7} {'rounds':>6} {'ours us':>8} {'plain us':>9} {'ours vs plain':>25} "
+          f"{'A/A plain2 vs plain':>25}  verdict")
+    counts: dict[str, int] = {}
+    for key, rows_us in samples_us.items():
         op, size = key.split()
-        difference = (ratio - 1) * 100
-        worst = max(worst, abs(difference))
-        differences.append(difference)
-        print(f"{op:<15} {format_size_bytes(int(size)):>8} {mine:>13.1f} {reference:>10.1f} {difference:>+10.1f}%")
-    print(f"median difference over all rows: {statistics.median(differences):+.1f}%; largest single row: {worst:.1f}% "
-          "(goal: within 5%; single rows on a busy machine scatter both ways)")
+        stats = row_statistics(rows_us, args.quantile, generator)
+        (ours_percent, interval), (control_percent, control) = stats["ours"], stats["control"]
+        shown = verdict(interval, control, args.goal_percent)
+        counts[shown] = counts.get(shown, 0) + 1
+        ours_text = f"{ours_percent:+5.1f}% [{interval[0]:+5.1f}, {interval[1]:+5.1f}]"
+        control_text = f"{control_percent:+5.1f}% [{control[0]:+5.1f}, {control[1]:+5.1f}]"
+        print(f"{op:<15} {format_size_bytes(int(size)):>7} {stats['rounds']:>6} {stats['ours_us']:>8.0f} "
+              f"{stats['plain_us']:>9.0f} {ours_text:>25} {control_text:>25}  {shown}")
+    summary = ", ".join(f"{count} {name}" for name, count in sorted(counts.items()))
+    print(f"{len(samples_us)} rows: {summary}; wall time {time.perf_counter() - started_s:.0f} s")
     return 0
 
 

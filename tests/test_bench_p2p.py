@@ -97,7 +97,7 @@ def test_numa_nodes_to_test_own_then_farthest(gpu_node: int | None, expected: li
 
 def test_verification_detects_a_single_flipped_word() -> None:
     torch = pytest.importorskip("torch")
-    from probes.bench.p2p import fill_pattern, verify
+    from probes.bench.cuda_copies import fill_pattern, verify
 
     data = fill_pattern(1000, 7, "cpu")
     assert verify(data, 7)
@@ -139,9 +139,10 @@ def _cuda() -> object:
 @pytest.mark.gpu
 def test_gpu_device_to_device_copy_is_measured_and_verified() -> None:
     _cuda()
+    from probes.bench.cuda_copies import TorchCuda
     from probes.bench.p2p import measure_pair
 
-    row = measure_pair(0, 0, 64 * 1024**2, copies=4, samples=3)
+    row = measure_pair(TorchCuda(), 0, 0, 64 * 1024**2, copies=4, samples=3)
     print("d2d same GPU:", row)
     assert row["verified"] is True
     assert row["unidir_gbps"] > 50 and row["bidir_gbps"] > 50 and 0 < row["latency_us"] < 100
@@ -150,10 +151,12 @@ def test_gpu_device_to_device_copy_is_measured_and_verified() -> None:
 @pytest.mark.gpu
 def test_gpu_host_copies_from_pinned_memory() -> None:
     _cuda()
+    from probes.bench.cuda_copies import TorchCuda
     from probes.bench.hostcopy import measure_host_copies
-    from probes.bench.p2p import device_info
 
-    rows, notes = measure_host_copies([device_info(0)], 64 * 1024**2, copies=4, samples=3, progress=lambda *a: None)
+    runtime = TorchCuda()
+    rows, notes = measure_host_copies(runtime, [runtime.device_info(0)], 64 * 1024**2, copies=4, samples=3,
+                                      progress=lambda *a: None)
     print("host copies:", rows, notes)
     assert {row["direction"] for row in rows} == {"h2d", "d2h"}
     assert all(row["verified"] and row["gbps"] > 1 for row in rows)

@@ -1,0 +1,214 @@
+"""`bench p2p`'s copy engine (probes.bench.p2p, probes.bench.hostcopy) run against simulated
+boxes whose pair rates are real recordings (tests/fakes/fake_cuda.py): the numbers it reports,
+the data check, the warm-up, the gate that keeps host enqueue cost out, memory sizing and
+release, the NUMA choice for host copies, and the command from arguments to JSON."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.bench.p2p import measure_pair, run_p2p
+from topo.formats.p2p_matrices import read_nvbandwidth, read_p2p_bandwidth_latency_test
+from topo.model import Measurements, PeerCopy
+from topo.samples import load_sample
+
+from bench_support import cli_main
+from fakes import build_sysfs
+from fakes.fake_cuda import FakeBox, FakeCuda, box_from_recording
+
+P2P_FIXTURES = Path(__file__).parent / "fixtures" / "real" / "p2p"
+MiB = 1024**2
+
+
+def _recording(name: str) -> Measurements:
+    text = (P2P_FIXTURES / name).read_text()
+    reader = read_nvbandwidth if "nvbandwidth" in name else read_p2p_bandwidth_latency_test
+    return reader(text, name)
+
+
+def _h100_pcie_bridge(**changes: Any) -> FakeBox:
+    """Two H100 PCIe joined by NVLink bridges, as p2pBandwidthLatencyTest measured them (P2P on)."""
+    host = load_sample("a100-pcie-nvbridge-4").host  # stands in for the two GPUs' names and bus ids only
+    box = box_from_recording(host, _recording("h100-pcie-2gpu-nvlink-bridge-p2pBandwidthLatencyTest.txt"))
+    box.names, box.bus_ids, box.free_bytes = box.names[:2], box.bus_ids[:2], box.free_bytes[:2]
+    for name, value in changes.items():
+        setattr(box, name, value)
+    return box
+
+
+def _spec(pairs: list[tuple[int, int]], size_bytes: int = 256 * MiB, host: bool = False, samples: int = 5) -> dict[str, Any]:
+    return {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": 4, "host": host}
+
+
+def _through(size_bytes: int, gbps: float, latency_us: float) -> float:
+    """GB/s of back-to-back copies that each wait `latency_us` and then move `size_bytes` at `gbps`."""
+    return size_bytes / (size_bytes / (gbps * 1e3) + latency_us) / 1e3
+
+
+def _recorded(recording: Measurements, src: int, dst: int, p2p: bool = True) -> PeerCopy:
+    return next(row for row in recording.peer_copies if (row.src, row.dst) == (src, dst) and row.p2p_enabled in (p2p, None))
+
+
+def test_pairs_reproduce_the_recorded_nvlink_bridge_box() -> None:
+    recording = _recording("h100-pcie-2gpu-nvlink-bridge-p2pBandwidthLatencyTest.txt")
+    result = run_p2p(_spec([(0, 1), (1, 0)]), lambda *step: None, FakeCuda(_h100_pcie_bridge()))
+    assert [(row["src"], row["dst"]) for row in result["peer"]] == [(0, 1), (1, 0)]
+    for row in result["peer"]:
+        want = _recorded(recording, row["src"], row["dst"])
+        # each 256 MiB copy pays the pair's 2.5 us latency once: 0.25% under the recorded rate
+        assert row["unidir_gbps"] == pytest.approx(_through(256 * MiB, want.unidir_gbps, want.latency_us), rel=1e-6)
+        assert row["unidir_gbps"] == pytest.approx(want.unidir_gbps, rel=5e-3)
+        assert row["bidir_gbps"] == pytest.approx(want.bidir_gbps, rel=5e-3)
+        assert row["latency_us"] == pytest.approx(want.latency_us, rel=1e-2)
+        assert row["p2p_enabled"] is True and row["verified"] is True and row["size_bytes"] == 256 * MiB
+    assert result["notes"] == [] and result["host"] == []
+
+
+def test_a_box_without_peer_access_reports_the_staged_copy_rates() -> None:
+    recording = _recording("rtx2080ti-2gpu-p2pBandwidthLatencyTest-no-p2p.txt")
+    host = load_sample("consumer-2gpu").host
+    box = box_from_recording(host, recording, peer_access=set())
+    result = run_p2p(_spec([(0, 1)], size_bytes=64 * MiB), lambda *step: None, FakeCuda(box))
+    row = result["peer"][0]
+    want = _recorded(recording, 0, 1, p2p=False)
+    assert row["p2p_enabled"] is False
+    assert row["unidir_gbps"] == pytest.approx(want.unidir_gbps, rel=5e-3)
+    assert row["latency_us"] == pytest.approx(want.latency_us, rel=1e-2)
+
+
+def test_eight_gpu_nvswitch_box_every_pair_matches_nvbandwidth() -> None:
+    recording = _recording("h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt")
+    box = box_from_recording(load_sample("dgx-h100").host, recording)
+    pairs = [(src, dst) for src in range(8) for dst in range(8) if src != dst]
+    result = run_p2p(_spec(pairs, size_bytes=64 * MiB, samples=3), lambda *step: None, FakeCuda(box))
+    measured = {(row["src"], row["dst"]): row["unidir_gbps"] for row in result["peer"]}
+    assert len(measured) == 56
+    for (src, dst), gbps in measured.items():
+        assert gbps == pytest.approx(_through(64 * MiB, _recorded(recording, src, dst).unidir_gbps, 2.0), rel=1e-6)
+
+
+def test_the_gate_keeps_host_enqueue_cost_out_of_the_latency() -> None:
+    """Each enqueue costs the host 20 us, far more than the 2.5 us a copy takes: only a batch
+    that starts after the host has enqueued all of it measures the copy, not the host."""
+    runtime = FakeCuda(_h100_pcie_bridge(enqueue_us=20.0))
+    row = measure_pair(runtime, 0, 1, 4 * MiB, copies=4, samples=3)
+    assert row["latency_us"] == pytest.approx(2.56, rel=1e-2)
+
+
+def test_the_warm_up_keeps_first_copy_set_up_out_of_the_numbers() -> None:
+    slow_start = FakeCuda(_h100_pcie_bridge(first_copy_extra_us=50_000.0))
+    plain = FakeCuda(_h100_pcie_bridge())
+    # two samples: their median is their mean, so a first sample that paid the set-up would show
+    rows = [measure_pair(runtime, 0, 1, 64 * MiB, copies=4, samples=2) for runtime in (slow_start, plain)]
+    for key in ("unidir_gbps", "bidir_gbps", "latency_us"):
+        assert rows[0][key] == pytest.approx(rows[1][key], rel=1e-9)
+
+
+def test_a_pair_that_corrupts_data_is_reported_unverified() -> None:
+    """1->0 corrupts: the rows of both 1->0 and 0->1 (whose bidirectional run copies 1->0 too) say so."""
+    box = box_from_recording(load_sample("dgx-h100").host, _recording("h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"))
+    box.corrupt = {(1, 0)}
+    result = run_p2p(_spec([(0, 1), (1, 0), (2, 3)], size_bytes=16 * MiB), lambda *step: None, FakeCuda(box))
+    assert [row["verified"] for row in result["peer"]] == [False, False, True]
+
+
+def test_copy_size_follows_free_memory_and_every_buffer_is_released() -> None:
+    runtime = FakeCuda(_h100_pcie_bridge(free_bytes=[1024 * MiB, 512 * MiB]))
+    result = run_p2p(_spec([(0, 1)]), lambda *step: None, runtime)
+    assert result["notes"] == [f"copy size lowered from {256 * MiB} to {64 * MiB} B to fit free GPU memory"]
+    assert result["peer"][0]["size_bytes"] == 64 * MiB
+    gc.collect()
+    assert runtime.free_bytes == [1024 * MiB, 512 * MiB]
+    assert runtime.calls["empty_cache"] == 1
+
+
+def test_the_fake_refuses_what_cuda_would_refuse() -> None:
+    runtime = FakeCuda(_h100_pcie_bridge(free_bytes=[MiB, MiB]))
+    with pytest.raises(RuntimeError, match="out of memory"):
+        runtime.zeros(0, MiB)
+    small, large = runtime.zeros(0, 4), runtime.zeros(1, 8)
+    with pytest.raises(RuntimeError, match="4 and 8 words"):
+        runtime.copy(large, small, runtime.stream(0), 1)
+
+
+def _numa_box(tmp_path: Path, allowed: set[int] | None = None) -> tuple[FakeCuda, str]:
+    """The DGX H100 sample: GPUs 0-3 on NUMA node 0, 4-7 on node 1; host copies 53 GB/s from the
+    GPU's own node, 41 GB/s from the other (rates written by hand)."""
+    host = load_sample("dgx-h100").host
+    box = box_from_recording(host, _recording("h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"))
+    box.host_gbps = {(gpu.index, node.id, direction): (53.0 if node.id == gpu.numa_node else 41.0)
+                     for gpu in host.gpus for node in host.numa_nodes for direction in ("h2d", "d2h")}
+    box.allowed_cpus = allowed
+    return FakeCuda(box), str(build_sysfs(tmp_path, host))
+
+
+def test_host_copies_from_the_gpus_own_node_and_the_far_one(tmp_path: Path) -> None:
+    runtime, root = _numa_box(tmp_path)
+    done: list[tuple[Any, ...]] = []
+    result = run_p2p(_spec([], size_bytes=32 * MiB, host=True), lambda *step: done.append(step), runtime, root)
+    rows = {(row["gpu"], row["numa_node"], row["direction"]): row for row in result["host"]}
+    assert len(rows) == 8 * 2 * 2 and done == [("host", index) for index in range(8)]
+    for (gpu, node, _direction), row in rows.items():
+        own = 0 if gpu < 4 else 1
+        assert row["local"] is (node == own)
+        assert row["gbps"] == pytest.approx(53.0 if node == own else 41.0, rel=1e-2)
+        assert row["verified"] is True and row["size_bytes"] == 32 * MiB
+    assert result["notes"] == []
+
+
+def test_host_copies_inside_a_cpuset_of_one_node_say_what_they_could_not_compare(tmp_path: Path) -> None:
+    runtime, root = _numa_box(tmp_path, allowed=set(range(0, 56)))
+    result = run_p2p(_spec([], size_bytes=4 * MiB, host=True), lambda *step: None, runtime, root)
+    assert {row["numa_node"] for row in result["host"]} == {0}
+    assert [row["local"] for row in result["host"] if row["gpu"] == 4] == [False, False]
+    assert result["notes"] == [
+        *(f"GPU {index}: no other NUMA node with CPUs to compare with" for index in range(4)),
+        *(f"GPU {index}: its own NUMA node 1 has no CPUs this process may use; host copies measured from other nodes only"
+          for index in range(4, 8))]
+
+
+def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`linkscope bench p2p --json` with the worker replaced by the simulated box: arguments, preflight,
+    progress, matrices, expected speeds from the sample and the exit status."""
+    pytest.importorskip("torch")
+    from probes.bench import api, preflight
+
+    runtime, root = _numa_box(tmp_path)
+    runtime.box.corrupt = {(3, 2)}
+    calls: list[tuple[str, int]] = []
+
+    def in_process(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float, on_progress: Any = None,
+                   cancel: Any = None) -> dict[str, Any]:
+        calls.append((kind, nproc))
+        done: list[tuple[Any, ...]] = []
+
+        def progress(*step: Any) -> None:
+            done.append(step)
+            on_progress(len(done))
+
+        return json.loads(json.dumps(run_p2p(json.loads(json.dumps(spec)), progress, runtime, root)))
+
+    monkeypatch.setattr(api, "run_workers", in_process)
+    monkeypatch.setattr(preflight, "cuda_device_count", lambda: 8)
+    monkeypatch.setattr(preflight, "load_pynvml", lambda: None)
+    out_file = tmp_path / "p2p.json"
+    code = cli_main(["bench", "p2p", "--pairs", "0-1,3-2,0-4", "--bytes", "16M", "--samples", "3", "--json",
+                     "--expect", "sample:dgx-h100", "-o", str(out_file)])
+    captured = capsys.readouterr()
+    assert code == 1 and calls == [("p2p", 1)]
+    assert "copied data was corrupted (3->2)" in captured.err
+    data = json.loads(captured.out)
+    first = data["peer"][0]
+    assert (first["src"], first["dst"], first["link"]) == (0, 1, "NV18")
+    assert first["unidir_gbps"] == pytest.approx(_through(16 * MiB, 370.90, 2.0), rel=1e-6)
+    assert first["ratio"] == pytest.approx(first["unidir_gbps"] / first["expected_unidir_gbps"])
+    assert data["matrices"]["unidir_gbps"][0][4] == pytest.approx(_through(16 * MiB, 370.38, 2.0), rel=1e-6)
+    assert len(data["host"]) == 32
+    saved = json.loads(out_file.read_text())["measurements"]
+    assert [row["verified"] for row in saved["peer_copies"]] == [True, False, True] and len(saved["host_copies"]) == 32
