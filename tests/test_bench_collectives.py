@@ -189,3 +189,14 @@ def test_worker_module_is_found_from_any_directory(tmp_path: pathlib.Path) -> No
     result = subprocess.run([sys.executable, "-m", "probes.bench.worker"], cwd=tmp_path, capture_output=True, text=True,
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 2 and "usage" in result.stderr
+
+
+def test_sweep_sizes_follow_the_smallest_free_gpu_memory() -> None:
+    from probes.bench.spec import sizes_that_fit
+
+    sizes = [1024**2, 256 * 1024**2, 1024**3]
+    assert sizes_that_fit(sizes, 80 * 1024**3) == (sizes, None)
+    # 1 GiB free: 80% of it over three buffers is 286,331,153 B, so 256 MiB stays and 1 GiB goes
+    assert sizes_that_fit(sizes, 1024**3) == (
+        sizes[:2], "sizes above 286331153 B skipped: not enough free GPU memory for their buffers")
+    assert sizes_that_fit(sizes, 0)[0] == []

@@ -126,14 +126,12 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
 
 
 def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
-    """Drop sizes whose buffers (about 3x the size) would not fit in 80% of the smallest free GPU memory."""
+    """The sweep's sizes that fit the smallest free GPU memory of all ranks."""
+    from probes.bench.spec import sizes_that_fit
+
     free = torch.tensor([float(torch.cuda.mem_get_info(device)[0])], device=device)
     dist.all_reduce(free, op=dist.ReduceOp.MIN)
-    budget = 0.8 * float(free.item()) / 3
-    kept = [size for size in sizes if size <= budget]
-    if len(kept) == len(sizes):
-        return sizes, None
-    return kept, f"sizes above {int(budget)} B skipped: not enough free GPU memory for their buffers"
+    return sizes_that_fit(sizes, int(free.item()))
 
 
 def _spawned(job_dir: Path) -> int:
