@@ -172,15 +172,11 @@ def test_host_copies_inside_a_cpuset_of_one_node_say_what_they_could_not_compare
           for index in range(4, 8))]
 
 
-def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    """`linkscope bench p2p --json` with the worker replaced by the simulated box: arguments, preflight,
-    progress, matrices, expected speeds from the sample and the exit status."""
-    pytest.importorskip("torch")
+def _engine_on(runtime: FakeCuda, sysfs_root: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Make `probes.bench.api` run its p2p worker in this process on the simulated box (the
+    result goes through JSON as it does from a worker process); returns the (kind, nproc) calls."""
     from probes.bench import api, preflight
 
-    runtime, root = _numa_box(tmp_path)
-    runtime.box.corrupt = {(3, 2)}
     calls: list[tuple[str, int]] = []
 
     def in_process(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float, on_progress: Any = None,
@@ -190,13 +186,25 @@ def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pyte
 
         def progress(*step: Any) -> None:
             done.append(step)
-            on_progress(len(done))
+            if on_progress is not None:
+                on_progress(len(done))
 
-        return json.loads(json.dumps(run_p2p(json.loads(json.dumps(spec)), progress, runtime, root)))
+        return json.loads(json.dumps(run_p2p(json.loads(json.dumps(spec)), progress, runtime, sysfs_root)))
 
     monkeypatch.setattr(api, "run_workers", in_process)
-    monkeypatch.setattr(preflight, "cuda_device_count", lambda: 8)
+    monkeypatch.setattr(preflight, "cuda_device_count", lambda: runtime.device_count())
     monkeypatch.setattr(preflight, "load_pynvml", lambda: None)
+    return calls
+
+
+def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`linkscope bench p2p --json` with the worker on the simulated box: arguments, preflight,
+    matrices, expected speeds from the sample, the output file and the exit status."""
+    pytest.importorskip("torch")
+    runtime, root = _numa_box(tmp_path)
+    runtime.box.corrupt = {(3, 2)}
+    calls = _engine_on(runtime, root, monkeypatch)
     out_file = tmp_path / "p2p.json"
     code = cli_main(["bench", "p2p", "--pairs", "0-1,3-2,0-4", "--bytes", "16M", "--samples", "3", "--json",
                      "--expect", "sample:dgx-h100", "-o", str(out_file)])
@@ -212,3 +220,25 @@ def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pyte
     assert len(data["host"]) == 32
     saved = json.loads(out_file.read_text())["measurements"]
     assert [row["verified"] for row in saved["peer_copies"]] == [True, False, True] and len(saved["host_copies"]) == 32
+
+
+def test_the_bench_tabs_peer_copies_on_the_simulated_dgx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The app's Bench tab path: every ordered pair at each size, progress and partial results per size."""
+    import threading
+
+    from tui.bench_adapter import run_request
+    from tui.services import BenchProgress, BenchRequest
+
+    runtime, root = _numa_box(tmp_path)
+    calls = _engine_on(runtime, root, monkeypatch)
+    steps: list[BenchProgress] = []
+    request = BenchRequest(kind="p2p", sizes_bytes=(MiB, 8 * MiB))
+    measurements = run_request(load_sample("dgx-h100"), request, steps.append, threading.Event())
+    assert calls == [("p2p", 1), ("p2p", 1)]
+    assert [copy.size_bytes for copy in measurements.peer_copies] == [MiB] * 56 + [8 * MiB] * 56
+    assert all(copy.verified and copy.p2p_enabled for copy in measurements.peer_copies)
+    partial = [step.partial for step in steps if step.partial is not None]
+    assert [len(p.peer_copies) for p in partial] == [56, 112]
+    assert steps[-1].fraction == pytest.approx(1.0)
+    fractions = [step.fraction for step in steps]
+    assert fractions == sorted(fractions)
