@@ -218,6 +218,9 @@ def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pyte
     assert first["ratio"] == pytest.approx(first["unidir_gbps"] / first["expected_unidir_gbps"])
     assert data["matrices"]["unidir_gbps"][0][4] == pytest.approx(_through(16 * MiB, 370.38, 2.0), rel=1e-6)
     assert len(data["host"]) == 32
+    remote = [row for row in data["host"] if not row["local"]]
+    assert len(remote) == 16 and all(row["vs_local"] == pytest.approx(41.0 / 53.0, rel=1e-2) for row in remote)
+    assert all(row["vs_local"] is None for row in data["host"] if row["local"])
     saved = json.loads(out_file.read_text())["measurements"]
     assert [row["verified"] for row in saved["peer_copies"]] == [True, False, True] and len(saved["host_copies"]) == 32
 

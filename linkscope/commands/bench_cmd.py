@@ -232,7 +232,7 @@ def run_p2p(args: argparse.Namespace) -> int:
 def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
     from dataclasses import replace
 
-    from probes.bench.p2p_report import corrupted, matrix, pair_cells, positions_by_bus_id
+    from probes.bench.p2p_report import corrupted, matrix, pair_cells, positions_by_bus_id, vs_local
 
     copies = measurements.peer_copies
     notes = list(result["notes"])
@@ -245,7 +245,8 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
         notes.append(f"no expected link speeds: {exc}")
     host = snapshot.host if snapshot is not None and snapshot.hosts else None
     positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
-    host_rows = [{**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"])} for row in result["host"]]
+    host_rows = [{**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"]), "vs_local": ratio}
+                 for row, ratio in zip(result["host"], vs_local(result["host"]), strict=True)]
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
@@ -319,12 +320,14 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: li
         console.print(pairs)
     if result["host"]:
         host = Table(title="host <-> GPU from pinned memory per NUMA node")
-        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "expect", "data"):
-            host.add_column(column)
+        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "vs local", "expect", "data"):
+            host.add_column(column, justify="right" if column in ("GB/s", "vs local", "expect") else "left")
         for row in result["host"]:
             expected = "-" if row["expected_gbps"] is None else f"{row['expected_gbps']:.1f}"
+            penalty = "-" if row["vs_local"] is None else f"{row['vs_local']:.2f}"
             host.add_row(str(row["gpu"]), row["direction"], str(row["numa_node"]), "yes" if row["local"] else "no",
-                         f"{row['gbps']:.1f}", expected, "ok" if row["verified"] else "CORRUPTED")
+                         f"{row['gbps']:.1f}", penalty, expected,
+                         Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
         console.print(host)
     for device in result["devices"]:
         console.print(Text(f"GPU {device['index']}: {device['name']} {device['pci_bus_id'] or ''}"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from topo.errors import InputError
 from topo.links import LinkSpeed, link_speed
@@ -132,3 +133,14 @@ def nodes_to_test(gpu_node: int | None, nodes: dict[int, set[int]], distances: d
     row = distances.get(gpu_node, ())
     farthest = max(others, key=lambda node: (row[node] if node < len(row) else 0, -node))
     return [gpu_node, farthest]
+
+
+def vs_local(host_rows: Sequence[dict[str, Any]]) -> list[float | None]:
+    """Per host-copy row, its GB/s over the same GPU and direction's GB/s from the GPU's own NUMA
+    node (the NUMA penalty: below 1 on a remote node); None for local rows and where no local row exists."""
+    local = {(row["gpu"], row["direction"]): row["gbps"] for row in host_rows if row["local"]}
+    ratios: list[float | None] = []
+    for row in host_rows:
+        own = local.get((row["gpu"], row["direction"]))
+        ratios.append(None if row["local"] or not own else row["gbps"] / own)
+    return ratios
