@@ -200,3 +200,22 @@ def test_sweep_sizes_follow_the_smallest_free_gpu_memory() -> None:
     assert sizes_that_fit(sizes, 1024**3) == (
         sizes[:2], "sizes above 286331153 B skipped: not enough free GPU memory for their buffers")
     assert sizes_that_fit(sizes, 0)[0] == []
+
+
+def test_on_cpu_a_rank_may_fill_its_share_of_the_hosts_available_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    import psutil
+
+    from probes.bench.spec import sizes_that_fit
+    from probes.bench.worker import WORLD_ENV, free_bytes
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=8 * 1024**3))
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setenv(WORLD_ENV, "4")
+    cpu = types.SimpleNamespace(type="cpu")
+    assert free_bytes(cpu) == 2 * 1024**3
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")  # under torchrun: the ranks of this node
+    assert free_bytes(cpu) == 1024**3
+    assert sizes_that_fit([1024**3], free_bytes(cpu), "host")[1] == (
+        "sizes above 286331153 B skipped: not enough free host memory for their buffers")

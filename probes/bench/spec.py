@@ -148,13 +148,14 @@ def spec_from_args(args: argparse.Namespace, backend: str, world_size: int) -> C
 BUFFER_COPIES = 3
 """A collective case holds about three buffers of its size (send, receive, the expected result)."""
 FREE_MEMORY_SHARE = 0.8
-"""Share of the free GPU memory a sweep may use (the rest stays for NCCL and the allocator)."""
+"""Share of the free memory a sweep may use (the rest stays for NCCL, the allocator, other programs)."""
 
 
-def sizes_that_fit(sizes_bytes: list[int], free_bytes: int) -> tuple[list[int], str | None]:
-    """Drop the sizes whose buffers would not fit in FREE_MEMORY_SHARE of `free_bytes`; a note when any was dropped."""
+def sizes_that_fit(sizes_bytes: list[int], free_bytes: int, memory: str = "GPU") -> tuple[list[int], str | None]:
+    """Drop the sizes whose buffers would not fit in FREE_MEMORY_SHARE of `free_bytes` (of `memory`,
+    GPU or host); a note when any was dropped."""
     budget_bytes = int(FREE_MEMORY_SHARE * free_bytes / BUFFER_COPIES)
     kept = [size for size in sizes_bytes if size <= budget_bytes]
     if len(kept) == len(sizes_bytes):
         return sizes_bytes, None
-    return kept, f"sizes above {budget_bytes} B skipped: not enough free GPU memory for their buffers"
+    return kept, f"sizes above {budget_bytes} B skipped: not enough free {memory} memory for their buffers"

@@ -83,10 +83,9 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     _misbehave(faults)
     emulated, notes = coll.choose_emulated(spec, device)
     sizes = list(spec.sizes_bytes)
-    if device.type == "cuda":
-        sizes, note = _sizes_that_fit(torch, dist, sizes, device)
-        if note:
-            notes.append(note)
+    sizes, note = _sizes_that_fit(torch, dist, sizes, device)
+    if note:
+        notes.append(note)
     rows: list[dict[str, Any]] = []
     skipped: set[str] = set()
     for _dim, groups in spec.dims:
@@ -126,12 +125,25 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
 
 
 def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
-    """The sweep's sizes that fit the smallest free GPU memory of all ranks."""
+    """The sweep's sizes that fit the smallest free memory of all ranks (every rank keeps the same sizes)."""
     from probes.bench.spec import sizes_that_fit
 
-    free = torch.tensor([float(torch.cuda.mem_get_info(device)[0])], device=device)
+    free = torch.tensor([float(free_bytes(device))], device=device)
     dist.all_reduce(free, op=dist.ReduceOp.MIN)
-    return sizes_that_fit(sizes, int(free.item()))
+    return sizes_that_fit(sizes, int(free.item()), "GPU" if device.type == "cuda" else "host")
+
+
+def free_bytes(device: Any) -> int:
+    """Memory one rank may fill: its GPU's free memory, or on CPU this host's available memory
+    shared by the ranks on it (LOCAL_WORLD_SIZE under torchrun, the whole run when spawned here)."""
+    if device.type == "cuda":
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+    import psutil
+
+    ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get(WORLD_ENV) or 1)
+    return int(psutil.virtual_memory().available) // max(ranks_here, 1)
 
 
 def _spawned(job_dir: Path) -> int:
