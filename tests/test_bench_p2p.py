@@ -10,7 +10,7 @@ import pytest
 from probes.bench.p2p_report import (
     all_pairs,
     bus_id_key,
-    corrupted,
+    copy_findings,
     matrix,
     nodes_to_test,
     pair_cells,
@@ -75,10 +75,40 @@ def test_cells_without_a_snapshot_have_no_expectation() -> None:
     assert (cell.expected, cell.ratio, cell.link_token) == (None, None, None)
 
 
-def test_matrix_and_corruption() -> None:
+def test_matrix() -> None:
     copies = [PeerCopy(0, 1, unidir_gbps=1.0, verified=True), PeerCopy(1, 0, unidir_gbps=2.0, verified=False)]
     assert matrix(2, {(c.src, c.dst): c.unidir_gbps for c in copies}) == [[None, 1.0], [2.0, None]]
-    assert corrupted(copies) == [copies[1]]
+
+
+def test_findings_name_corruption_missing_p2p_and_slow_links() -> None:
+    """dgx-h100: NV18 pairs, 391.5 GB/s typical; the H100's PCIe Gen5 x16 link 51.66 GB/s typical."""
+    host = load_sample("dgx-h100").host
+    copies = [PeerCopy(0, 1, unidir_gbps=370.0, p2p_enabled=True, verified=True),   # fine
+              PeerCopy(1, 0, unidir_gbps=370.0, p2p_enabled=True, verified=False),  # corrupted
+              PeerCopy(0, 5, unidir_gbps=22.0, p2p_enabled=False, verified=True),   # no P2P on NVLink, and slow
+              PeerCopy(2, 3, unidir_gbps=293.0, p2p_enabled=True, verified=True),   # 74.8%: slow
+              PeerCopy(3, 2, unidir_gbps=294.0, p2p_enabled=True, verified=True)]   # 75.1%: fine
+    host_rows = [
+        {"gpu": 0, "direction": "h2d", "numa_node": 0, "local": True, "gbps": 40.0, "verified": True, "expected_gbps": 51.66},
+        {"gpu": 0, "direction": "d2h", "numa_node": 0, "local": True, "gbps": 9.0, "verified": True, "expected_gbps": 51.66},
+        {"gpu": 0, "direction": "h2d", "numa_node": 1, "local": False, "gbps": 9.0, "verified": False, "expected_gbps": 51.66},
+    ]
+    findings = copy_findings(pair_cells(copies, host, list(range(8))), copies, host_rows)
+    assert [(f.code, f.severity, f.path) for f in findings] == [
+        ("copy-corrupted", "error", "1->0"),
+        ("p2p-unavailable", "warning", "0->5"),
+        ("copy-slow", "warning", "0->5"),
+        ("copy-slow", "warning", "2->3"),
+        ("host-copy-slow", "warning", "GPU 0 d2h NUMA 0"),
+        ("host-copy-corrupted", "error", "GPU 0 h2d NUMA 1"),
+    ]
+    assert findings[2].message == "0->5 (NV18): 22.0 GB/s is 6% of the 391.5 GB/s this link typically delivers"
+    assert "17% of the 51.7 GB/s its PCIe link" in findings[4].message
+
+
+def test_without_expected_speeds_only_data_is_judged() -> None:
+    copies = [PeerCopy(0, 1, unidir_gbps=0.5, p2p_enabled=False, verified=True)]
+    assert copy_findings(pair_cells(copies, None, []), copies, []) == []
 
 
 def test_median() -> None:
@@ -216,8 +246,9 @@ def _report(result: dict[str, object], as_json: bool) -> int:
 
 
 def test_p2p_report_json_has_matrices_and_ratios(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _report(_fake_result(), as_json=True) == 0
+    assert _report(_fake_result(), as_json=True) == 1  # 1->0 at 10 GB/s is 43% of the PHB path's 23.2
     data = json.loads(capsys.readouterr().out)
+    assert [(f["code"], f["path"]) for f in data["findings"]] == [("copy-slow", "1->0")]
     assert data["matrices"]["unidir_gbps"] == [[None, 20.0], [10.0, None]]
     assert data["matrices"]["latency_us"] == [[None, 12.5], [13.0, None]]
     first = data["peer"][0]
@@ -230,7 +261,8 @@ def test_p2p_report_table_and_corruption_is_a_finding(capsys: pytest.CaptureFixt
     assert _report(_fake_result(verified=False), as_json=False) == 1
     captured = capsys.readouterr()
     assert "CORRUPTED" in captured.out and "unidirectional GB/s" in captured.out and "PHB" in captured.out
-    assert "copied data was corrupted (1->0)" in captured.err
+    assert "error: 1->0: copied data did not arrive intact" in captured.out
+    assert captured.err == "linkscope: bench p2p found 2 problem(s): copy-corrupted 1->0, copy-slow 1->0\n"
 
 
 class _FakeNvml:

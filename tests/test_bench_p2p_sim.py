@@ -210,7 +210,7 @@ def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pyte
                      "--expect", "sample:dgx-h100", "-o", str(out_file)])
     captured = capsys.readouterr()
     assert code == 1 and calls == [("p2p", 1)]
-    assert "copied data was corrupted (3->2)" in captured.err
+    assert captured.err == "linkscope: bench p2p found 1 problem(s): copy-corrupted 3->2\n"
     data = json.loads(captured.out)
     first = data["peer"][0]
     assert (first["src"], first["dst"], first["link"]) == (0, 1, "NV18")
@@ -221,6 +221,8 @@ def test_the_bench_p2p_command_end_to_end_on_the_simulated_dgx(monkeypatch: pyte
     remote = [row for row in data["host"] if not row["local"]]
     assert len(remote) == 16 and all(row["vs_local"] == pytest.approx(41.0 / 53.0, rel=1e-2) for row in remote)
     assert all(row["vs_local"] is None for row in data["host"] if row["local"])
+    assert data["findings"] == [{"code": "copy-corrupted", "severity": "error", "path": "3->2",
+                                 "message": "3->2: copied data did not arrive intact; do not trust P2P on this path"}]
     saved = json.loads(out_file.read_text())["measurements"]
     assert [row["verified"] for row in saved["peer_copies"]] == [True, False, True] and len(saved["host_copies"]) == 32
 
@@ -245,3 +247,21 @@ def test_the_bench_tabs_peer_copies_on_the_simulated_dgx(monkeypatch: pytest.Mon
     assert steps[-1].fraction == pytest.approx(1.0)
     fractions = [step.fraction for step in steps]
     assert fractions == sorted(fractions)
+
+
+def test_p2p_that_falls_back_through_the_host_is_a_finding(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """GPUs 0 and 5 share NVLink, but the driver gives no peer access (as with a broken fabric
+    manager): copies are staged through host memory at PCIe speed and the command says so."""
+    pytest.importorskip("torch")
+    runtime, root = _numa_box(tmp_path)
+    runtime.box.peer_access -= {(0, 5), (5, 0)}
+    for pair in ((0, 5), (5, 0)):
+        runtime.box.unidir_gbps[pair], runtime.box.bidir_gbps[pair], runtime.box.latency_us[pair] = 22.0, 30.0, 16.0
+    _engine_on(runtime, root, monkeypatch)
+    code = cli_main(["bench", "p2p", "--pairs", "0-1,0-5", "--bytes", "16M", "--samples", "3", "--no-host", "--json",
+                     "--expect", "sample:dgx-h100"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert [(f["code"], f["path"]) for f in data["findings"]] == [("p2p-unavailable", "0->5"), ("copy-slow", "0->5")]
+    assert data["peer"][1]["p2p_enabled"] is False and data["peer"][1]["latency_us"] == pytest.approx(16.0, rel=1e-2)

@@ -39,6 +39,9 @@ NETWORK_TYPICAL_FRACTION = 0.93
 """NCCL reaches ~46-48 GB/s on a 400 Gb/s (50 GB/s) NDR port."""
 
 
+DEGRADED_FRACTION = 0.75
+"""A measured bandwidth below this share of a link's typical figure marks the link as degraded."""
+
 LINK_CLASS: dict[LinkKind, str] = {
     LinkKind.SELF: "self",
     LinkKind.NVLINK: "nvlink",

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
+from topo.links import DEGRADED_FRACTION, LINK_CLASS, LinkSpeed, link_speed, network_speed
 from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
 
-DEGRADED_RATIO = 0.75
-"""A measured copy below this share of the typical bandwidth marks its cell as degraded."""
 
 @dataclass(frozen=True)
 class GridCell:
@@ -38,9 +36,9 @@ class GridCell:
 
     @property
     def degraded(self) -> bool:
-        """True when a measurement fell below :data:`DEGRADED_RATIO` of the typical figure."""
+        """True when a measurement fell below :data:`DEGRADED_FRACTION` of the typical figure."""
         ratio = self.ratio
-        return ratio is not None and ratio < DEGRADED_RATIO
+        return ratio is not None and ratio < DEGRADED_FRACTION
 
     @property
     def reduced(self) -> bool:

@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
         help="measure collectives and GPU peer copies on this machine",
         description="Measure this machine: collectives the way nccl-tests does (NCCL on GPUs, gloo on CPUs) and "
         "GPU peer copies the way nvbandwidth does. Workers run in their own process groups under a deadline and "
-        "are always cleaned up. Exit status: 0 ok, 1 a result was wrong or corrupted, 2 bad input or the run "
+        "are always cleaned up. Exit status: 0 ok, 1 a result was wrong or a finding (see bench p2p), 2 bad input or the run "
         "could not complete, 130 interrupted.",
         epilog="example: linkscope bench collectives --backend gloo --nproc 2 --max-bytes 1M --json",
     )
@@ -63,7 +63,9 @@ def _register_p2p(sub: Any) -> None:
         help="GPU peer copies and host<->GPU copies (bandwidth, latency, verified data)",
         description="Copy-engine copies between every ordered GPU pair (unidirectional, bidirectional, small-copy "
         "latency), timed with CUDA events behind a spin kernel, median of samples, copied data verified; and "
-        "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs.",
+        "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs. "
+        "Findings (exit 1): corrupted data; NVLink pairs without peer access; a pair, or a copy from the GPU's own "
+        "NUMA node, below 75%% of what its link typically delivers.",
         epilog="example: linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json",
     )
     parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
@@ -230,9 +232,9 @@ def run_p2p(args: argparse.Namespace) -> int:
 
 
 def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
-    from dataclasses import replace
+    from dataclasses import asdict, replace
 
-    from probes.bench.p2p_report import corrupted, matrix, pair_cells, positions_by_bus_id, vs_local
+    from probes.bench.p2p_report import copy_findings, matrix, pair_cells, positions_by_bus_id, vs_local
 
     copies = measurements.peer_copies
     notes = list(result["notes"])
@@ -252,6 +254,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     measurements = replace(measurements, notes=tuple(notes))
     _write_output(args, measurements)
     count = len(result["devices"])
+    findings = copy_findings(uni, copies, host_rows)
     if args.json:
         rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,
                  "ratio": u.ratio, "bidir_ratio": b.ratio} for row, u, b in zip(result["peer"], uni, bi, strict=True)]
@@ -264,15 +267,16 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
                 "bidir_gbps": matrix(count, {(c.src, c.dst): c.bidir_gbps for c in copies}),
                 "latency_us": matrix(count, {(c.src, c.dst): c.latency_us for c in copies}),
             },
+            "findings": [asdict(finding) for finding in findings],
             "notes": notes,
         }
         print(json.dumps(payload, indent=2))
     else:
-        _print_p2p({**result, "host": host_rows}, copies, uni, bi, notes)
-    bad = corrupted(copies)
-    if bad or any(not row["verified"] for row in result["host"]):
-        pairs = ", ".join(f"{c.src}->{c.dst}" for c in bad) or "host copies"
-        print(f"linkscope: copied data was corrupted ({pairs}): do not trust P2P on these paths", file=sys.stderr)
+        _print_p2p({**result, "host": host_rows}, copies, uni, bi, findings, notes)
+    if findings:
+        listed = ", ".join(f"{finding.code} {finding.path}" for finding in findings[:6])
+        more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
+        print(f"linkscope: bench p2p found {len(findings)} problem(s): {listed}{more}", file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -287,7 +291,7 @@ def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | N
     return pcie_speed(host.gpus[position]).typical_gbps
 
 
-def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: list[str]) -> None:
+def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: Any, notes: list[str]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -331,5 +335,7 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, notes: li
         console.print(host)
     for device in result["devices"]:
         console.print(Text(f"GPU {device['index']}: {device['name']} {device['pci_bus_id'] or ''}"))
+    for finding in findings:
+        console.print(Text(f"{finding.severity}: {finding.message}", style="bold red" if finding.severity == "error" else "bold"))
     for note in notes:
         console.print(Text(f"note: {note}"))

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo.errors import InputError
-from topo.links import LinkSpeed, link_speed
-from topo.model import Host, PeerCopy
+from topo.links import DEGRADED_FRACTION, LinkSpeed, link_speed
+from topo.model import Host, LinkKind, PeerCopy, parse_link_token
 
 _PAIR = re.compile(r"\s*(\d+)\s*-\s*(\d+)\s*\Z")
 _BUS_ID = re.compile(r"\s*(?:([0-9a-fA-F]+):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\s*\Z")
@@ -116,9 +116,57 @@ def matrix(count: int, values: dict[tuple[int, int], float | None]) -> list[list
     return [[values.get((src, dst)) for dst in range(count)] for src in range(count)]
 
 
-def corrupted(copies: Sequence[PeerCopy]) -> list[PeerCopy]:
-    """Copies whose data did not arrive intact: findings, not numbers."""
-    return [copy for copy in copies if copy.verified is False]
+@dataclass(frozen=True)
+class CopyFinding:
+    """What a copy benchmark found wrong with one path: its data, its P2P, or its speed."""
+
+    code: str
+    """`copy-corrupted`, `p2p-unavailable`, `copy-slow`, `host-copy-corrupted` or `host-copy-slow`."""
+    severity: str
+    """`error` (data) or `warning` (speed, P2P)."""
+    path: str
+    """`0->1` for a GPU pair, `GPU 0 h2d NUMA 1` for a host copy."""
+    message: str
+
+
+def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy],
+                  host_rows: Sequence[dict[str, Any]]) -> list[CopyFinding]:
+    """Findings over peer copies (with their unidirectional cells) and host-copy rows.
+
+    Data that did not arrive intact is an error. A warning for GPUs joined by NVLink that CUDA
+    gives no peer access (copies then go through host memory), for a pair measured below
+    DEGRADED_FRACTION of what its link typically delivers, and for a copy from the GPU's own
+    NUMA node below that share of its PCIe link (remote nodes are expected to be slower).
+    """
+    findings = []
+    for cell, copy in zip(cells, copies, strict=True):
+        path = f"{copy.src}->{copy.dst}"
+        if copy.verified is False:
+            findings.append(CopyFinding("copy-corrupted", "error", path,
+                                        f"{path}: copied data did not arrive intact; do not trust P2P on this path"))
+        if copy.p2p_enabled is False and cell.link_token and parse_link_token(cell.link_token)[0] is LinkKind.NVLINK:
+            findings.append(CopyFinding("p2p-unavailable", "warning", path,
+                                        f"{path}: the GPUs share NVLink ({cell.link_token}) but CUDA gives no peer access, "
+                                        "so copies go through host memory"))
+        ratio = cell.ratio
+        if ratio is not None and ratio < DEGRADED_FRACTION and cell.expected is not None:
+            findings.append(CopyFinding("copy-slow", "warning", path,
+                                        f"{path} ({cell.link_token}): {cell.measured_gbps:.1f} GB/s is {ratio:.0%} of the "
+                                        f"{cell.expected.typical_gbps:.1f} GB/s this link typically delivers"))
+    for row in host_rows:
+        node = "its own NUMA node" if row["local"] else "NUMA node"
+        path = f"GPU {row['gpu']} {row['direction']} NUMA {row['numa_node']}"
+        if not row["verified"]:
+            findings.append(CopyFinding("host-copy-corrupted", "error", path,
+                                        f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
+                                        "copied data did not arrive intact"))
+        expected = row.get("expected_gbps")
+        if row["local"] and expected and row["gbps"] < DEGRADED_FRACTION * expected:
+            findings.append(CopyFinding("host-copy-slow", "warning", path,
+                                        f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
+                                        f"{row['gbps']:.1f} GB/s is {row['gbps'] / expected:.0%} of the {expected:.1f} GB/s "
+                                        "its PCIe link typically delivers (link trained down or a narrow slot?)"))
+    return findings
 
 
 def nodes_to_test(gpu_node: int | None, nodes: dict[int, set[int]], distances: dict[int, tuple[int, ...]]) -> list[int]:
