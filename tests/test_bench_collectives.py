@@ -219,3 +219,16 @@ def test_on_cpu_a_rank_may_fill_its_share_of_the_hosts_available_memory(monkeypa
     assert free_bytes(cpu) == 1024**3
     assert sizes_that_fit([1024**3], free_bytes(cpu), "host")[1] == (
         "sizes above 286331153 B skipped: not enough free host memory for their buffers")
+
+
+def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_fastest() -> None:
+    from probes.bench.results import stragglers
+
+    def row(group: str, dim: str, size: int, busbw: float) -> dict[str, object]:
+        return {"group": group, "dim": dim, "op": "all_reduce", "bytes": size, "busbw_gbps": busbw}
+
+    rows = [row("tp0", "tp", 1024, 100.0), row("tp1", "tp", 1024, 74.0),   # 74%: tp1 straggles
+            row("tp0", "tp", 2048, 100.0), row("tp1", "tp", 2048, 76.0),   # 76%: no finding
+            row("dp0", "dp", 1024, 10.0), row("world", "world", 1024, 1.0)]
+    assert stragglers(rows) == [{"dim": "tp", "op": "all_reduce", "bytes": 1024, "group": "tp1", "busbw_gbps": 74.0,
+                                 "fastest_group": "tp0", "fastest_busbw_gbps": 100.0, "ratio": 0.74}]

@@ -138,16 +138,19 @@ def run_collectives(args: argparse.Namespace) -> int:
 
     def body() -> int:
         from probes.bench.api import run_collectives as measure
+        from probes.bench.results import stragglers
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
         with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
             measurements, result = measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
         notes = result["notes"]
         _write_output(args, measurements)
+        slow_groups = stragglers(result["rows"])
         if args.json:
-            print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]), "notes": notes}, indent=2))
+            print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
+                              "stragglers": slow_groups, "notes": notes}, indent=2))
         else:
-            _print_collectives(result["rows"], result["setup_ms"], notes)
+            _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes)
         wrong = sum(row["wrong"] or 0 for row in result["rows"])
         if wrong:
             print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
@@ -171,7 +174,8 @@ def _write_output(args: argparse.Namespace, measurements: Any) -> None:
         write_measurements(args.output, measurements, args.attach)
 
 
-def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], notes: list[str]) -> None:
+def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], slow_groups: list[dict[str, Any]],
+                       notes: list[str]) -> None:
     from rich import box
     from rich.table import Table
 
@@ -194,6 +198,10 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
     if groups:
         console.print("groups: " + ", ".join(f"{label} {ranks}" for label, ranks in groups.items()), highlight=False)
     console.print("process-group set-up: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in setup_ms), highlight=False)
+    for slow in slow_groups:
+        console.print(f"straggler: {slow['op']} {format_size_bytes(slow['bytes'])} in {slow['dim']}: {slow['group']} "
+                      f"{slow['busbw_gbps']:.3f} GB/s busbw is {slow['ratio']:.0%} of {slow['fastest_group']} "
+                      f"{slow['fastest_busbw_gbps']:.3f}", highlight=False, markup=False)
     for note in notes:
         console.print(f"note: {note}", highlight=False, markup=False)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from topo.links import DEGRADED_FRACTION
 from topo.model import CollectiveResult, Measurements
 
 
@@ -40,3 +41,22 @@ def measurements_from_rows(rows: Sequence[dict[str, Any]], setup_ms: Sequence[tu
         notes=tuple(notes),
     )
 
+
+
+def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (dimension, op, size) run in several groups at once: the slowest group, when its busbw
+    is below DEGRADED_FRACTION of the fastest group's (a slower link or contention in that group)."""
+    runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["group"] != "world":
+            runs.setdefault((row["dim"], row["op"], int(row["bytes"])), []).append(row)
+    found = []
+    for (dim, op, size_bytes), groups in runs.items():
+        slowest = min(groups, key=lambda row: row["busbw_gbps"])
+        fastest = max(groups, key=lambda row: row["busbw_gbps"])
+        if len(groups) > 1 and fastest["busbw_gbps"] > 0 and slowest["busbw_gbps"] < DEGRADED_FRACTION * fastest["busbw_gbps"]:
+            found.append({"dim": dim, "op": op, "bytes": size_bytes, "group": slowest["group"],
+                          "busbw_gbps": slowest["busbw_gbps"], "fastest_group": fastest["group"],
+                          "fastest_busbw_gbps": fastest["busbw_gbps"],
+                          "ratio": slowest["busbw_gbps"] / fastest["busbw_gbps"]})
+    return found
