@@ -9,7 +9,7 @@ import time
 import pytest
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
-from topo.model import Host, Snapshot
+from topo.model import Host, Measurements, PeerCopy, Snapshot
 from topo.samples import load_sample, sample_names
 from tui.app import TABS, build_app
 from tui.messages import RingChosen
@@ -412,6 +412,19 @@ async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
         assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
         status = static_text(app.query_one("#bench-status", Static))
         assert "is a recording" in status and "Showing the recorded results" in status
+
+
+@async_test
+async def test_bench_table_says_whether_each_copys_data_arrived_intact() -> None:
+    copies = (PeerCopy(0, 1, 1 << 20, 300.0, verified=True), PeerCopy(1, 0, 1 << 20, 300.0, verified=False),
+              PeerCopy(0, 2, 1 << 20, 300.0))
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements("test", peer_copies=copies))
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        table = app.query_one("#bench-table", DataTable)
+        data = [str(table.get_row_at(index)[-1]) for index in range(table.row_count)]
+        assert data == ["ok", "CORRUPTED", "-"]
 
 
 @async_test

@@ -38,6 +38,13 @@ def sweep(min_bytes: int, max_bytes: int) -> tuple[int, ...]:
     return size_sweep(min_bytes, max_bytes, SIZE_FACTOR)
 
 
+def data_label(verified: bool | None) -> Text:
+    """Whether a copy's data was checked and arrived intact: `ok`, `CORRUPTED` (red) or `-` (not checked)."""
+    if verified is None:
+        return Text("-")
+    return Text("ok") if verified else Text("CORRUPTED", style="bold red")
+
+
 def peer_copy_points(copies: Iterable[PeerCopy]) -> tuple[tuple[int, float], ...]:
     """Mean unidirectional GB/s over all GPU pairs, per size."""
     by_size: dict[int, list[float]] = {}
@@ -219,7 +226,7 @@ class BenchView(Vertical):
         plot = self.query_one(BandwidthPlot)
         table.clear(columns=True)
         if measurements.peer_copies:
-            table.add_columns("src", "dst", "size", "GB/s", "bidir", "latency us")
+            table.add_columns("src", "dst", "size", "GB/s", "bidir", "latency us", "data")
             table.add_rows(
                 [
                     Text(f"GPU{copy.src}"),
@@ -228,6 +235,7 @@ class BenchView(Vertical):
                     Text(gbps_label(copy.unidir_gbps)),
                     Text(gbps_label(copy.bidir_gbps)),
                     Text(f"{copy.latency_us:.1f}" if copy.latency_us is not None else "-"),
+                    data_label(copy.verified),
                 ]
                 for copy in measurements.peer_copies
             )
