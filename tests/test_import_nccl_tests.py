@@ -162,3 +162,19 @@ def test_cli_import_rejects_other_text(tmp_path: object, content: str, message: 
     assert cli_main(["import", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("command", "nranks"), [
+    ("./build/all_reduce_perf -b 4M -e 4M -g 8 -n 50", 8),        # -n after the binary is iterations, not ranks
+    ("./build/all_reduce_perf -b 4M -e 4M -t 8 -g 1", 8),         # 8 threads of one GPU each
+    ("./build/all_reduce_perf -b 4M -e 4M --nthreads=2 --ngpus=4", 8),
+    ("mpirun -np 4 -H a:2,b:2 ./build/all_reduce_perf -b 4M -e 4M -g 2", 8),
+    ("srun -N 2 --ntasks=8 ./build/all_reduce_perf -b 4M -e 4M", 8),
+])
+def test_rank_count_from_the_launcher_and_the_nccl_tests_flags(command: str, nranks: int) -> None:
+    """all_reduce on 8 ranks: busbw = algbw x 2 x 7/8 (4.00 x 1.75 = 7.00)."""
+    text = (command + "\n#       size         count      type   redop    root     time   algbw   busbw #wrong"
+            "     time   algbw   busbw #wrong\n"
+            "     4194304       1048576     float     sum      -1   1048.6    4.00    7.00      0   1048.6    4.00    7.00      0\n")
+    rows = read_nccl_tests(text, "log.txt").collectives
+    assert [row.nranks for row in rows] == [nranks, nranks]

@@ -44,8 +44,10 @@ _RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s
 _NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
 """NCCL_DEBUG lines that can land between the rows of a table; they are skipped, not read."""
 _NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_GPUS_FLAG = re.compile(r"\s-g\s*(\d+)\b")
-_NP_FLAG = re.compile(r"\s-(?:np|n)\s+(\d+)\b")
+_GPUS_FLAG = re.compile(r"(?:^|\s)(?:-g|--ngpus)[=\s]*(\d+)\b")
+_THREADS_FLAG = re.compile(r"(?:^|\s)(?:-t|--nthreads)[=\s]*(\d+)\b")
+_PROCS_FLAG = re.compile(r"(?:^|\s)(?:-np|--np|-n|-c|--ntasks)[=\s]*(\d+)\b")
+"""Process count of a launcher (mpirun, srun) written before the `*_perf` binary."""
 
 
 BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
@@ -90,17 +92,20 @@ class _Context:
     op: str | None = None
     ranks_listed: int = 0
     threads_gpus: tuple[int, int] | None = None
-    command_gpus: int | None = None
-    command_np: int | None = None
+    """`# nThread T nGpus G` of the header (per process)."""
+    command_threads_gpus: tuple[int, int] | None = None
+    """`-t` and `-g` of the `*_perf` command line (nccl-tests' defaults 1 and 1)."""
+    command_procs: int = 1
+    """Processes a launcher before the binary started (`mpirun -np 16`)."""
 
     def nranks(self) -> int | None:
+        """Ranks of the run: the `# Rank` lines when listed, else processes x threads x GPUs per thread."""
         if self.ranks_listed:
             return self.ranks_listed
-        if self.command_gpus is not None:
-            return self.command_gpus * (self.command_np or 1)
-        if self.threads_gpus is not None and self.command_np is None:
-            return self.threads_gpus[0] * self.threads_gpus[1]
-        return None
+        per_process = self.threads_gpus or self.command_threads_gpus
+        if per_process is None:
+            return None
+        return self.command_procs * per_process[0] * per_process[1]
 
 
 def _number(word: str, name: str, field: str, lineno: int) -> float:
@@ -173,9 +178,10 @@ def read_nccl_tests(text: str, name: str, op: str | None = None) -> Measurements
             word = starting.group(1) if starting else perf.group(1) if perf else ""
             context = _Context(op=PERF_TO_OP.get(word.removesuffix("_perf"), word.removesuffix("_perf")))
             if perf and not stripped.startswith("#"):
-                gpus, np = _GPUS_FLAG.search(line), _NP_FLAG.search(line)
-                context.command_gpus = int(gpus.group(1)) if gpus else None
-                context.command_np = int(np.group(1)) if np else None
+                launcher, options = line[: perf.start()], line[perf.end():]
+                threads, gpus, procs = _THREADS_FLAG.search(options), _GPUS_FLAG.search(options), _PROCS_FLAG.search(launcher)
+                context.command_threads_gpus = (int(threads.group(1)) if threads else 1, int(gpus.group(1)) if gpus else 1)
+                context.command_procs = int(procs.group(1)) if procs else 1
         elif _RANK_LINE.match(stripped):
             context.ranks_listed += 1
         elif match := _NTHREAD.match(stripped):
