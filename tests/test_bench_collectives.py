@@ -58,9 +58,11 @@ def test_every_op_runs_correctly_with_sane_numbers(sweep: dict[str, object], op:
     ("all_reduce", [8, 64, 512, 4096]),
     ("broadcast", [8, 64, 512, 4096]),
     ("send_recv", [8, 64, 512, 4096]),
-    ("all_gather", [60, 504, 4092]),  # 8 B is under one float per rank; sizes round down to 3 x 4 B x k
-    ("reduce_scatter", [60, 504, 4092]),
-    ("all_to_all", [60, 504, 4092]),
+    # split ops: each of the 3 ranks' share rounds down to 16 bytes (4 floats), as in nccl-tests:
+    # 64 B -> 5 floats -> 4 -> 48 B; 512 B -> 42 -> 40 -> 480 B; 4096 B -> 341 -> 340 -> 4080 B; 8 B -> none
+    ("all_gather", [48, 480, 4080]),
+    ("reduce_scatter", [48, 480, 4080]),
+    ("all_to_all", [48, 480, 4080]),
 ])
 def test_sizes_follow_nccl_tests_rounding(sweep: dict[str, object], op: str, expected_bytes: list[int]) -> None:
     assert [row["bytes"] for row in sweep["json"]["rows"] if row["op"] == op] == expected_bytes  # type: ignore[index]
@@ -232,3 +234,16 @@ def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_
             row("dp0", "dp", 1024, 10.0), row("world", "world", 1024, 1.0)]
     assert stragglers(rows) == [{"dim": "tp", "op": "all_reduce", "bytes": 1024, "group": "tp1", "busbw_gbps": 74.0,
                                  "fastest_group": "tp0", "fastest_busbw_gbps": 100.0, "ratio": 0.74}]
+
+
+@pytest.mark.parametrize(("op", "size_bytes", "dtype", "nranks", "elements"), [
+    ("all_gather", 1048576, "float32", 6, 43688),    # 1 MiB / 4 B / 6 = 43690.67 -> 43688 (a multiple of 4)
+    ("all_to_all", 1048576, "bfloat16", 6, 87376),   # 87381.33 -> 87376 (a multiple of 8 two-byte elements)
+    ("reduce_scatter", 96, "float32", 8, 0),         # 3 floats each: under 16 bytes
+    ("all_reduce", 1048576, "float16", 6, 524288),   # whole-buffer ops are not split
+])
+def test_split_ops_round_each_ranks_share_to_16_bytes(op: str, size_bytes: int, dtype: str, nranks: int,
+                                                      elements: int) -> None:
+    from probes.bench.spec import op_elements
+
+    assert op_elements(op, size_bytes, dtype, nranks) == elements

@@ -175,6 +175,6 @@ def test_rank_count_from_the_launcher_and_the_nccl_tests_flags(command: str, nra
     """all_reduce on 8 ranks: busbw = algbw x 2 x 7/8 (4.00 x 1.75 = 7.00)."""
     text = (command + "\n#       size         count      type   redop    root     time   algbw   busbw #wrong"
             "     time   algbw   busbw #wrong\n"
-            "     4194304       1048576     float     sum      -1   1048.6    4.00    7.00      0   1048.6    4.00    7.00      0\n")
+            "     4194304     1048576   float   sum   -1   1048.6   4.00   7.00   0   1048.6   4.00   7.00   0\n")
     rows = read_nccl_tests(text, "log.txt").collectives
     assert [row.nranks for row in rows] == [nranks, nranks]

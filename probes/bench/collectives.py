@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from probes.bench.spec import DTYPE_BYTES, CollectiveSpec, GroupSpec
+from probes.bench.spec import DTYPE_BYTES, PER_RANK_OPS, CollectiveSpec, GroupSpec, op_elements
 from probes.bench.timing import BatchClock, CpuClock, CudaEventClock
 from topo.formats.nccl_tests import algbw_gbps, busbw_gbps
 
@@ -94,8 +94,8 @@ def make_case(op: str, size_bytes: int, spec: CollectiveSpec, group: GroupSpec, 
     dtype = TORCH_DTYPES[spec.dtype]
     element = DTYPE_BYTES[spec.dtype]
     modulus = fill_modulus(spec.dtype, n)
-    per_rank = op in ("all_gather", "reduce_scatter", "all_to_all")
-    chunk = size_bytes // element // n if per_rank else size_bytes // element
+    per_rank = op in PER_RANK_OPS
+    chunk = op_elements(op, size_bytes, spec.dtype, n)
     if chunk == 0:
         return None
     total = chunk * n if per_rank else chunk

@@ -159,3 +159,19 @@ def sizes_that_fit(sizes_bytes: list[int], free_bytes: int, memory: str = "GPU")
     if len(kept) == len(sizes_bytes):
         return sizes_bytes, None
     return kept, f"sizes above {budget_bytes} B skipped: not enough free {memory} memory for their buffers"
+
+
+PER_RANK_OPS: tuple[str, ...] = ("all_gather", "reduce_scatter", "all_to_all")
+"""Ops whose size is split over the ranks (each rank sends or receives size / n)."""
+PER_RANK_ALIGN_BYTES = 16
+"""nccl-tests rounds each rank's share of a split op down to a multiple of 16 bytes."""
+
+
+def op_elements(op: str, size_bytes: int, dtype: str, nranks: int) -> int:
+    """Elements of one rank's share for split ops (PER_RANK_OPS), of the whole buffer for the others,
+    rounded as nccl-tests rounds them; 0 when the size is too small for one."""
+    element_bytes = DTYPE_BYTES[dtype]
+    if op not in PER_RANK_OPS:
+        return size_bytes // element_bytes
+    align = PER_RANK_ALIGN_BYTES // element_bytes
+    return size_bytes // element_bytes // nranks // align * align
