@@ -51,6 +51,7 @@ class TorchCuda:
 
     def __init__(self) -> None:
         torch.set_num_threads(1)
+        self._copy: dict[int, torch.cuda.Stream] = {}
         self._idle: dict[int, torch.cuda.Stream] = {}
 
     def device_count(self) -> int:
@@ -94,7 +95,15 @@ class TorchCuda:
         return verify(buffer, seed)
 
     def stream(self, device: int) -> torch.cuda.Stream:
-        return torch.cuda.Stream(device=torch.device("cuda", device))
+        # torch hands out streams from a pool of 32 per device and priority, round robin: made per
+        # call, a copy stream would in time be the same stream as the idle one (then both
+        # directions of a bidirectional run wait on each other). One per device, made once.
+        if device not in self._copy:
+            self._copy[device] = torch.cuda.Stream(device=torch.device("cuda", device))
+        return self._copy[device]
+
+    def wait(self, stream: torch.cuda.Stream, event: torch.cuda.Event) -> None:
+        stream.wait_event(event)
 
     def copy(self, dst: torch.Tensor, src: torch.Tensor, stream: torch.cuda.Stream, times: int) -> None:
         other = next((t.device for t in (dst, src) if t.is_cuda and t.device != stream.device), None)
@@ -106,8 +115,8 @@ class TorchCuda:
                 dst.copy_(src, non_blocking=True)
 
     def _idle_stream(self, device: int) -> torch.cuda.Stream:
-        if device not in self._idle:
-            self._idle[device] = self.stream(device)
+        if device not in self._idle:  # from the high-priority pool: never the copy stream itself
+            self._idle[device] = torch.cuda.Stream(device=torch.device("cuda", device), priority=-1)
         return self._idle[device]
 
     def gate(self, stream: torch.cuda.Stream) -> None:

@@ -61,7 +61,11 @@ class CopyRuntime(Protocol):
         ...
 
     def stream(self, device: int) -> Any:
-        """A new stream on `device`."""
+        """The copy stream of `device`: one per device, made once and then reused."""
+        ...
+
+    def wait(self, stream: Any, event: Any) -> None:
+        """Make `stream` wait for `event` (recorded on another stream, possibly of another device)."""
         ...
 
     def copy(self, dst: Any, src: Any, stream: Any, times: int) -> None:
@@ -123,14 +127,18 @@ def bidirectional_gbps(runtime: CopyRuntime, forward: tuple[Any, Any, Any], back
                        size_bytes: int, copies: int, samples: int) -> float:
     """Median total GB/s of two copies at once, each (dst, src, stream) on its own stream.
 
-    Both streams are gated, each direction is timed by its own events, and a sample's value is
-    the sum of the two directions' bandwidths; the first round is a warm-up.
+    One spin kernel gates the forward stream and the backward stream waits for the forward
+    start event, so both directions start together (two spins on two GPUs would end apart as
+    their clocks differ, and copies that barely overlap would add up to a false figure). Each
+    direction is timed by its own events; a sample is the sum of the two directions' bandwidths.
+    The first round is a warm-up.
     """
     totals = []
     for index in range(samples + 1):
-        for _dst, _src, stream in (forward, backward):
-            runtime.gate(stream)
-        starts = [runtime.record(forward[2]), runtime.record(backward[2])]
+        runtime.gate(forward[2])
+        starts = [runtime.record(forward[2])]
+        runtime.wait(backward[2], starts[0])
+        starts.append(runtime.record(backward[2]))
         for _ in range(copies):
             for dst, src, stream in (forward, backward):
                 runtime.copy(dst, src, stream, 1)

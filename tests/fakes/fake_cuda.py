@@ -13,7 +13,8 @@ Timing is a small discrete-event simulation of what CUDA does with the calls:
   directions of a pair at once share the pair's bidirectional rate; several copies on one
   channel share it equally; the first copy on a channel pays `first_copy_extra_us` more
   (mapping set-up), which a correct warm-up keeps out of the numbers;
-- a gate keeps its stream busy for `gate_us`; events complete when their stream reaches them;
+- a gate keeps its stream busy for `gate_us` (times `gate_scale` of its GPU); events complete when
+  their stream reaches them, and a stream told to wait for an event stalls until it has completed;
 - waiting (event synchronize, device synchronize, buffer fills) moves the host clock forward.
 Data is symbolic: a buffer holds ("pattern", seed) or ("zeros",); a copy delivers its source's
 content when it completes, or ("garbage",) on a pair listed in `corrupt`. Device memory is
@@ -58,6 +59,8 @@ class FakeBox:
     """Copies within one GPU."""
     enqueue_us: float = 4.0
     gate_us: float = 10_000.0
+    gate_scale: dict[int, float] = field(default_factory=dict)
+    """Per GPU, how much longer its spin kernel runs (a GPU at a lower clock spins longer)."""
     first_copy_extra_us: float = 0.0
     corrupt: set[tuple[int, int]] = field(default_factory=set)
 
@@ -139,6 +142,7 @@ class FakeCuda:
         self.now_us = 0.0
         self.host_us = 0.0
         self.streams: list[FakeStream] = []
+        self.copy_streams: dict[int, FakeStream] = {}
         self.used_channels: set[Channel] = set()
         self.calls: dict[str, int] = {}
 
@@ -199,9 +203,13 @@ class FakeCuda:
 
     # -- streams, copies, events --------------------------------------------------------------
     def stream(self, device: int) -> FakeStream:
-        stream = FakeStream(device)
-        self.streams.append(stream)
-        return stream
+        if device not in self.copy_streams:
+            self.copy_streams[device] = FakeStream(device)
+            self.streams.append(self.copy_streams[device])
+        return self.copy_streams[device]
+
+    def wait(self, stream: FakeStream, event: FakeEvent) -> None:
+        self._enqueue(_Op("wait", 0.0, stream, event=event))
 
     def _enqueue(self, op: _Op) -> None:
         self.host_us += self.box.enqueue_us
@@ -271,15 +279,28 @@ class FakeCuda:
             latency += self.box.first_copy_extra_us
         return latency
 
+    @staticmethod
+    def _head_start_us(stream: FakeStream) -> float | None:
+        """When the stream's next operation can start; None while it waits for an event not yet complete."""
+        head = stream.queue[0]
+        start_us = max(stream.free_at_us, head.ready_us)
+        if head.kind == "wait":
+            assert head.event is not None
+            if head.event.time_us is None:
+                return None
+            start_us = max(start_us, head.event.time_us)
+        return start_us
+
     def _start(self, stream: FakeStream, at_us: float) -> None:
         op = stream.queue.popleft()
-        if op.kind == "record":
-            assert op.event is not None
-            op.event.time_us = at_us
+        if op.kind in ("record", "wait"):
+            if op.kind == "record":
+                assert op.event is not None
+                op.event.time_us = at_us
             stream.free_at_us = at_us
             return
         if op.kind == "gate":
-            op.delay_end_us = at_us + self.box.gate_us
+            op.delay_end_us = at_us + self.box.gate_us * self.box.gate_scale.get(stream.device, 1.0)
         else:
             assert op.src is not None
             op.delay_end_us = at_us + self._latency_us(op)
@@ -297,12 +318,16 @@ class FakeCuda:
 
     def _run_until(self, done: Callable[[], bool]) -> None:
         while not done():
-            for stream in self.streams:  # start what can start now (records complete at once)
-                while stream.active is None and stream.queue:
-                    at_us = max(stream.free_at_us, stream.queue[0].ready_us, self.now_us)
-                    if at_us > self.now_us:
-                        break
-                    self._start(stream, at_us)
+            started = True
+            while started:  # start what can start now (records and satisfied waits complete at once)
+                started = False
+                for stream in self.streams:
+                    while stream.active is None and stream.queue:
+                        head_us = self._head_start_us(stream)
+                        if head_us is None or head_us > self.now_us:
+                            break
+                        self._start(stream, max(head_us, self.now_us))
+                        started = True
             if done():
                 return
             active = [stream.active for stream in self.streams if stream.active is not None]
@@ -310,7 +335,8 @@ class FakeCuda:
             rates = {id(op): self._rate_bytes_per_us(op, moving) for op in moving}
             ends_us = {id(op): op.delay_end_us for op in active if op not in moving}
             ends_us.update({id(op): self.now_us + op.bytes_left / rates[id(op)] for op in moving})
-            starts_us = [max(s.free_at_us, s.queue[0].ready_us) for s in self.streams if s.active is None and s.queue]
+            heads_us = [self._head_start_us(s) for s in self.streams if s.active is None and s.queue]
+            starts_us = [start_us for start_us in heads_us if start_us is not None]
             if not ends_us and not starts_us:
                 raise RuntimeError("the simulation waits for something that was never enqueued")
             step_to = min([*ends_us.values(), *starts_us])
