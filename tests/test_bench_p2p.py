@@ -125,12 +125,19 @@ def test_numa_nodes_to_test_own_then_farthest(gpu_node: int | None, expected: li
     assert nodes_to_test(gpu_node, nodes, distances) == expected
 
 
-def test_verification_detects_a_single_flipped_word() -> None:
+def test_verification_detects_a_single_flipped_word(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     from probes.bench.cuda_copies import fill_pattern, verify
 
     data = fill_pattern(1000, 7, "cpu")
     assert verify(data, 7)
+    from probes.bench import cuda_copies
+
+    whole = data.clone()
+    monkeypatch.setattr(cuda_copies, "PATTERN_CHUNK_WORDS", 64)
+    assert torch.equal(fill_pattern(1000, 7, "cpu"), whole) and verify(whole, 7)
+    whole[999] ^= 1  # in the last, partial chunk
+    assert not verify(whole, 7)
     assert not verify(data, 8)
     data[999] ^= 1
     assert not verify(data, 7)

@@ -279,3 +279,14 @@ def test_both_directions_start_together_although_the_gpus_spin_at_different_cloc
         rows.append(measure_pair(FakeCuda(box), 0, 1, 16 * MiB, copies=4, samples=3))
     assert rows[1]["bidir_gbps"] == pytest.approx(rows[0]["bidir_gbps"], rel=1e-3)
     assert rows[1]["bidir_gbps"] == pytest.approx(_recorded(recording, 0, 1, p2p=False).bidir_gbps, rel=1e-2)
+
+
+def test_a_pair_cuda_refuses_is_a_note_and_the_other_pairs_are_measured() -> None:
+    box = box_from_recording(load_sample("dgx-h100").host, _recording("h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"))
+    box.refuse = {(0, 2)}
+    runtime = FakeCuda(box)
+    result = run_p2p(_spec([(0, 1), (0, 2), (0, 3)], size_bytes=16 * MiB), lambda *step: None, runtime)
+    assert [(row["src"], row["dst"]) for row in result["peer"]] == [(0, 1), (0, 3)]
+    assert result["notes"] == ["0->2: not measured: CUDA error: peer mapping resources exhausted"]
+    gc.collect()
+    assert runtime.free_bytes == box.free_bytes  # the refused pair's buffers went back too

@@ -18,16 +18,36 @@ import torch
 
 from probes.bench.timing import SPIN_CYCLES
 
+PATTERN_CHUNK_WORDS = 1 << 22
+"""Words of the pattern made at once: the int64 temporaries stay at a few times 16 MiB, whatever the buffer."""
 
-def fill_pattern(count: int, seed: int, device: torch.device | str) -> torch.Tensor:
-    """`count` int32 words of a seeded pseudo-random pattern, the same on every device."""
-    index = torch.arange(count, dtype=torch.int64, device=device)
+
+def _pattern_words(start: int, count: int, seed: int, device: torch.device | str) -> torch.Tensor:
+    index = torch.arange(start, start + count, dtype=torch.int64, device=device)
     return ((index * 2654435761 + seed * 40503) & 0x7FFFFFFF).to(torch.int32)
 
 
+def fill_pattern(count: int, seed: int, device: torch.device | str) -> torch.Tensor:
+    """`count` int32 words of a seeded pseudo-random pattern, the same on every device."""
+    buffer = torch.empty(count, dtype=torch.int32, device=device)
+    write_pattern(buffer, seed)
+    return buffer
+
+
+def write_pattern(buffer: torch.Tensor, seed: int) -> None:
+    """Fill `buffer` with the pattern for `seed`, a chunk at a time."""
+    for start in range(0, buffer.numel(), PATTERN_CHUNK_WORDS):
+        part = buffer[start:start + PATTERN_CHUNK_WORDS]
+        part.copy_(_pattern_words(start, part.numel(), seed, buffer.device))
+
+
 def verify(received: torch.Tensor, seed: int) -> bool:
-    """True when `received` holds exactly the pattern for `seed`."""
-    return bool(torch.equal(received, fill_pattern(received.numel(), seed, received.device)))
+    """True when `received` holds exactly the pattern for `seed` (compared a chunk at a time)."""
+    for start in range(0, received.numel(), PATTERN_CHUNK_WORDS):
+        part = received[start:start + PATTERN_CHUNK_WORDS]
+        if not torch.equal(part, _pattern_words(start, part.numel(), seed, received.device)):
+            return False
+    return True
 
 
 @contextlib.contextmanager
@@ -78,14 +98,14 @@ class TorchCuda:
     def host_pattern(self, count: int, seed: int, cpus: set[int]) -> torch.Tensor:
         with _bound_to(cpus):
             buffer = torch.empty(count, dtype=torch.int32, pin_memory=True)
-            buffer.copy_(fill_pattern(count, seed, "cpu"))
+            write_pattern(buffer, seed)
         return buffer
 
     def refill(self, buffer: torch.Tensor, seed: int | None) -> None:
         if seed is None:
             buffer.zero_()
         else:
-            buffer.copy_(fill_pattern(buffer.numel(), seed, buffer.device))
+            write_pattern(buffer, seed)
         if buffer.is_cuda:
             torch.cuda.synchronize(buffer.device)
 

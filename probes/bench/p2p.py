@@ -211,7 +211,11 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
     size_bytes -= size_bytes % 4
     peer = []
     for src, dst in spec["pairs"]:
-        peer.append(measure_pair(runtime, src, dst, size_bytes, spec["copies"], spec["samples"]))
+        try:
+            peer.append(measure_pair(runtime, src, dst, size_bytes, spec["copies"], spec["samples"]))
+        except RuntimeError as exc:  # CUDA refused this pair (peer mappings exhausted, out of memory...)
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            notes.append(f"{src}->{dst}: not measured: {reason}")
         progress("pair", src, dst)
     host: list[dict[str, Any]] = []
     if spec["host"]:

@@ -63,6 +63,8 @@ class FakeBox:
     """Per GPU, how much longer its spin kernel runs (a GPU at a lower clock spins longer)."""
     first_copy_extra_us: float = 0.0
     corrupt: set[tuple[int, int]] = field(default_factory=set)
+    refuse: set[tuple[int, int]] = field(default_factory=set)
+    """GPU pairs whose copies CUDA refuses with an error (as when peer mappings run out)."""
 
 
 def box_from_recording(host: Host, recording: Measurements, *, peer_access: set[tuple[int, int]] | None = None,
@@ -222,6 +224,8 @@ class FakeCuda:
         if stream.device not in (dst.device, src.device):
             raise RuntimeError("copy enqueued on a stream of a device it does not touch")
         channel = (self._end(src), self._end(dst))
+        if (src.device, dst.device) in self.box.refuse:
+            raise RuntimeError("CUDA error: peer mapping resources exhausted\nCUDA kernel errors might be reported later")
         for _ in range(times):
             self._enqueue(_Op("copy", 0.0, stream, dst=dst, src=src, channel=channel))
 
