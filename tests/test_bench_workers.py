@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -96,10 +98,31 @@ def test_job_directory_is_private() -> None:
         shutil.rmtree(group.job_dir)
 
 
-def test_workers_use_loopback_only() -> None:
+def test_workers_use_loopback_only_whatever_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth0")  # set for the cluster's jobs, not for local workers
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "ib0")
     env = runner.worker_env(1, 2, 1)
     assert env["GLOO_SOCKET_IFNAME"] == "lo" and env["NCCL_SOCKET_IFNAME"] == "lo"
     assert (env["LINKSCOPE_RANK"], env["LINKSCOPE_WORLD_SIZE"]) == ("1", "2")
+
+
+def test_a_worker_whose_spawner_is_already_gone_exits_at_once(tmp_path: Path) -> None:
+    """The window before the parent-death signal is armed: a worker started for a parent that is
+    no longer its parent leaves at once instead of running to its alarm."""
+    env = runner.worker_env(0, 1, 0, {"LINKSCOPE_PARENT_PID": "1"})  # pid 1 is not our parent
+    (tmp_path / "job.json").write_text('{"kind": "collectives", "spec": {}, "timeout_s": 600}')
+    done = subprocess.run([sys.executable, "-m", "probes.bench.worker", "--job", str(tmp_path)], env=env, timeout=60,
+                          capture_output=True)
+    assert done.returncode == 1 and not (tmp_path / "error-0.txt").exists()
+
+
+def test_a_rank_that_wrote_its_error_ends_the_run_without_waiting_for_it_to_exit() -> None:
+    """A failed rank that hangs on its way out (NCCL teardown) must not hold the run to its deadline."""
+    t0 = time.monotonic()
+    with pytest.raises(runner.BenchError, match="rank 0: RuntimeError: injected failure"):
+        runner.run_workers("collectives", to_jsonable(SPEC), 2, 120,
+                           extra_env={"LINKSCOPE_BENCH_FAULT": "fail-then-hang:0"})
+    assert time.monotonic() - t0 < 60
 
 
 def test_cancel_from_another_thread_ends_the_run() -> None:

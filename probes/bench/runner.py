@@ -29,6 +29,7 @@ import probes
 from probes.bench.worker import (
     JOB_FILE,
     LOCAL_RANK_ENV,
+    PARENT_ENV,
     PROGRESS_FILE,
     RANK_ENV,
     RESULT_FILE,
@@ -38,6 +39,8 @@ from probes.bench.worker import (
 
 TERM_GRACE_S = 3.0
 """How long workers get between SIGTERM and SIGKILL."""
+KILL_WAIT_S = 10.0
+"""How long to wait for a worker after SIGKILL (one stuck in the GPU driver may never go)."""
 POLL_S = 0.05
 
 
@@ -69,13 +72,16 @@ class WorkerGroup:
             time.sleep(POLL_S)
         _signal_groups(self.processes, signal.SIGKILL)
         for process in self.processes:
-            process.wait()
+            with suppress(subprocess.TimeoutExpired):  # a process stuck in the driver cannot be waited for
+                process.wait(timeout=KILL_WAIT_S)
 
 
 def _signal_groups(processes: list[subprocess.Popen[bytes]], signum: int) -> None:
+    """Signal the process group of every worker not yet reaped (a reaped one's id may belong to another process now)."""
     for process in processes:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signum)
+        if process.poll() is None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signum)
 
 
 @contextmanager
@@ -99,8 +105,9 @@ def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str
     """The environment of one spawned worker: rank variables, loopback-only sockets, the package on the path."""
     env = dict(os.environ)
     env.update({RANK_ENV: str(rank), WORLD_ENV: str(world_size), LOCAL_RANK_ENV: str(local_rank)})
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    env["GLOO_SOCKET_IFNAME"] = "lo"  # always: local workers never talk over a real network,
+    env["NCCL_SOCKET_IFNAME"] = "lo"  # whatever the cluster's environment says for its jobs
+    env[PARENT_ENV] = str(os.getpid())
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     root = str(Path(probes.__file__).resolve().parent.parent)
@@ -142,6 +149,11 @@ def _failure_line(group: WorkerGroup) -> str:
             last = lines[-1] if lines else "no output"
             return f"rank {rank} exited with status {process.returncode}: {last}"
     return "a worker failed"
+
+
+def _errors_written(group: WorkerGroup) -> bool:
+    """Whether a rank has written its failure line (it may still hang on its way out)."""
+    return any(error_file(group.job_dir, rank).exists() for rank in range(len(group.processes)))
 
 
 def _progress_lines(job_dir: Path) -> int:
@@ -186,7 +198,7 @@ def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], Non
             if done != seen:
                 seen = done
                 on_progress(done)
-        if any(code not in (0, None) for code in codes):
+        if any(code not in (0, None) for code in codes) or _errors_written(group):
             raise BenchError(_failure_line(group))
         if all(code == 0 for code in codes):
             break

@@ -10,7 +10,7 @@ Two ways in:
   where rank 0 writes Measurements JSON to `-o`.
 
 The test-only knob LINKSCOPE_BENCH_FAULT (`corrupt:RANK`, `hang:RANK`, `hang-ignore-term:RANK`,
-`fail:RANK`, comma-separated) makes a rank misbehave so the tests can see it caught.
+`fail:RANK`, `fail-then-hang:RANK`, comma-separated) makes a rank misbehave so the tests can see it caught.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from typing import Any
 
 FAULT_ENV = "LINKSCOPE_BENCH_FAULT"
 RANK_ENV, WORLD_ENV, LOCAL_RANK_ENV = "LINKSCOPE_RANK", "LINKSCOPE_WORLD_SIZE", "LINKSCOPE_LOCAL_RANK"
+PARENT_ENV = "LINKSCOPE_PARENT_PID"
+"""The spawner's process id: a worker whose parent is already gone exits at once."""
 RESULT_FILE, PROGRESS_FILE, JOB_FILE, STORE_FILE = "result.json", "progress", "job.json", "store"
 
 
@@ -47,16 +49,20 @@ def error_file(job_dir: Path, rank: int) -> Path:
 
 
 def _die_with_parent() -> None:
-    """Ask Linux to send SIGTERM when the spawning process dies, so no worker is orphaned."""
+    """Ask Linux to send SIGTERM when the spawning process dies, so no worker is orphaned; and
+    exit now if it died before this was asked (while the interpreter was starting)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    parent = os.environ.get(PARENT_ENV)
+    if parent and os.getppid() != int(parent):
+        os._exit(1)
 
 
 def _misbehave(faults: set[str]) -> None:
-    if "fail" in faults:
+    if faults & {"fail", "fail-then-hang"}:
         raise RuntimeError("injected failure (LINKSCOPE_BENCH_FAULT)")
     if "hang-ignore-term" in faults:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -181,6 +187,8 @@ def _spawned(job_dir: Path) -> int:
 
         traceback.print_exc()
         error_file(job_dir, rank).write_text(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        if "fail-then-hang" in faults_for(rank):  # a rank stuck on its way out, as in a hung NCCL teardown
+            _misbehave({"hang"})
         return 1
 
 
