@@ -249,6 +249,8 @@ def _torchrun(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if backend == "nccl":
+        # launchers that show each rank only its own GPU (Slurm with --gpus-per-task) leave one device
+        local_rank %= torch.cuda.device_count()
         torch.cuda.set_device(local_rank)
     t0 = time.perf_counter()
     dist.init_process_group(backend, init_method="env://")
