@@ -290,3 +290,19 @@ def test_a_pair_cuda_refuses_is_a_note_and_the_other_pairs_are_measured() -> Non
     assert result["notes"] == ["0->2: not measured: CUDA error: peer mapping resources exhausted"]
     gc.collect()
     assert runtime.free_bytes == box.free_bytes  # the refused pair's buffers went back too
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--copies", "65"], "--copies: 1 to 64"),
+    (["--samples", "0"], "--samples: at least 1"),
+    (["--bytes", "2"], "--bytes: at least 4 bytes"),
+    (["--pairs", "0-8"], "GPU 8 does not exist"),
+])
+def test_bad_p2p_options_are_one_line_exit_2(argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    runtime, root = _numa_box(tmp_path)
+    calls = _engine_on(runtime, root, monkeypatch)
+    assert cli_main(["bench", "p2p", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and calls == []

@@ -13,6 +13,8 @@ from typing import Any
 from topo.errors import InputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
+MAX_COPIES = 64
+"""Most copies per sample: all of them are enqueued while one spin kernel (about 10 ms) holds the stream."""
 
 
 def register(subparsers: Any) -> None:
@@ -61,8 +63,9 @@ def _register_p2p(sub: Any) -> None:
     parser = sub.add_parser(
         "p2p",
         help="GPU peer copies and host<->GPU copies (bandwidth, latency, verified data)",
-        description="Copy-engine copies between every ordered GPU pair (unidirectional, bidirectional, small-copy "
-        "latency), timed with CUDA events behind a spin kernel, median of samples, copied data verified; and "
+        description="Copy-engine copies between every ordered GPU pair, pushed by the source GPU (unidirectional, "
+        "bidirectional, small-copy latency), timed with CUDA events behind a spin kernel, median of samples, copied "
+        "data verified; and "
         "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs. "
         "Findings (exit 1): corrupted data; NVLink pairs without peer access; a pair, or a copy from the GPU's own "
         "NUMA node, below 75%% of what its link typically delivers.",
@@ -71,7 +74,7 @@ def _register_p2p(sub: Any) -> None:
     parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
     parser.add_argument("--bytes", default="256M", help="copy size (default 256M)")
     parser.add_argument("--samples", type=int, default=5, help="timed samples per measurement; the median is reported")
-    parser.add_argument("--copies", type=int, default=4, help="copies per sample (default 4)")
+    parser.add_argument("--copies", type=int, default=4, help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="snapshot to take the expected link speeds from (default: probe this machine)")
@@ -220,8 +223,9 @@ def run_p2p(args: argparse.Namespace) -> int:
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 4:
         raise InputError(f"--bytes: at least 4 bytes, got {size_bytes}")
-    if args.samples < 1 or args.copies < 1:
-        raise InputError("--samples and --copies: must be at least 1")
+    if args.samples < 1 or not 1 <= args.copies <= MAX_COPIES:
+        raise InputError(f"--samples: at least 1; --copies: 1 to {MAX_COPIES} (the spin kernel must outlast "
+                         "the host enqueueing a sample)")
     if not pairs and args.no_host:
         raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
 

@@ -3,8 +3,12 @@
 Each measurement: one warm-up batch, then `samples` samples of `copies` back-to-back copies,
 each sample enqueued behind a spin kernel and timed with events on the copying stream, so the
 host's enqueue cost stays out; the median sample is reported. Copies run on a dedicated stream
-of the source device (peer to peer when the driver allows it, staged through the host when
-not). Copied data is compared with the pattern the source was filled with.
+of the source device, so they are copy-engine writes (nvbandwidth's `*_memcpy_write_ce`; its
+`read_ce` tests pull from the destination instead), peer to peer when the driver allows it and
+staged through the host when not. Copied data is compared with the pattern the source was
+filled with. The latency is that of a 4-byte `copy_` between two GPUs as torch issues it,
+which includes torch's ordering of the two devices' streams around every cross-device copy;
+it reads above p2pBandwidthLatencyTest's latency, which times a kernel writing to the peer.
 
 The GPU itself is reached only through a :class:`CopyRuntime`: :mod:`probes.bench.cuda_copies`
 is the real one (torch.cuda); the tests drive this module with a simulated box instead.
