@@ -306,3 +306,30 @@ def test_bad_p2p_options_are_one_line_exit_2(argv: list[str], message: str, monk
     assert cli_main(["bench", "p2p", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and calls == []
+
+
+def test_a_memory_policy_that_moves_the_pinned_buffer_is_said_and_labelled(tmp_path: Path) -> None:
+    """Under numactl --membind=0 the buffer meant for node 1 lands on node 0: the rows say node 0."""
+    runtime, root = _numa_box(tmp_path)
+    runtime.box.membind = 0
+    result = run_p2p(_spec([], size_bytes=4 * MiB, host=True), lambda *step: None, runtime, root)
+    assert result["notes"] == ["the pinned buffer meant for NUMA node 1 sits on node 0 (a memory policy such as "
+                               "numactl --membind overrides first touch); its rows say node 0"]
+    assert {row["numa_node"] for row in result["host"]} == {0}
+    assert [row["local"] for row in result["host"] if row["gpu"] == 4] == [False] * 4
+
+
+def test_page_nodes_reads_this_machines_own_pages() -> None:
+    """The real move_pages(2) query on this machine: touched pages sit on a node that exists; untouched ones say nothing."""
+    import ctypes
+    import mmap
+
+    from probes.pages import page_nodes
+
+    touched = bytearray(b"x" * (1 << 20))
+    address = ctypes.addressof((ctypes.c_char * len(touched)).from_buffer(touched))
+    nodes = page_nodes(address, len(touched))
+    existing = {int(path.name[4:]) for path in Path("/sys/devices/system/node").glob("node[0-9]*")}
+    assert nodes is not None and nodes <= existing
+    untouched = mmap.mmap(-1, 1 << 20)
+    assert page_nodes(ctypes.addressof(ctypes.c_char.from_buffer(untouched)), 1 << 20) is None

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from probes.bench.timing import SPIN_CYCLES
+from probes.pages import page_nodes
 
 PATTERN_CHUNK_WORDS = 1 << 22
 """Words of the pattern made at once: the int64 temporaries stay at a few times 16 MiB, whatever the buffer."""
@@ -100,6 +101,9 @@ class TorchCuda:
             buffer = torch.empty(count, dtype=torch.int32, pin_memory=True)
             write_pattern(buffer, seed)
         return buffer
+
+    def host_nodes(self, buffer: torch.Tensor) -> set[int] | None:
+        return page_nodes(buffer.data_ptr(), buffer.numel() * buffer.element_size())
 
     def refill(self, buffer: torch.Tensor, seed: int | None) -> None:
         if seed is None:

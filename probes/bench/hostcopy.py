@@ -32,6 +32,7 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
     gpu_nodes = {bus_id_key(gpu.bus_id): gpu.numa_node for gpu in reader.gpus()}
     count = size_bytes // 4
     host_buffers: dict[int, Any] = {}
+    placed_on: dict[int, int] = {}
     rows = []
     for device in devices:
         index = device["index"]
@@ -53,7 +54,9 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
                     notes.append(f"NUMA node {node}: cannot run on its CPUs ({exc.strerror}); not measured")
                     nodes[node] = set()
                     continue
+                placed_on[node] = _placement(runtime.host_nodes(host_buffers[node]), node, notes)
             host = host_buffers[node]
+            where = placed_on[node]
             for direction in ("h2d", "d2h"):
                 if direction == "h2d":
                     dst, src, seed = on_gpu, host, H2D_SEED
@@ -65,10 +68,25 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
                 ok = runtime.matches(dst, seed)
                 if direction == "d2h":
                     runtime.refill(host, H2D_SEED)
-                rows.append({"gpu": index, "direction": direction, "numa_node": None if node < 0 else node,
-                             "local": gpu_node is not None and node == gpu_node, "size_bytes": count * 4,
+                rows.append({"gpu": index, "direction": direction, "numa_node": None if where < 0 else where,
+                             "local": gpu_node is not None and where == gpu_node, "size_bytes": count * 4,
                              "gbps": gbps, "verified": ok})
         progress("host", index)
         del on_gpu
         runtime.empty_cache()
     return rows, notes
+
+
+def _placement(pages_on: set[int] | None, wanted: int, notes: list[str]) -> int:
+    """The node a host buffer meant for `wanted` really sits on (what its rows are labelled with);
+    a note when a memory policy put it elsewhere."""
+    if wanted < 0 or pages_on is None or pages_on == {wanted}:
+        return wanted
+    if len(pages_on) == 1:
+        actual = next(iter(pages_on))
+        notes.append(f"the pinned buffer meant for NUMA node {wanted} sits on node {actual} (a memory policy such as "
+                     f"numactl --membind overrides first touch); its rows say node {actual}")
+        return actual
+    notes.append(f"the pinned buffer meant for NUMA node {wanted} is spread over nodes "
+                 f"{', '.join(map(str, sorted(pages_on)))}; its rows are labelled node {wanted}")
+    return wanted

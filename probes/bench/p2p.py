@@ -56,6 +56,10 @@ class CopyRuntime(Protocol):
         (so its pages sit on the NUMA node of those CPUs)."""
         ...
 
+    def host_nodes(self, buffer: Any) -> set[int] | None:
+        """NUMA nodes a host buffer's pages sit on, or None when the kernel cannot say."""
+        ...
+
     def refill(self, buffer: Any, seed: int | None) -> None:
         """Write the pattern for `seed` (zeros for None) into `buffer` and wait for it."""
         ...

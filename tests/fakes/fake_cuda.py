@@ -63,6 +63,8 @@ class FakeBox:
     """Per GPU, how much longer its spin kernel runs (a GPU at a lower clock spins longer)."""
     first_copy_extra_us: float = 0.0
     corrupt: set[tuple[int, int]] = field(default_factory=set)
+    membind: int | None = None
+    """Put every host buffer on this NUMA node, whichever CPUs touched it (numactl --membind)."""
     refuse: set[tuple[int, int]] = field(default_factory=set)
     """GPU pairs whose copies CUDA refuses with an error (as when peer mappings run out)."""
 
@@ -181,7 +183,10 @@ class FakeCuda:
             raise OSError(errno.EINVAL, "Invalid argument")
         first = min(cpus)
         node = next(node for node, node_cpus in self.box.node_cpus.items() if first in node_cpus)
-        return FakeBuffer(None, count, ("pattern", seed), node)
+        return FakeBuffer(None, count, ("pattern", seed), node if self.box.membind is None else self.box.membind)
+
+    def host_nodes(self, buffer: FakeBuffer) -> set[int] | None:
+        return None if buffer.node is None else {buffer.node}
 
     def refill(self, buffer: FakeBuffer, seed: int | None) -> None:
         if buffer.device is not None:
