@@ -4,6 +4,7 @@ one line, Ctrl-C / SIGTERM / the spawner's death leave no process behind."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,6 +105,30 @@ def test_workers_use_loopback_only_whatever_the_environment_says(monkeypatch: py
     env = runner.worker_env(1, 2, 1)
     assert env["GLOO_SOCKET_IFNAME"] == "lo" and env["NCCL_SOCKET_IFNAME"] == "lo"
     assert (env["LINKSCOPE_RANK"], env["LINKSCOPE_WORLD_SIZE"]) == ("1", "2")
+
+
+def test_running_workers_listen_on_loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sockets themselves, read from the kernel while two gloo workers sit connected, even with
+    the environment naming another interface for the cluster's jobs."""
+    import psutil
+
+    others = [name for name, addresses in psutil.net_if_addrs().items()
+              if name != "lo" and any(a.family.name == "AF_INET" for a in addresses)]
+    if others:
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", others[0])
+    group = runner.start_workers("collectives", to_jsonable(SPEC), 2, 60, {"LINKSCOPE_BENCH_FAULT": "hang:0,hang:1"})
+    try:
+        sockets: list[Any] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(s.status == "ESTABLISHED" for s in sockets):
+            time.sleep(0.3)
+            sockets = [s for pid in group.pids for s in psutil.Process(pid).net_connections(kind="inet")]
+        listening = [s for s in sockets if s.status == "LISTEN"]
+        assert listening and all(s.laddr.ip in ("127.0.0.1", "::1") for s in listening), sockets
+        assert all(s.laddr.ip in ("127.0.0.1", "::1") for s in sockets)
+    finally:
+        group.terminate()
+        shutil.rmtree(group.job_dir, ignore_errors=True)
 
 
 def test_a_worker_whose_spawner_is_already_gone_exits_at_once(tmp_path: Path) -> None:
