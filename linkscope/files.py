@@ -23,6 +23,19 @@ def write_text_file(path: str, text: str) -> None:
         raise InputError(f"{path}: cannot write ({exc.strerror})") from None
 
 
+def check_writable(path: str) -> None:
+    """InputError now, before a long run, when `path` could not be written later."""
+    import os
+
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError(f"{path}: cannot write (it is a directory)")
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: cannot write (no directory {parent})")
+    if not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        raise InputError(f"{path}: cannot write (permission denied)")
+
+
 def load_measurements(path: str) -> Measurements:
     """Measurements from a file: what `linkscope bench -o` / `import -o` wrote, a snapshot carrying them,
     or the raw output of nccl-tests, nvbandwidth or p2pBandwidthLatencyTest."""

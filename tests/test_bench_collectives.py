@@ -229,10 +229,12 @@ def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_
     def row(group: str, dim: str, size: int, busbw: float) -> dict[str, object]:
         return {"group": group, "dim": dim, "op": "all_reduce", "bytes": size, "busbw_gbps": busbw}
 
-    rows = [row("tp0", "tp", 1024, 100.0), row("tp1", "tp", 1024, 74.0),   # 74%: tp1 straggles
-            row("tp0", "tp", 2048, 100.0), row("tp1", "tp", 2048, 76.0),   # 76%: no finding
-            row("dp0", "dp", 1024, 10.0), row("world", "world", 1024, 1.0)]
-    assert stragglers(rows) == [{"dim": "tp", "op": "all_reduce", "bytes": 1024, "group": "tp1", "busbw_gbps": 74.0,
+    mib = 1 << 20
+    rows = [row("tp0", "tp", mib, 100.0), row("tp1", "tp", mib, 74.0),             # 74%: tp1 straggles
+            row("tp0", "tp", 2 * mib, 100.0), row("tp1", "tp", 2 * mib, 76.0),     # 76%: no finding
+            row("tp0", "tp", 1024, 100.0), row("tp1", "tp", 1024, 10.0),           # latency-bound: not judged
+            row("dp0", "dp", mib, 10.0), row("world", "world", mib, 1.0)]
+    assert stragglers(rows) == [{"dim": "tp", "op": "all_reduce", "bytes": mib, "group": "tp1", "busbw_gbps": 74.0,
                                  "fastest_group": "tp0", "fastest_busbw_gbps": 100.0, "ratio": 0.74}]
 
 
@@ -247,3 +249,27 @@ def test_split_ops_round_each_ranks_share_to_16_bytes(op: str, size_bytes: int, 
     from probes.bench.spec import op_elements
 
     assert op_elements(op, size_bytes, dtype, nranks) == elements
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["-o", "/nonexistent-dir/x.json"], "cannot write (no directory /nonexistent-dir)"),
+    (["-o", "/tmp"], "/tmp: cannot write (it is a directory)"),
+    (["-o", "x.json", "--attach", "sample:nope"], "unknown sample 'nope'"),
+])
+def test_output_problems_are_found_before_the_run(extra: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """An unwritable -o or a bad --attach would lose a long run's results: both fail before any worker starts."""
+    from probes.bench import api
+
+    def must_not_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr(api, "run_collectives", must_not_run)
+    assert cli_main(["bench", "collectives", "--backend", "gloo", "--max-bytes", "1K", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_layout_that_does_not_divide_the_processes_says_so_in_bench_terms(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "collectives", "--backend", "gloo", "--layout", "tp=3", "--nproc", "2"]) == 2
+    assert capsys.readouterr().err == ("linkscope: error: --layout tp=3: its sizes multiply to 3, which does not divide "
+                                       "the 2 processes (--nproc)\n")

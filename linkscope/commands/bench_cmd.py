@@ -147,13 +147,13 @@ def run_collectives(args: argparse.Namespace) -> int:
         with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
             measurements, result = measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
         notes = result["notes"]
-        _write_output(args, measurements)
         slow_groups = stragglers(result["rows"])
         if args.json:
             print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
                               "stragglers": slow_groups, "notes": notes}, indent=2))
         else:
             _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes)
+        _write_output(args, measurements)
         wrong = sum(row["wrong"] or 0 for row in result["rows"])
         if wrong:
             print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
@@ -164,10 +164,19 @@ def run_collectives(args: argparse.Namespace) -> int:
 
 
 def _check_output_options(args: argparse.Namespace) -> None:
+    """Everything about -o and --attach that could fail after the run is checked before it, so no result is lost."""
     if args.attach and not args.output:
         raise InputError("--attach: name the snapshot file to write with -o FILE")
     if importlib.util.find_spec("torch") is None:
         raise InputError("bench needs torch: pip install 'linkscope[bench]' (a CPU build is enough for --backend gloo)")
+    if args.output:
+        from linkscope.files import check_writable
+
+        check_writable(args.output)
+    if args.attach:
+        from linkscope.source import open_source
+
+        open_source(args.attach)
 
 
 def _write_output(args: argparse.Namespace, measurements: Any) -> None:
@@ -264,7 +273,6 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
-    _write_output(args, measurements)
     count = len(result["devices"])
     findings = copy_findings(uni, copies, host_rows)
     if args.json:
@@ -285,6 +293,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
         print(json.dumps(payload, indent=2))
     else:
         _print_p2p({**result, "host": host_rows}, copies, uni, bi, findings, notes)
+    _write_output(args, measurements)
     if findings:
         listed = ", ".join(f"{finding.code} {finding.path}" for finding in findings[:6])
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""

@@ -43,12 +43,17 @@ def measurements_from_rows(rows: Sequence[dict[str, Any]], setup_ms: Sequence[tu
 
 
 
+STRAGGLER_MIN_BYTES = 1 << 20
+"""Smallest size judged for stragglers: below it a collective is latency-bound and its busbw mostly noise."""
+
+
 def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (dimension, op, size) run in several groups at once: the slowest group, when its busbw
-    is below DEGRADED_FRACTION of the fastest group's (a slower link or contention in that group)."""
+    """Per (dimension, op, size of STRAGGLER_MIN_BYTES or more) run in several groups at once: the
+    slowest group, when its busbw is below DEGRADED_FRACTION of the fastest group's (a slower link
+    or contention in that group)."""
     runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for row in rows:
-        if row["group"] != "world":
+        if row["group"] != "world" and int(row["bytes"]) >= STRAGGLER_MIN_BYTES:
             runs.setdefault((row["dim"], row["op"], int(row["bytes"])), []).append(row)
     found = []
     for (dim, op, size_bytes), groups in runs.items():

@@ -87,6 +87,10 @@ def layout_groups(layout_text: str | None, world_size: int) -> tuple[tuple[str, 
     """The groups to run in: the whole world, or every dimension larger than 1 of `--layout`."""
     if not layout_text:
         return (("world", (GroupSpec("world", "world", tuple(range(world_size))),)),)
+    named = layout_world_size(layout_text)
+    if world_size % named:
+        raise InputError(f"--layout {layout_text}: its sizes multiply to {named}, which does not divide the "
+                         f"{world_size} processes (--nproc)")
     try:
         layout = resolve_layout(parse_sizes(layout_text), capacity=world_size)
     except InputError as exc:
