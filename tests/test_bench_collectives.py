@@ -273,3 +273,18 @@ def test_a_layout_that_does_not_divide_the_processes_says_so_in_bench_terms(caps
     assert cli_main(["bench", "collectives", "--backend", "gloo", "--layout", "tp=3", "--nproc", "2"]) == 2
     assert capsys.readouterr().err == ("linkscope: error: --layout tp=3: its sizes multiply to 3, which does not divide "
                                        "the 2 processes (--nproc)\n")
+
+
+def test_a_run_cut_short_still_reports_what_it_measured() -> None:
+    """Rank 0 hangs once all_reduce is done: at the deadline the all_reduce rows are printed (and
+    written with -o), the run says it was cut short, and the exit status is still a failure."""
+    code, out, err = _run(["bench", "collectives", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce,all_gather",
+                           "--min-bytes", "1K",
+                           "--max-bytes", "4K", "--timeout", "10", "--json"],
+                          env={"LINKSCOPE_BENCH_FAULT": "hang-after-first-op:0"})
+    assert code == 2
+    assert "deadline of 10 s passed" in err and "what it measured before is shown above" in err
+    data = json.loads(out)
+    assert [(row["op"], row["bytes"]) for row in data["rows"]] == [("all_reduce", 1024), ("all_reduce", 2048),
+                                                                    ("all_reduce", 4096)]
+    assert any(note.startswith("run cut short (deadline of 10 s passed") for note in data["notes"])

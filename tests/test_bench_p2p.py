@@ -106,6 +106,14 @@ def test_findings_name_corruption_missing_p2p_and_slow_links() -> None:
     assert "17% of the 51.7 GB/s its PCIe link" in findings[4].message
 
 
+def test_small_copies_are_not_judged_for_speed() -> None:
+    host = load_sample("dgx-h100").host
+    small = [PeerCopy(0, 1, size_bytes=4 << 20, unidir_gbps=100.0, p2p_enabled=True, verified=True)]
+    large = [PeerCopy(0, 1, size_bytes=32 << 20, unidir_gbps=100.0, p2p_enabled=True, verified=True)]
+    assert copy_findings(pair_cells(small, host, list(range(8))), small, []) == []
+    assert [f.code for f in copy_findings(pair_cells(large, host, list(range(8))), large, [])] == ["copy-slow"]
+
+
 def test_without_expected_speeds_only_data_is_judged() -> None:
     copies = [PeerCopy(0, 1, unidir_gbps=0.5, p2p_enabled=False, verified=True)]
     assert copy_findings(pair_cells(copies, None, []), copies, []) == []
@@ -228,9 +236,9 @@ def _fake_result(verified: bool = True) -> dict[str, object]:
         "devices": [{"index": 0, "name": "GPU A", "pci_bus_id": "00000000:01:00.0", "free_bytes": 1},
                     {"index": 1, "name": "GPU B", "pci_bus_id": "00000000:02:00.0", "free_bytes": 1}],
         "peer": [
-            {"src": 0, "dst": 1, "size_bytes": 1024, "unidir_gbps": 20.0, "bidir_gbps": 30.0, "latency_us": 12.5,
+            {"src": 0, "dst": 1, "size_bytes": 1 << 28, "unidir_gbps": 20.0, "bidir_gbps": 30.0, "latency_us": 12.5,
              "p2p_enabled": False, "verified": True},
-            {"src": 1, "dst": 0, "size_bytes": 1024, "unidir_gbps": 10.0, "bidir_gbps": 30.0, "latency_us": 13.0,
+            {"src": 1, "dst": 0, "size_bytes": 1 << 28, "unidir_gbps": 10.0, "bidir_gbps": 30.0, "latency_us": 13.0,
              "p2p_enabled": False, "verified": verified},
         ],
         "host": [{"gpu": 0, "direction": "h2d", "numa_node": 0, "local": True, "size_bytes": 1024, "gbps": 24.0,

@@ -259,7 +259,7 @@ def test_p2p_that_falls_back_through_the_host_is_a_finding(monkeypatch: pytest.M
     for pair in ((0, 5), (5, 0)):
         runtime.box.unidir_gbps[pair], runtime.box.bidir_gbps[pair], runtime.box.latency_us[pair] = 22.0, 30.0, 16.0
     _engine_on(runtime, root, monkeypatch)
-    code = cli_main(["bench", "p2p", "--pairs", "0-1,0-5", "--bytes", "16M", "--samples", "3", "--no-host", "--json",
+    code = cli_main(["bench", "p2p", "--pairs", "0-1,0-5", "--bytes", "64M", "--samples", "3", "--no-host", "--json",
                      "--expect", "sample:dgx-h100"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1
@@ -333,3 +333,36 @@ def test_page_nodes_reads_this_machines_own_pages() -> None:
     assert nodes is not None and nodes <= existing
     untouched = mmap.mmap(-1, 1 << 20)
     assert page_nodes(ctypes.addressof(ctypes.c_char.from_buffer(untouched)), 1 << 20) is None
+
+
+def test_an_interrupted_p2p_run_reports_the_pairs_it_measured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C after two of three pairs: the worker had kept the devices and two rows; the command
+    prints them, writes -o, and exits 130."""
+    pytest.importorskip("torch")
+    from probes.bench import api, preflight
+    from probes.bench.runner import BenchInterrupted
+
+    runtime, root = _numa_box(tmp_path)
+
+    def interrupted(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float, on_progress: Any = None,
+                    cancel: Any = None) -> dict[str, Any]:
+        kept: list[tuple[str, Any]] = []
+        run_p2p(json.loads(json.dumps(spec)), lambda *step: None, runtime, root, lambda k, v: kept.append((k, v)))
+        error = BenchInterrupted("interrupted")
+        error.kept = json.loads(json.dumps(kept[:3]))  # devices and the first two pairs
+        raise error
+
+    monkeypatch.setattr(api, "run_workers", interrupted)
+    monkeypatch.setattr(preflight, "cuda_device_count", lambda: 8)
+    monkeypatch.setattr(preflight, "load_pynvml", lambda: None)
+    out_file = tmp_path / "partial.json"
+    code = cli_main(["bench", "p2p", "--pairs", "0-1,0-2,0-3", "--bytes", "1M", "--no-host", "--json",
+                     "--expect", "sample:dgx-h100", "-o", str(out_file)])
+    captured = capsys.readouterr()
+    assert code == 130
+    assert captured.err == "linkscope: bench interrupted; workers ended; what it measured before is shown above\n"
+    data = json.loads(captured.out)
+    assert [(row["src"], row["dst"]) for row in data["peer"]] == [(0, 1), (0, 2)]
+    assert data["notes"][-1] == "run cut short (interrupted): 2 pair(s), 0 host row(s) measured"
+    assert len(json.loads(out_file.read_text())["measurements"]["peer_copies"]) == 2

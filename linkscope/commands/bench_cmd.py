@@ -68,7 +68,7 @@ def _register_p2p(sub: Any) -> None:
         "data verified; and "
         "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs. "
         "Findings (exit 1): corrupted data; NVLink pairs without peer access; a pair, or a copy from the GPU's own "
-        "NUMA node, below 75%% of what its link typically delivers.",
+        "NUMA node, below 75%% of what its link typically delivers (copies of 32 MiB and more).",
         epilog="example: linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json",
     )
     parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
@@ -113,9 +113,14 @@ def _run_guarded(function: Callable[[], int]) -> int:
     try:
         return function()
     except BenchInterrupted as exc:
-        print(f"linkscope: bench {exc}; workers ended", file=sys.stderr)
+        shown = "; what it measured before is shown above" if exc.partial is not None else ""
+        print(f"linkscope: bench {exc}; workers ended{shown}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (BenchError, GpuBusy) as exc:
+    except BenchError as exc:
+        shown = " (what it measured before is shown above)" if exc.partial is not None else ""
+        print(f"linkscope: error: bench: {exc}{shown}", file=sys.stderr)
+        return EXIT_FAILED
+    except GpuBusy as exc:
         print(f"linkscope: error: bench: {exc}", file=sys.stderr)
         return EXIT_FAILED
 
@@ -141,26 +146,50 @@ def run_collectives(args: argparse.Namespace) -> int:
 
     def body() -> int:
         from probes.bench.api import run_collectives as measure
-        from probes.bench.results import stragglers
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
-        with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
-            measurements, result = measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
-        notes = result["notes"]
-        slow_groups = stragglers(result["rows"])
-        if args.json:
-            print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
-                              "stragglers": slow_groups, "notes": notes}, indent=2))
-        else:
-            _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes)
-        _write_output(args, measurements)
-        wrong = sum(row["wrong"] or 0 for row in result["rows"])
-        if wrong:
-            print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
-            return EXIT_FINDINGS
-        return EXIT_OK
+
+        def measured() -> tuple[Any, dict[str, Any]]:
+            with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
+                return measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
+
+        return _measure_then_report(measured, lambda measurements, result: _report_collectives(args, measurements, result))
 
     return _run_guarded(body)
+
+
+def _measure_then_report(measure: Callable[[], tuple[Any, dict[str, Any]]],
+                         report: Callable[[Any, dict[str, Any]], int]) -> int:
+    """Run `measure` and report its result; a run cut short (Ctrl-C, the deadline, a failed worker)
+    still reports what it measured before it ended, then fails as it would have."""
+    from probes.bench.runner import BenchError
+
+    try:
+        measurements, result = measure()
+    except BenchError as exc:
+        if exc.partial is None:
+            raise
+        report(*exc.partial)
+        raise
+    return report(measurements, result)
+
+
+def _report_collectives(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
+    from probes.bench.results import stragglers
+
+    notes = result["notes"]
+    slow_groups = stragglers(result["rows"])
+    if args.json:
+        print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
+                          "stragglers": slow_groups, "notes": notes}, indent=2))
+    else:
+        _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes)
+    _write_output(args, measurements)
+    wrong = sum(row["wrong"] or 0 for row in result["rows"])
+    if wrong:
+        print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_OK
 
 
 def _check_output_options(args: argparse.Namespace) -> None:
@@ -243,11 +272,13 @@ def run_p2p(args: argparse.Namespace) -> int:
 
         preflight = gpu_preflight(count, args.force)
         steps = len(pairs) + (count if not args.no_host else 0)
-        with _progress(steps, f"p2p x{count}", not args.json) as update:
-            measurements, result = run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host,
-                                                   args.timeout, lambda done, _total: update(done), gpu_count=count,
-                                                   notes=tuple(preflight))
-        return _report_p2p(args, measurements, result)
+
+        def measured() -> tuple[Any, dict[str, Any]]:
+            with _progress(steps, f"p2p x{count}", not args.json) as update:
+                return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
+                                       lambda done, _total: update(done), gpu_count=count, notes=tuple(preflight))
+
+        return _measure_then_report(measured, lambda measurements, result: _report_p2p(args, measurements, result))
 
     return _run_guarded(body)
 

@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.results import measurements_from_rows
-from probes.bench.runner import run_workers
+from probes.bench.results import measurements_from_rows, order_rows
+from probes.bench.runner import BenchError, run_workers
 from probes.bench.spec import CollectiveSpec
 from topo.codec import to_jsonable
 from topo.model import HostCopy, Measurements, PeerCopy
@@ -24,7 +24,16 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
     """Run a collective sweep on `spec.world_size` local workers; `on_progress(done, total)` per row step."""
     total = spec.steps
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
-    result = run_workers("collectives", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress, cancel=cancel)
+    try:
+        result = run_workers("collectives", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress,
+                             cancel=cancel)
+    except BenchError as exc:
+        rows = order_rows([value for kind, value in exc.kept if kind == "collective"], spec)
+        if rows:
+            partial_notes = [*notes, f"run cut short ({exc}): {len(rows)} row(s) measured before it ended"]
+            partial = {"rows": rows, "setup_ms": [], "notes": partial_notes}
+            exc.partial = (measurements_from_rows(rows, [], partial_notes), partial)
+        raise
     result["notes"] = [*notes, *result["notes"]]
     return measurements_from_rows(result["rows"], result["setup_ms"], result["notes"]), result
 
@@ -36,7 +45,22 @@ def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int,
     spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": copies, "host": host}
     total = len(pairs) + (gpu_count if host else 0)
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
-    result = run_workers("p2p", spec, 1, timeout_s, on_progress=progress, cancel=cancel)
+    try:
+        result = run_workers("p2p", spec, 1, timeout_s, on_progress=progress, cancel=cancel)
+    except BenchError as exc:
+        kept: dict[str, list[Any]] = {"devices": [], "peer": [], "host": []}
+        for kind, value in exc.kept:
+            kept[kind].append(value)
+        if kept["devices"] and (kept["peer"] or kept["host"]):
+            cut = f"run cut short ({exc}): {len(kept['peer'])} pair(s), {len(kept['host'])} host row(s) measured"
+            partial = {"devices": kept["devices"][-1], "peer": kept["peer"], "host": kept["host"], "notes": [cut]}
+            exc.partial = _peer_results(partial, notes)
+        raise
+    return _peer_results(result, notes)
+
+
+def _peer_results(result: dict[str, Any], notes: tuple[str, ...]) -> tuple[Measurements, dict[str, Any]]:
+    """The p2p worker's result as Measurements (and the result, its notes completed)."""
     result["notes"] = [*notes, *result["notes"]]
     result["notes"] += [f"host copy GPU {row['gpu']} {row['direction']} NUMA {row['numa_node']}: data did not verify"
                         for row in result["host"] if not row["verified"]]

@@ -18,8 +18,10 @@ H2D_SEED, D2H_SEED = 3, 4
 
 
 def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], size_bytes: int, copies: int, samples: int,
-                        progress: Callable[..., None], sysfs_root: str = "/") -> tuple[list[dict[str, Any]], list[str]]:
-    """h2d and d2h GB/s per GPU from pinned buffers on its own and on the farthest other NUMA node."""
+                        progress: Callable[..., None], sysfs_root: str = "/",
+                        keep: Callable[[str, Any], None] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """h2d and d2h GB/s per GPU from pinned buffers on its own and on the farthest other NUMA node;
+    `keep("host", row)` receives each row as soon as it is measured."""
     reader = SysfsReader(sysfs_root)
     numa = reader.numa_nodes()
     allowed = runtime.allowed_cpus()
@@ -71,6 +73,8 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
                 rows.append({"gpu": index, "direction": direction, "numa_node": None if where < 0 else where,
                              "local": gpu_node is not None and where == gpu_node, "size_bytes": count * 4,
                              "gbps": gbps, "verified": ok})
+                if keep is not None:
+                    keep("host", rows[-1])
         progress("host", index)
         del on_gpu
         runtime.empty_cache()

@@ -197,12 +197,17 @@ def _pair_bandwidths(runtime: CopyRuntime, src: int, dst: int, size_bytes: int, 
 
 
 def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRuntime | None = None,
-            sysfs_root: str = "/") -> dict[str, Any]:
+            sysfs_root: str = "/", keep: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
     """Every requested pair, then host copies per GPU; the result dict the command renders.
 
     The copy size is lowered to an eighth of the smallest free GPU memory when it would not fit
-    (a pair holds four buffers of that size).
+    (a pair holds four buffers of that size). `keep(kind, value)` receives the devices, then each
+    `peer` and `host` row as soon as it is measured (what survives a run cut short).
     """
+    def kept(kind: str, value: Any) -> None:
+        if keep is not None:
+            keep(kind, value)
+
     from probes.bench.hostcopy import measure_host_copies
 
     if runtime is None:
@@ -210,6 +215,7 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
 
         runtime = TorchCuda()
     devices = [runtime.device_info(index) for index in range(runtime.device_count())]
+    kept("devices", devices)
     notes: list[str] = []
     size_bytes = int(spec["size_bytes"])
     budget = min(device["free_bytes"] for device in devices) // 8 if devices else 0
@@ -221,6 +227,7 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
     for src, dst in spec["pairs"]:
         try:
             peer.append(measure_pair(runtime, src, dst, size_bytes, spec["copies"], spec["samples"]))
+            kept("peer", peer[-1])
         except RuntimeError as exc:  # CUDA refused this pair (peer mappings exhausted, out of memory...)
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             notes.append(f"{src}->{dst}: not measured: {reason}")
@@ -228,6 +235,6 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
     host: list[dict[str, Any]] = []
     if spec["host"]:
         host, host_notes = measure_host_copies(runtime, devices, size_bytes, spec["copies"], spec["samples"], progress,
-                                               sysfs_root)
+                                               sysfs_root, kept)
         notes.extend(host_notes)
     return {"devices": devices, "peer": peer, "host": host, "notes": notes}

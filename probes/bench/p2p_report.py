@@ -129,14 +129,19 @@ class CopyFinding:
     message: str
 
 
+SLOW_MIN_BYTES = 32 * 1024**2
+"""Smallest copy judged for speed: a smaller one spends a large share of its time on its fixed cost."""
+
+
 def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy],
                   host_rows: Sequence[dict[str, Any]]) -> list[CopyFinding]:
     """Findings over peer copies (with their unidirectional cells) and host-copy rows.
 
     Data that did not arrive intact is an error. A warning for GPUs joined by NVLink that CUDA
-    gives no peer access (copies then go through host memory), for a pair measured below
-    DEGRADED_FRACTION of what its link typically delivers, and for a copy from the GPU's own
-    NUMA node below that share of its PCIe link (remote nodes are expected to be slower).
+    gives no peer access (copies then go through host memory), and, for copies of SLOW_MIN_BYTES
+    or more, for a pair measured below DEGRADED_FRACTION of what its link typically delivers and
+    for a copy from the GPU's own NUMA node below that share of its PCIe link (remote nodes are
+    expected to be slower).
     """
     findings = []
     for cell, copy in zip(cells, copies, strict=True):
@@ -149,7 +154,8 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy],
                                         f"{path}: the GPUs share NVLink ({cell.link_token}) but CUDA gives no peer access, "
                                         "so copies go through host memory"))
         ratio = cell.ratio
-        if ratio is not None and ratio < DEGRADED_FRACTION and cell.expected is not None:
+        judged = copy.size_bytes is None or copy.size_bytes >= SLOW_MIN_BYTES
+        if judged and ratio is not None and ratio < DEGRADED_FRACTION and cell.expected is not None:
             findings.append(CopyFinding("copy-slow", "warning", path,
                                         f"{path} ({cell.link_token}): {cell.measured_gbps:.1f} GB/s is {ratio:.0%} of the "
                                         f"{cell.expected.typical_gbps:.1f} GB/s this link typically delivers"))
@@ -161,7 +167,8 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy],
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
                                         "copied data did not arrive intact"))
         expected = row.get("expected_gbps")
-        if row["local"] and expected and row["gbps"] < DEGRADED_FRACTION * expected:
+        judged = row.get("size_bytes") is None or row["size_bytes"] >= SLOW_MIN_BYTES
+        if judged and row["local"] and expected and row["gbps"] < DEGRADED_FRACTION * expected:
             findings.append(CopyFinding("host-copy-slow", "warning", path,
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
                                         f"{row['gbps']:.1f} GB/s is {row['gbps'] / expected:.0%} of the {expected:.1f} GB/s "

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from probes.bench.spec import CollectiveSpec
 from topo.links import DEGRADED_FRACTION
 from topo.model import CollectiveResult, Measurements
 
@@ -65,3 +66,9 @@ def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                           "fastest_busbw_gbps": fastest["busbw_gbps"],
                           "ratio": slowest["busbw_gbps"] / fastest["busbw_gbps"]})
     return found
+
+
+def order_rows(rows: list[dict[str, Any]], spec: CollectiveSpec) -> list[dict[str, Any]]:
+    """Rows in report order: dimension, then op (as asked), size, and group within the dimension."""
+    order = {g.label: (d, i) for d, (_, groups) in enumerate(spec.dims) for i, g in enumerate(groups)}
+    return sorted(rows, key=lambda r: (order[r["group"]][0], spec.ops.index(r["op"]), r["bytes"], order[r["group"]][1]))

@@ -35,6 +35,7 @@ from probes.bench.worker import (
     RESULT_FILE,
     WORLD_ENV,
     error_file,
+    kept_file,
 )
 
 TERM_GRACE_S = 3.0
@@ -45,7 +46,17 @@ POLL_S = 0.05
 
 
 class BenchError(Exception):
-    """A benchmark run failed (a worker error, the deadline, an interruption): one line for people."""
+    """A benchmark run failed (a worker error, the deadline, an interruption): one line for people.
+
+    `kept` holds what the workers had measured before it ended, as (kind, value) pairs in the
+    order each rank measured them; `partial` is that turned into a result by the caller that
+    knows the job (probes.bench.api), or None.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.kept: list[tuple[str, Any]] = []
+        self.partial: Any = None
 
 
 class BenchInterrupted(BenchError):
@@ -176,15 +187,37 @@ def run_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
     """
     with _sigterm_raises():
         group = start_workers(kind, spec, nproc, timeout_s, extra_env)
+        failure: BenchError | None = None
         try:
             if on_start is not None:
                 on_start(group)
             return _wait(group, timeout_s, on_progress, cancel)
         except KeyboardInterrupt:
-            raise BenchInterrupted("interrupted") from None
+            failure = BenchInterrupted("interrupted")
+        except BenchError as exc:
+            failure = exc
         finally:
             group.terminate()
+            if failure is not None:
+                failure.kept = _kept(group)
             shutil.rmtree(group.job_dir, ignore_errors=True)
+        assert failure is not None  # _wait returned otherwise
+        raise failure
+
+
+def _kept(group: WorkerGroup) -> list[tuple[str, Any]]:
+    """What the ranks appended as they measured (a line cut by the kill is dropped)."""
+    kept = []
+    for rank in range(len(group.processes)):
+        try:
+            lines = kept_file(group.job_dir, rank).read_text().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            with suppress(ValueError):
+                kind, value = json.loads(line)
+                kept.append((kind, value))
+    return kept
 
 
 def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], None] | None,

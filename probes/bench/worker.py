@@ -10,7 +10,8 @@ Two ways in:
   where rank 0 writes Measurements JSON to `-o`.
 
 The test-only knob LINKSCOPE_BENCH_FAULT (`corrupt:RANK`, `hang:RANK`, `hang-ignore-term:RANK`,
-`fail:RANK`, `fail-then-hang:RANK`, comma-separated) makes a rank misbehave so the tests can see it caught.
+`fail:RANK`, `fail-then-hang:RANK`, `hang-after-first-op:RANK`, comma-separated) makes a rank misbehave so
+the tests can see it caught.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +73,15 @@ def _misbehave(faults: set[str]) -> None:
             time.sleep(3600)
 
 
-def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progress: Any) -> dict[str, Any] | None:
-    """The sweep on this rank (process group already initialised); rank 0 returns the gathered result."""
+def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progress: Any,
+                    keep: Callable[[str, Any], None] | None = None) -> dict[str, Any] | None:
+    """The sweep on this rank (process group already initialised); rank 0 returns the gathered result.
+    `keep("collective", row)` receives each row this rank reports as soon as it is measured."""
     import torch
     import torch.distributed as dist
 
     from probes.bench import collectives as coll
+    from probes.bench.results import order_rows
     from probes.bench.spec import CollectiveSpec
     from topo.codec import from_jsonable
 
@@ -110,8 +115,12 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
                         del case
                 if row is not None:
                     rows.append(row)
+                    if keep is not None:
+                        keep("collective", row)
                 if rank == 0:
                     progress(op, size)
+            if "hang-after-first-op" in faults:
+                _misbehave({"hang"})
     gathered = gather_json({"rows": rows, "setup": setup_ms, "skipped": sorted(skipped)}, device)
     if rank != 0:
         return None
@@ -124,10 +133,9 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     if skipped_all:
         notes.append(f"skipped (too small for one element per rank, or send_recv with one rank): {', '.join(skipped_all[:8])}"
                      + (" ..." if len(skipped_all) > 8 else ""))
-    order = {g.label: (d, i) for d, (_, groups) in enumerate(spec.dims) for i, g in enumerate(groups)}
-    all_rows.sort(key=lambda r: (order[r["group"]][0], spec.ops.index(r["op"]), r["bytes"], order[r["group"]][1]))
-    setup_sorted = sorted(setup.items(), key=lambda item: order.get(item[0], (-1, 0)))
-    return {"rows": all_rows, "setup_ms": setup_sorted, "notes": notes}
+    dims_order = {g.label: d for d, (_, groups) in enumerate(spec.dims) for g in groups}
+    setup_sorted = sorted(setup.items(), key=lambda item: dims_order.get(item[0], -1))
+    return {"rows": order_rows(all_rows, spec), "setup_ms": setup_sorted, "notes": notes}
 
 
 def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
@@ -163,7 +171,8 @@ def _spawned(job_dir: Path) -> int:
         if job["kind"] == "p2p":
             from probes.bench.p2p import run_p2p
 
-            _write_result(job_dir, run_p2p(job["spec"], lambda *step: _append_progress(job_dir, step)))
+            _write_result(job_dir, run_p2p(job["spec"], lambda *step: _append_progress(job_dir, step),
+                                           keep=lambda kind, value: _keep(job_dir, rank, kind, value)))
             return 0
         spec = job["spec"]
         store = dist.FileStore(str(job_dir / STORE_FILE), world)
@@ -176,7 +185,8 @@ def _spawned(job_dir: Path) -> int:
         dist.init_process_group(spec["backend"], store=store, rank=rank, world_size=world, timeout=timeout)
         dist.barrier()
         init_ms = (time.perf_counter() - t0) * 1e3
-        result = run_collectives(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step))
+        result = run_collectives(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step),
+                                 lambda kind, value: _keep(job_dir, rank, kind, value))
         if result is not None:
             result["setup_ms"] = [("init_process_group", init_ms), *result["setup_ms"]]
             _write_result(job_dir, result)
@@ -217,6 +227,16 @@ def gather_json(value: Any, device: Any) -> list[Any]:
 def _append_progress(job_dir: Path, step: tuple[Any, ...]) -> None:
     with open(job_dir / PROGRESS_FILE, "a") as handle:
         handle.write(json.dumps(list(step)) + "\n")
+
+
+def kept_file(job_dir: Path, rank: int) -> Path:
+    """Where a spawned rank appends what it measured as it goes (read back when a run is cut short)."""
+    return job_dir / f"kept-{rank}.jsonl"
+
+
+def _keep(job_dir: Path, rank: int, kind: str, value: Any) -> None:
+    with open(kept_file(job_dir, rank), "a") as handle:
+        handle.write(json.dumps([kind, value]) + "\n")
 
 
 def _write_result(job_dir: Path, result: dict[str, Any]) -> None:
