@@ -175,3 +175,22 @@ def test_bench_adapter_drives_the_real_engine_on_cpu_processes() -> None:
     assert [row.size_bytes for row in rows] == [1024, 65536]
     assert all(row.wrong == 0 and row.nranks == 2 and row.busbw_gbps > 0 for row in rows)
     assert seen and seen[-1] == pytest.approx(1.0)
+
+
+def test_bench_adapter_keeps_what_a_stopped_sweep_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stop pressed once the first size is reported: the rows measured before the stop come back."""
+    import functools
+    import threading
+
+    pytest.importorskip("torch")
+    from tui import bench_adapter
+    from tui.services import BenchRequest
+
+    monkeypatch.setattr(bench_adapter, "_gpu_count", lambda: 2)
+    monkeypatch.setattr(bench_adapter, "_collective", functools.partial(bench_adapter._collective, backend="gloo"))
+    cancel = threading.Event()
+    request = BenchRequest(kind="all_reduce", sizes_bytes=tuple(1024 << k for k in range(15)))  # 1 KiB to 16 MiB
+    measurements = bench_adapter.run_request(load_sample("dgx-h100"), request, lambda step: cancel.set(), cancel)
+    sizes = [row.size_bytes for row in measurements.collectives]
+    assert sizes and sizes == sorted(sizes) and len(sizes) < 15
+    assert any(note.startswith("run cut short (cancelled)") for note in measurements.notes)

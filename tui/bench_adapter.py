@@ -54,8 +54,8 @@ def run_request(
         if request.kind == "p2p":
             return _peer_copies(request, count, progress, cancel)
         return _collective(request, count, progress, cancel)
-    except BenchInterrupted:
-        return Measurements(source=f"linkscope bench {request.kind} (stopped)")
+    except BenchInterrupted as exc:  # what was measured before the stop is kept
+        return exc.partial[0] if exc.partial is not None else Measurements(source=f"linkscope bench {request.kind} (stopped)")
     except (BenchError, GpuBusy) as exc:
         raise Unavailable(str(exc)) from None
 
@@ -80,7 +80,9 @@ def _peer_copies(
 
         try:
             measured, _ = run_peer_copies(pairs, size, PEER_SAMPLES, PEER_COPIES, False, TIMEOUT_S, report, cancel, count)
-        except BenchInterrupted:
+        except BenchInterrupted as exc:
+            if exc.partial is not None:
+                copies.extend(exc.partial[0].peer_copies)
             break
         copies.extend(measured.peer_copies)
         notes.extend(measured.notes)
