@@ -170,6 +170,11 @@ def test_cli_import_rejects_other_text(tmp_path: object, content: str, message: 
     ("./build/all_reduce_perf -b 4M -e 4M --nthreads=2 --ngpus=4", 8),
     ("mpirun -np 4 -H a:2,b:2 ./build/all_reduce_perf -b 4M -e 4M -g 2", 8),
     ("srun -N 2 --ntasks=8 ./build/all_reduce_perf -b 4M -e 4M", 8),
+    ("srun -c 8 -n 8 ./build/all_reduce_perf -b 4M -e 4M", 8),             # srun -c is CPUs per task
+    ("srun -N 2 --ntasks-per-node=4 ./build/all_reduce_perf -b 4M -e 4M", 8),
+    ("taskset -c 0-7 ./build/all_reduce_perf -b 4M -e 4M -g 8", 8),       # not launchers: one process
+    ("nice -n 10 ./build/all_reduce_perf -b 4M -e 4M -g 8", 8),
+    ("/usr/bin/mpirun --np 2 -x NCCL_DEBUG=INFO all_reduce_perf -b 4M -e 4M -g 4", 8),
 ])
 def test_rank_count_from_the_launcher_and_the_nccl_tests_flags(command: str, nranks: int) -> None:
     """all_reduce on 8 ranks: busbw = algbw x 2 x 7/8 (4.00 x 1.75 = 7.00)."""
@@ -178,3 +183,26 @@ def test_rank_count_from_the_launcher_and_the_nccl_tests_flags(command: str, nra
             "     4194304     1048576   float   sum   -1   1048.6   4.00   7.00   0   1048.6   4.00   7.00   0\n")
     rows = read_nccl_tests(text, "log.txt").collectives
     assert [row.nranks for row in rows] == [nranks, nranks]
+
+
+@pytest.mark.parametrize("command", ["mpirun -N 8 --host a:8,b:8 ./build/all_reduce_perf -b 4M -e 4M",
+                                     "srun --nodes=2 ./build/all_reduce_perf -b 4M -e 4M"])
+def test_a_launcher_that_does_not_say_how_many_processes_leaves_the_rank_count_unknown(command: str) -> None:
+    text = (command + "\n#       size         count      type   redop    root     time   algbw   busbw #wrong"
+            "     time   algbw   busbw #wrong\n"
+            "     4194304     1048576   float   sum   -1   1048.6   4.00   7.00   0   1048.6   4.00   7.00   0\n")
+    measured = read_nccl_tests(text, "log.txt")
+    assert [row.nranks for row in measured.collectives] == [None, None]
+    assert "all_reduce table: rank count not stated in the log" in measured.notes
+
+
+def test_the_starting_line_under_a_command_keeps_its_launcher_and_a_loader_warning_is_not_a_command() -> None:
+    """Current nccl-tests print `# Collective test starting:` right under the command; a loader
+    warning names the binary too. Neither may drop `mpirun -np 16` (16 ranks, busbw = algbw x 30/16)."""
+    text = ("mpirun -np 16 ./build/all_reduce_perf -b 4M -e 4M -g 1\n"
+            "./build/all_reduce_perf: /usr/lib/libnl-3.so.200: no version information available\n"
+            "# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 1 minBytes 4194304\n"
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+            "     time   algbw   busbw #wrong\n"
+            "     4194304     1048576   float   sum   -1   1048.6   4.00   7.50   0   1048.6   4.00   7.50   0\n")
+    assert [row.nranks for row in read_nccl_tests(text, "log.txt").collectives] == [16, 16]

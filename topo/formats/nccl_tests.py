@@ -35,7 +35,8 @@ NCCL_TYPES: dict[str, str] = {
     "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
 }
 
-_PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf\b")
+_PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?=\s|$)")
+"""The binary on a command line (not in a loader warning such as `.../all_reduce_perf: /usr/lib/...`)."""
 _STARTING = re.compile(r"#\s*Collective test starting:\s*(\w+?)(?:_perf)?\s*$")
 _HEADER = re.compile(
     r"^#\s*size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong(\s+time\s+algbw\s+busbw\s+#wrong)?\s*$"
@@ -46,8 +47,11 @@ _NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
 _NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _GPUS_FLAG = re.compile(r"(?:^|\s)(?:-g|--ngpus)[=\s]*(\d+)\b")
 _THREADS_FLAG = re.compile(r"(?:^|\s)(?:-t|--nthreads)[=\s]*(\d+)\b")
-_PROCS_FLAG = re.compile(r"(?:^|\s)(?:-np|--np|-n|-c|--ntasks)[=\s]*(\d+)\b")
-"""Process count of a launcher (mpirun, srun) written before the `*_perf` binary."""
+LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
+    "mpirun": ("-np", "--np", "-n", "--n", "-c"), "mpiexec": ("-np", "--np", "-n", "--n", "-c"),
+    "orterun": ("-np", "--np", "-n", "--n", "-c"), "srun": ("-n", "--ntasks"),
+}
+"""Launchers that start the nccl-tests binary in several processes, and their process-count flags."""
 
 
 BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
@@ -95,17 +99,45 @@ class _Context:
     """`# nThread T nGpus G` of the header (per process)."""
     command_threads_gpus: tuple[int, int] | None = None
     """`-t` and `-g` of the `*_perf` command line (nccl-tests' defaults 1 and 1)."""
-    command_procs: int = 1
-    """Processes a launcher before the binary started (`mpirun -np 16`)."""
+    command_procs: int | None = 1
+    """Processes a launcher before the binary started (`mpirun -np 16`); None when it does not say."""
 
     def nranks(self) -> int | None:
         """Ranks of the run: the `# Rank` lines when listed, else processes x threads x GPUs per thread."""
         if self.ranks_listed:
             return self.ranks_listed
         per_process = self.threads_gpus or self.command_threads_gpus
-        if per_process is None:
+        if per_process is None or self.command_procs is None:
             return None
-        return self.command_procs * per_process[0] * per_process[1]
+        ranks = self.command_procs * per_process[0] * per_process[1]
+        return ranks if ranks >= 1 else None
+
+
+def launcher_processes(prefix: str) -> int | None:
+    """Processes the launcher in `prefix` (the command line before the binary) starts: 1 without a
+    launcher (`taskset -c 0-7` and `nice -n 10` are not launchers), None when it does not say how many
+    (`mpirun -N 8` per node, an srun without `-n`/`--ntasks` or nodes x tasks per node)."""
+    words = prefix.split()
+    names = [word.rsplit("/", 1)[-1] for word in words]
+    start = next((i for i, name in enumerate(names) if name in LAUNCHER_COUNT_FLAGS), None)
+    if start is None:
+        return 1
+    values: dict[str, str] = {}
+    options = words[start + 1:]
+    for position, word in enumerate(options):
+        if not word.startswith("-"):
+            continue
+        flag, equals, value = word.partition("=")
+        if not equals and position + 1 < len(options) and not options[position + 1].startswith("-"):
+            value = options[position + 1]
+        values.setdefault(flag, value)
+    for flag in LAUNCHER_COUNT_FLAGS[names[start]]:
+        if values.get(flag, "").isdigit() and int(values[flag]) >= 1:
+            return int(values[flag])
+    nodes, per_node = values.get("-N") or values.get("--nodes", ""), values.get("--ntasks-per-node", "")
+    if names[start] == "srun" and nodes.isdigit() and per_node.isdigit() and int(nodes) * int(per_node) >= 1:
+        return int(nodes) * int(per_node)
+    return None
 
 
 def _number(word: str, name: str, field: str, lineno: int) -> float:
@@ -176,12 +208,14 @@ def read_nccl_tests(text: str, name: str, op: str | None = None) -> Measurements
         perf = _PERF.search(line)
         if starting or (perf and not stripped.startswith("#")):
             word = starting.group(1) if starting else perf.group(1) if perf else ""
-            context = _Context(op=PERF_TO_OP.get(word.removesuffix("_perf"), word.removesuffix("_perf")))
+            run_op = PERF_TO_OP.get(word.removesuffix("_perf"), word.removesuffix("_perf"))
+            if not (starting and context.op == run_op and context.command_threads_gpus is not None):
+                context = _Context(op=run_op)  # (the line nccl-tests prints under its own command keeps it)
             if perf and not stripped.startswith("#"):
-                launcher, options = line[: perf.start()], line[perf.end():]
-                threads, gpus, procs = _THREADS_FLAG.search(options), _GPUS_FLAG.search(options), _PROCS_FLAG.search(launcher)
+                options = line[perf.end():]
+                threads, gpus = _THREADS_FLAG.search(options), _GPUS_FLAG.search(options)
                 context.command_threads_gpus = (int(threads.group(1)) if threads else 1, int(gpus.group(1)) if gpus else 1)
-                context.command_procs = int(procs.group(1)) if procs else 1
+                context.command_procs = launcher_processes(line[: perf.start()])
         elif _RANK_LINE.match(stripped):
             context.ranks_listed += 1
         elif match := _NTHREAD.match(stripped):
