@@ -50,11 +50,10 @@ def with_measurements(snapshot: Snapshot, measurements: Measurements) -> Snapsho
     return dataclasses.replace(snapshot, measurements=measurements)
 
 
-def write_measurements(path: str, measurements: Measurements, attach_to: str | None = None) -> None:
-    """Write measurements JSON to `path`; with `attach_to` (a SOURCE), write that snapshot carrying them."""
+def write_measurements(path: str, measurements: Measurements, attach_to: Snapshot | None = None) -> None:
+    """Write measurements JSON to `path`; with `attach_to` (the snapshot --attach opened), write that
+    snapshot carrying them."""
     if attach_to is None:
         write_text_file(path, measurements_to_json(measurements))
         return
-    from linkscope.source import open_source
-
-    write_text_file(path, snapshot_to_json(with_measurements(open_source(attach_to), measurements)))
+    write_text_file(path, snapshot_to_json(with_measurements(attach_to, measurements)))

@@ -4,6 +4,7 @@ the correctness pass catching a corrupted result, layout groups running at the s
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -288,3 +289,19 @@ def test_a_run_cut_short_still_reports_what_it_measured() -> None:
     assert [(row["op"], row["bytes"]) for row in data["rows"]] == [("all_reduce", 1024), ("all_reduce", 2048),
                                                                     ("all_reduce", 4096)]
     assert any(note.startswith("run cut short (deadline of 10 s passed") for note in data["notes"])
+
+
+def test_attach_reads_a_snapshot_from_stdin_once(tmp_path: pathlib.Path) -> None:
+    """`--attach -`: the snapshot on stdin is read before the run and carried into -o after it."""
+    import subprocess
+    import sys
+
+    snapshot = (ROOT / "topo" / "samples" / "dgx-a100.json").read_text()
+    output = tmp_path / "attached.json"
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "bench_support.py"), "bench", "collectives", "--backend",
+                           "gloo", "--nproc", "2", "--ops", "all_reduce", "--max-bytes", "1K", "--iters", "2", "--json",
+                           "-o", str(output), "--attach", "-"], input=snapshot, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    saved = json.loads(output.read_text())
+    assert saved["hosts"][0]["gpus"] and len(saved["measurements"]["collectives"]) == 8

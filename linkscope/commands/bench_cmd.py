@@ -202,17 +202,18 @@ def _check_output_options(args: argparse.Namespace) -> None:
         from linkscope.files import check_writable
 
         check_writable(args.output)
-    if args.attach:
+    args.attached = None
+    if args.attach:  # opened now, once (it may be stdin), and kept for the end of the run
         from linkscope.source import open_source
 
-        open_source(args.attach)
+        args.attached = open_source(args.attach)
 
 
 def _write_output(args: argparse.Namespace, measurements: Any) -> None:
     if args.output:
         from linkscope.files import write_measurements
 
-        write_measurements(args.output, measurements, args.attach)
+        write_measurements(args.output, measurements, args.attached)
 
 
 def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], slow_groups: list[dict[str, Any]],

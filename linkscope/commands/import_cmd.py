@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
         text, name = read_text_file(args.file), args.file
     measurements = read_measurements(text, name, args.op)
     if args.output:
-        write_measurements(args.output, measurements, args.attach)
+        from linkscope.source import open_source
+
+        write_measurements(args.output, measurements, open_source(args.attach) if args.attach else None)
     elif args.attach:
         raise InputError("--attach: name the snapshot file to write with -o FILE")
     if args.json:
