@@ -287,7 +287,7 @@ def test_a_pair_cuda_refuses_is_a_note_and_the_other_pairs_are_measured() -> Non
     runtime = FakeCuda(box)
     result = run_p2p(_spec([(0, 1), (0, 2), (0, 3)], size_bytes=16 * MiB), lambda *step: None, runtime)
     assert [(row["src"], row["dst"]) for row in result["peer"]] == [(0, 1), (0, 3)]
-    assert result["notes"] == ["0->2: not measured: CUDA error: peer mapping resources exhausted"]
+    assert result["refused"] == [{"src": 0, "dst": 2, "reason": "CUDA error: peer mapping resources exhausted"}]
     gc.collect()
     assert runtime.free_bytes == box.free_bytes  # the refused pair's buffers went back too
 
@@ -366,3 +366,22 @@ def test_an_interrupted_p2p_run_reports_the_pairs_it_measured(monkeypatch: pytes
     assert [(row["src"], row["dst"]) for row in data["peer"]] == [(0, 1), (0, 2)]
     assert data["notes"][-1] == "run cut short (interrupted): 2 pair(s), 0 host row(s) measured"
     assert len(json.loads(out_file.read_text())["measurements"]["peer_copies"]) == 2
+
+
+@pytest.mark.parametrize(("refuse", "code", "err"), [
+    ({(0, 2)}, 1, "linkscope: bench p2p found 1 problem(s): pair-not-measured 0->2\n"),
+    ({(0, 1), (0, 2)}, 2, "linkscope: error: bench p2p: nothing could be measured (see the findings)\n"),
+])
+def test_refused_pairs_are_findings_and_nothing_measured_is_a_failure(refuse: set[tuple[int, int]], code: int, err: str,
+                                                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    runtime, root = _numa_box(tmp_path)
+    runtime.box.refuse = refuse
+    _engine_on(runtime, root, monkeypatch)
+    assert cli_main(["bench", "p2p", "--pairs", "0-1,0-2", "--bytes", "64M", "--no-host", "--json",
+                     "--expect", "sample:dgx-h100"]) == code
+    captured = capsys.readouterr()
+    assert captured.err == err
+    data = json.loads(captured.out)
+    assert {f["path"] for f in data["findings"] if f["code"] == "pair-not-measured"} == {f"{a}->{b}" for a, b in refuse}

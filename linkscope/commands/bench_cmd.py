@@ -306,7 +306,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
     count = len(result["devices"])
-    findings = copy_findings(uni, copies, host_rows)
+    findings = copy_findings(uni, copies, host_rows, result.get("refused", []))
     if args.json:
         rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,
                  "ratio": u.ratio, "bidir_ratio": b.ratio} for row, u, b in zip(result["peer"], uni, bi, strict=True)]
@@ -326,6 +326,9 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     else:
         _print_p2p({**result, "host": host_rows}, copies, uni, bi, findings, notes)
     _write_output(args, measurements)
+    if not copies and not result["host"]:
+        print("linkscope: error: bench p2p: nothing could be measured (see the findings)", file=sys.stderr)
+        return EXIT_FAILED
     if findings:
         listed = ", ".join(f"{finding.code} {finding.path}" for finding in findings[:6])
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""

@@ -48,12 +48,13 @@ def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int,
     try:
         result = run_workers("p2p", spec, 1, timeout_s, on_progress=progress, cancel=cancel)
     except BenchError as exc:
-        kept: dict[str, list[Any]] = {"devices": [], "peer": [], "host": []}
+        kept: dict[str, list[Any]] = {"devices": [], "peer": [], "refused": [], "host": []}
         for kind, value in exc.kept:
             kept[kind].append(value)
         if kept["devices"] and (kept["peer"] or kept["host"]):
             cut = f"run cut short ({exc}): {len(kept['peer'])} pair(s), {len(kept['host'])} host row(s) measured"
-            partial = {"devices": kept["devices"][-1], "peer": kept["peer"], "host": kept["host"], "notes": [cut]}
+            partial = {"devices": kept["devices"][-1], "peer": kept["peer"], "refused": kept["refused"],
+                       "host": kept["host"], "notes": [cut]}
             exc.partial = _peer_results(partial, notes)
         raise
     return _peer_results(result, notes)

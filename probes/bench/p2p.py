@@ -201,8 +201,10 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
     """Every requested pair, then host copies per GPU; the result dict the command renders.
 
     The copy size is lowered to an eighth of the smallest free GPU memory when it would not fit
-    (a pair holds four buffers of that size). `keep(kind, value)` receives the devices, then each
-    `peer` and `host` row as soon as it is measured (what survives a run cut short).
+    (a pair holds four buffers of that size). A pair CUDA refuses (peer mappings exhausted, out of
+    memory...) is listed under `refused` with its reason, and the other pairs go on. `keep(kind,
+    value)` receives the devices, then each `peer`, `refused` and `host` row as soon as it is known
+    (what survives a run cut short).
     """
     def kept(kind: str, value: Any) -> None:
         if keep is not None:
@@ -223,18 +225,19 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
         notes.append(f"copy size lowered from {size_bytes} to {budget} B to fit free GPU memory")
         size_bytes = budget
     size_bytes -= size_bytes % 4
-    peer = []
+    peer: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
     for src, dst in spec["pairs"]:
         try:
             peer.append(measure_pair(runtime, src, dst, size_bytes, spec["copies"], spec["samples"]))
             kept("peer", peer[-1])
         except RuntimeError as exc:  # CUDA refused this pair (peer mappings exhausted, out of memory...)
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            notes.append(f"{src}->{dst}: not measured: {reason}")
+            refused.append({"src": src, "dst": dst, "reason": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
+            kept("refused", refused[-1])
         progress("pair", src, dst)
     host: list[dict[str, Any]] = []
     if spec["host"]:
         host, host_notes = measure_host_copies(runtime, devices, size_bytes, spec["copies"], spec["samples"], progress,
                                                sysfs_root, kept)
         notes.extend(host_notes)
-    return {"devices": devices, "peer": peer, "host": host, "notes": notes}
+    return {"devices": devices, "peer": peer, "refused": refused, "host": host, "notes": notes}

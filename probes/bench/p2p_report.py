@@ -121,7 +121,8 @@ class CopyFinding:
     """What a copy benchmark found wrong with one path: its data, its P2P, or its speed."""
 
     code: str
-    """`copy-corrupted`, `p2p-unavailable`, `copy-slow`, `host-copy-corrupted` or `host-copy-slow`."""
+    """`copy-corrupted`, `p2p-unavailable`, `copy-slow`, `pair-not-measured`, `host-copy-corrupted` or
+    `host-copy-slow`."""
     severity: str
     """`error` (data) or `warning` (speed, P2P)."""
     path: str
@@ -133,17 +134,18 @@ SLOW_MIN_BYTES = 32 * 1024**2
 """Smallest copy judged for speed: a smaller one spends a large share of its time on its fixed cost."""
 
 
-def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy],
-                  host_rows: Sequence[dict[str, Any]]) -> list[CopyFinding]:
+def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_rows: Sequence[dict[str, Any]],
+                  refused: Sequence[dict[str, Any]] = ()) -> list[CopyFinding]:
     """Findings over peer copies (with their unidirectional cells) and host-copy rows.
 
     Data that did not arrive intact is an error. A warning for GPUs joined by NVLink that CUDA
     gives no peer access (copies then go through host memory), and, for copies of SLOW_MIN_BYTES
     or more, for a pair measured below DEGRADED_FRACTION of what its link typically delivers and
     for a copy from the GPU's own NUMA node below that share of its PCIe link (remote nodes are
-    expected to be slower).
+    expected to be slower). A pair CUDA refused to copy is a warning too.
     """
-    findings = []
+    findings = [CopyFinding("pair-not-measured", "warning", f"{row['src']}->{row['dst']}",
+                            f"{row['src']}->{row['dst']}: not measured: {row['reason']}") for row in refused]
     for cell, copy in zip(cells, copies, strict=True):
         path = f"{copy.src}->{copy.dst}"
         if copy.verified is False:
