@@ -164,3 +164,31 @@ def test_cancel_from_another_thread_ends_the_run() -> None:
     finally:
         timer.cancel()
     assert alive(started[0].pids) == []
+
+
+def test_job_directories_left_by_a_killed_spawner_are_removed_by_the_next_run() -> None:
+    import tempfile
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    stale = Path(tempfile.mkdtemp(prefix=runner.JOB_DIR_PREFIX))
+    (stale / "job.json").write_text(f'{{"kind": "p2p", "spec": {{}}, "timeout_s": 1, "spawner_pid": {dead_pid}}}')
+    live = Path(tempfile.mkdtemp(prefix=runner.JOB_DIR_PREFIX))
+    (live / "job.json").write_text(f'{{"kind": "p2p", "spec": {{}}, "timeout_s": 1, "spawner_pid": {os.getppid()}}}')
+    try:
+        runner.remove_stale_job_dirs()
+        assert not stale.exists() and live.exists()
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)
+
+
+def test_torchrun_entry_without_a_gpu_for_nccl_is_one_line_exit_2() -> None:
+    """Under torchrun with --backend nccl on a rank that sees no GPU: one line, no traceback, and no
+    rendezvous started (so nothing listens)."""
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": "1", "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-m", "probes.bench.worker", "collectives", "--backend", "nccl"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=Path(runner.__file__).resolve().parents[2])
+    assert done.returncode == 2
+    assert done.stderr == "error: --backend nccl: local rank 0 but 0 CUDA GPU(s) visible to it\n"

@@ -75,26 +75,26 @@ def parse_order(text: str) -> tuple[str, ...]:
     return names
 
 
-def parse_mesh(text: str) -> tuple[tuple[str, int], ...]:
-    """Parse a DeviceMesh shape `dp=4,tp=8` (outermost first); InputError naming the bad part."""
+def parse_mesh(text: str, flag: str = "--mesh") -> tuple[tuple[str, int], ...]:
+    """Parse a DeviceMesh shape `dp=4,tp=8` (outermost first); InputError naming `flag` and the bad part."""
     entries: list[tuple[str, int]] = []
     for part in text.split(","):
         name, sep, value = part.partition("=")
         name = name.strip().lower()
         if not sep:
-            raise InputError(f"--mesh: {part.strip()!r} is not NAME=SIZE (example: dp=4,tp=8)")
+            raise InputError(f"{flag}: {part.strip()!r} is not NAME=SIZE (example: dp=4,tp=8)")
         if name not in DIMENSIONS:
-            raise InputError(f"--mesh: unknown dimension {name!r} (known: {', '.join(DIMENSIONS)})")
-        entries.append((name, parse_positive_int(value.strip(), f"--mesh {name}")))
+            raise InputError(f"{flag}: unknown dimension {name!r} (known: {', '.join(DIMENSIONS)})")
+        entries.append((name, parse_positive_int(value.strip(), f"{flag} {name}")))
     names = [name for name, _ in entries]
     if len(set(names)) != len(names):
-        raise InputError(f"--mesh: a dimension appears twice in {text!r}")
+        raise InputError(f"{flag}: a dimension appears twice in {text!r}")
     return tuple(entries)
 
 
-def parse_sizes(text: str) -> tuple[tuple[str, int], ...]:
-    """Parse `tp=8,pp=4` into (name, size) pairs (the same syntax as a mesh, order irrelevant)."""
-    return parse_mesh(text)
+def parse_sizes(text: str, flag: str) -> tuple[tuple[str, int], ...]:
+    """Parse `tp=8,pp=4` given as `flag` into (name, size) pairs (the syntax of a mesh, order irrelevant)."""
+    return parse_mesh(text, flag)
 
 
 def parse_positive_int(text: str, field: str) -> int:

@@ -239,7 +239,9 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
     groups = {row["group"]: row["ranks"] for row in rows if row["group"] != "world"}
     if groups:
         console.print("groups: " + ", ".join(f"{label} {ranks}" for label, ranks in groups.items()), highlight=False)
-    console.print("process-group set-up: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in setup_ms), highlight=False)
+    if setup_ms:
+        console.print("process-group set-up: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in setup_ms),
+                      highlight=False)
     for slow in slow_groups:
         console.print(f"straggler: {slow['op']} {format_size_bytes(slow['bytes'])} in {slow['dim']}: {slow['group']} "
                       f"{slow['busbw_gbps']:.3f} GB/s busbw is {slow['ratio']:.0%} of {slow['fastest_group']} "

@@ -41,7 +41,8 @@ from probes.bench.worker import (
 TERM_GRACE_S = 3.0
 """How long workers get between SIGTERM and SIGKILL."""
 KILL_WAIT_S = 10.0
-"""How long to wait for a worker after SIGKILL (one stuck in the GPU driver may never go)."""
+"""How long to wait for the workers after SIGKILL (one stuck in the GPU driver may never go)."""
+JOB_DIR_PREFIX = "linkscope-bench-"
 POLL_S = 0.05
 
 
@@ -82,9 +83,10 @@ class WorkerGroup:
         while time.monotonic() < deadline and any(p.poll() is None for p in self.processes):
             time.sleep(POLL_S)
         _signal_groups(self.processes, signal.SIGKILL)
+        kill_deadline = time.monotonic() + KILL_WAIT_S
         for process in self.processes:
             with suppress(subprocess.TimeoutExpired):  # a process stuck in the driver cannot be waited for
-                process.wait(timeout=KILL_WAIT_S)
+                process.wait(timeout=max(0.0, kill_deadline - time.monotonic()))
 
 
 def _signal_groups(processes: list[subprocess.Popen[bytes]], signum: int) -> None:
@@ -112,6 +114,21 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM for the block (main thread only; elsewhere they cannot reach it)."""
+    try:
+        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of one spawned worker: rank variables, loopback-only sockets, the package on the path."""
     env = dict(os.environ)
@@ -130,8 +147,10 @@ def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str
 def start_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
                   extra_env: dict[str, str] | None = None) -> WorkerGroup:
     """Write the job to a fresh private directory and start `nproc` workers, each in its own session."""
-    job_dir = Path(tempfile.mkdtemp(prefix="linkscope-bench-"))
-    (job_dir / JOB_FILE).write_text(json.dumps({"kind": kind, "spec": spec, "timeout_s": timeout_s}))
+    remove_stale_job_dirs()
+    job_dir = Path(tempfile.mkdtemp(prefix=JOB_DIR_PREFIX))
+    (job_dir / JOB_FILE).write_text(json.dumps({"kind": kind, "spec": spec, "timeout_s": timeout_s,
+                                                "spawner_pid": os.getpid()}))
     group = WorkerGroup(job_dir)
     try:
         for rank in range(nproc):
@@ -146,6 +165,29 @@ def start_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
         shutil.rmtree(job_dir, ignore_errors=True)
         raise
     return group
+
+
+def remove_stale_job_dirs() -> None:
+    """Remove this user's job directories whose spawner is gone (killed with SIGKILL, it could not clean up)."""
+    for path in Path(tempfile.gettempdir()).glob(JOB_DIR_PREFIX + "*"):
+        try:
+            if path.stat().st_uid != os.getuid():
+                continue
+            spawner = int(json.loads((path / JOB_FILE).read_text())["spawner_pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if spawner != os.getpid() and not _alive(spawner):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _failure_line(group: WorkerGroup) -> str:
@@ -197,10 +239,13 @@ def run_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
         except BenchError as exc:
             failure = exc
         finally:
-            group.terminate()
-            if failure is not None:
-                failure.kept = _kept(group)
-            shutil.rmtree(group.job_dir, ignore_errors=True)
+            with _signals_held():  # a second Ctrl-C must not cut the cleanup short
+                try:
+                    group.terminate()
+                    if failure is not None:
+                        failure.kept = _kept(group)
+                finally:
+                    shutil.rmtree(group.job_dir, ignore_errors=True)
         assert failure is not None  # _wait returned otherwise
         raise failure
 

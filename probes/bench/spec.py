@@ -87,12 +87,13 @@ def layout_groups(layout_text: str | None, world_size: int) -> tuple[tuple[str, 
     """The groups to run in: the whole world, or every dimension larger than 1 of `--layout`."""
     if not layout_text:
         return (("world", (GroupSpec("world", "world", tuple(range(world_size))),)),)
+    sizes = parse_sizes(layout_text, "--layout")
     named = layout_world_size(layout_text)
     if world_size % named:
         raise InputError(f"--layout {layout_text}: its sizes multiply to {named}, which does not divide the "
                          f"{world_size} processes (--nproc)")
     try:
-        layout = resolve_layout(parse_sizes(layout_text), capacity=world_size)
+        layout = resolve_layout(sizes, capacity=world_size)
     except InputError as exc:
         raise InputError(f"--layout {layout_text} on {world_size} processes: {exc}") from None
     if layout.world_size != world_size:
@@ -110,7 +111,7 @@ def layout_groups(layout_text: str | None, world_size: int) -> tuple[tuple[str, 
 def layout_world_size(layout_text: str) -> int:
     """The number of ranks `--layout` names (the product of its sizes)."""
     size = 1
-    for _, value in parse_sizes(layout_text):
+    for _, value in parse_sizes(layout_text, "--layout"):
         size *= value
     return size
 

@@ -196,7 +196,10 @@ def _spawned(job_dir: Path) -> int:
         import traceback
 
         traceback.print_exc()
-        error_file(job_dir, rank).write_text(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        line = f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        partial = error_file(job_dir, rank).with_suffix(".part")
+        partial.write_text(line)
+        partial.rename(error_file(job_dir, rank))  # the parent acts on the file's existence: it must be whole
         if "fail-then-hang" in faults_for(rank):  # a rank stuck on its way out, as in a hung NCCL teardown
             _misbehave({"hang"})
         return 1
@@ -269,8 +272,11 @@ def _torchrun(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if backend == "nccl":
-        # launchers that show each rank only its own GPU (Slurm with --gpus-per-task) leave one device
-        local_rank %= torch.cuda.device_count()
+        visible = torch.cuda.device_count()
+        if visible == 0 or (local_rank >= visible and visible != 1):
+            print(f"error: --backend nccl: local rank {local_rank} but {visible} CUDA GPU(s) visible to it", file=sys.stderr)
+            return 2
+        local_rank = min(local_rank, visible - 1)  # one GPU per task (Slurm --gpus-per-task): it is device 0
         torch.cuda.set_device(local_rank)
     t0 = time.perf_counter()
     dist.init_process_group(backend, init_method="env://")
