@@ -6,6 +6,7 @@ Every failure is an InputError naming the file, so the command line prints one l
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from topo.codec import measurements_from_json, measurements_to_json, snapshot_to_json
 from topo.errors import InputError
@@ -34,6 +35,20 @@ def check_writable(path: str) -> None:
         raise InputError(f"{path}: cannot write (no directory {parent})")
     if not os.access(path if os.path.exists(path) else parent, os.W_OK):
         raise InputError(f"{path}: cannot write (permission denied)")
+
+
+def open_output(args: Any) -> Snapshot | None:
+    """Check `-o` and `--attach` before any work, so none is lost to a bad one; return the snapshot
+    `--attach` names (opened now and once: it may be stdin), or None."""
+    if args.attach and not args.output:
+        raise InputError("--attach: name the snapshot file to write with -o FILE")
+    if args.output:
+        check_writable(args.output)
+    if not args.attach:
+        return None
+    from linkscope.source import open_source
+
+    return open_source(args.attach)
 
 
 def load_measurements(path: str) -> Measurements:

@@ -14,6 +14,7 @@ the disagreement is recorded as a gap.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import socket
@@ -84,18 +85,8 @@ class NvmlRun:
             self.query.abandoned.set()
             gaps.append(Gap(self.query.in_flight or "NVML", f"timed out after {budget_s:g} s; the rest of NVML was not read"))
         facts = self.facts
-        copied = NvmlFacts(
-            available=facts.available,
-            unavailable_reason=facts.unavailable_reason,
-            driver=facts.driver,
-            cuda_driver=facts.cuda_driver,
-            nvml_version=facts.nvml_version,
-            device_count=facts.device_count,
-            gpus=list(facts.gpus),
-            ancestors=dict(facts.ancestors),
-            p2p=dict(facts.p2p),
-            done=facts.done,
-        )
+        # the worker may still be filling these containers: copy them, not just the record
+        copied = dataclasses.replace(facts, gpus=list(facts.gpus), ancestors=dict(facts.ancestors), p2p=dict(facts.p2p))
         return NvmlResult(copied, tuple(gaps), self.query.calls, timed_out)
 
 

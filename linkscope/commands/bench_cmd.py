@@ -193,20 +193,12 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
 
 
 def _check_output_options(args: argparse.Namespace) -> None:
-    """Everything about -o and --attach that could fail after the run is checked before it, so no result is lost."""
-    if args.attach and not args.output:
-        raise InputError("--attach: name the snapshot file to write with -o FILE")
+    """Torch, -o and --attach checked before the run, so no result is lost; the --attach snapshot kept on `args`."""
+    from linkscope.files import open_output
+
+    args.attached = open_output(args)
     if importlib.util.find_spec("torch") is None:
         raise InputError("bench needs torch: pip install 'linkscope[bench]' (a CPU build is enough for --backend gloo)")
-    if args.output:
-        from linkscope.files import check_writable
-
-        check_writable(args.output)
-    args.attached = None
-    if args.attach:  # opened now, once (it may be stdin), and kept for the end of the run
-        from linkscope.source import open_source
-
-        args.attached = open_source(args.attach)
 
 
 def _write_output(args: argparse.Namespace, measurements: Any) -> None:

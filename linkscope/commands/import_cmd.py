@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from topo.errors import InputError
 from topo.formats.results import read_measurements
 from topo.model import Measurements
 
@@ -32,21 +31,18 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
-    from linkscope.files import write_measurements
+    from linkscope.files import open_output, write_measurements
     from topo.codec import measurements_to_json
     from topo.sources import read_text_file
 
+    attached = open_output(args)
     if args.file == "-":
         text, name = sys.stdin.read(), "<stdin>"
     else:
         text, name = read_text_file(args.file), args.file
     measurements = read_measurements(text, name, args.op)
     if args.output:
-        from linkscope.source import open_source
-
-        write_measurements(args.output, measurements, open_source(args.attach) if args.attach else None)
-    elif args.attach:
-        raise InputError("--attach: name the snapshot file to write with -o FILE")
+        write_measurements(args.output, measurements, attached)
     if args.json:
         print(measurements_to_json(measurements))
     else:

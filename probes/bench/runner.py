@@ -19,11 +19,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+import psutil
 
 import probes
 from probes.bench.worker import (
@@ -98,27 +100,11 @@ def _signal_groups(processes: list[subprocess.Popen[bytes]], signum: int) -> Non
 
 
 @contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While running, turn SIGTERM into BenchInterrupted (main thread only), so cleanup runs."""
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise BenchInterrupted("terminated")
-
+def _signal_handlers(handlers: dict[int, Any]) -> Iterator[None]:
+    """Install `handlers` (signal number -> handler) for the block, then restore the previous ones.
+    Only the main thread can; elsewhere the block runs unchanged (signals never reach it there)."""
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ignore SIGINT and SIGTERM for the block (main thread only; elsewhere they cannot reach it)."""
-    try:
-        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+        previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
     except ValueError:  # not the main thread
         yield
         return
@@ -127,6 +113,20 @@ def _signals_held() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise BenchInterrupted("terminated")
+
+
+def _sigterm_raises() -> AbstractContextManager[None]:
+    """While running, turn SIGTERM into BenchInterrupted, so cleanup runs."""
+    return _signal_handlers({signal.SIGTERM: _raise_interrupted})
+
+
+def _signals_held() -> AbstractContextManager[None]:
+    """Ignore SIGINT and SIGTERM for the block (a second Ctrl-C must not cut a cleanup short)."""
+    return _signal_handlers({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN})
 
 
 def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -176,18 +176,8 @@ def remove_stale_job_dirs() -> None:
             spawner = int(json.loads((path / JOB_FILE).read_text())["spawner_pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if spawner != os.getpid() and not _alive(spawner):
+        if spawner != os.getpid() and not psutil.pid_exists(spawner):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _failure_line(group: WorkerGroup) -> str:

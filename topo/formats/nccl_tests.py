@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from topo.errors import InputError
+from topo.formats import non_negative_number
 from topo.model import CollectiveResult, Measurements
 
 PERF_TO_OP: dict[str, str] = {
@@ -140,16 +141,6 @@ def launcher_processes(prefix: str) -> int | None:
     return None
 
 
-def _number(word: str, name: str, field: str, lineno: int) -> float:
-    try:
-        value = float(word)
-    except ValueError:
-        raise InputError(f"{name}:{lineno}: {field} {word!r} is not a number") from None
-    if value != value or value < 0:
-        raise InputError(f"{name}:{lineno}: {field} {word!r} is not a non-negative number")
-    return value
-
-
 def _integer(word: str, name: str, field: str, lineno: int) -> int:
     if not word.isdigit():
         raise InputError(f"{name}:{lineno}: {field} {word!r} is not a whole number")
@@ -269,9 +260,9 @@ def _read_table(lines: list[str], index: int, name: str, op: str, context: _Cont
         if in_place_columns:
             groups.append((True, words[9:13]))
         for in_place, (time_word, algbw_word, busbw_word, wrong_word) in groups:
-            time_us = _number(time_word, name, "time", lineno)
-            algbw = _number(algbw_word, name, "algbw", lineno)
-            busbw = _number(busbw_word, name, "busbw", lineno)
+            time_us = non_negative_number(time_word, f"{name}:{lineno}: time")
+            algbw = non_negative_number(algbw_word, f"{name}:{lineno}: algbw")
+            busbw = non_negative_number(busbw_word, f"{name}:{lineno}: busbw")
             _check_algbw(size, time_us, algbw, name, lineno)
             _check_busbw(op, nranks, algbw, busbw, name, lineno)
             results.append(CollectiveResult(

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from topo.errors import InputError
+from topo.formats import non_negative_number
 from topo.model import HostCopy, Measurements, PeerCopy
 
 _NVB_RUNNING = re.compile(r"^Running (?:benchmark )?(\w+)\.?\s*$")
@@ -75,13 +76,7 @@ def _read_matrix(lines: list[str], index: int, name: str, label_words: int) -> _
             if word == "N/A":
                 cells.append(None)
                 continue
-            try:
-                value = float(word)
-            except ValueError:
-                raise InputError(f"{name}:{index + 1}: {word!r} is not a number") from None
-            if value != value or value < 0:
-                raise InputError(f"{name}:{index + 1}: {word!r} is not a non-negative number")
-            cells.append(value)
+            cells.append(non_negative_number(word, f"{name}:{index + 1}:"))
         table.rows.append((int(words[0]), cells))
         index += 1
     if not table.rows:
