@@ -1,0 +1,189 @@
+"""The one line-cleaning front end every reader of pasted text goes through.
+
+People paste logs as their launchers and terminals left them: every line tagged by Open MPI
+(`[1,3]<stdout>:`), `srun --label` (`12: `), torchrun's `--tee` (`[default0]:`), Ray/SkyPilot
+(`(head, rank=0, pid=3808) `), pdsh/clush (`host: `), `kubectl logs --prefix`
+(`[pod/name/container] `), Python logging (`2025-11-12 20:42:20,261 - INFO - `) or a bracketed
+timestamp, sometimes several stacked; coloured by the terminal; quoted in Markdown. This module
+removes all of that before any table is parsed, and keeps each line's number in the original
+file and the rank or host a prefix named, so interleaved output of several ranks stays apart.
+
+Unambiguous prefixes are removed wherever they appear. Two styles could be ordinary text
+(`Device: 0, ...` looks like a pdsh prefix, `12: ` like an srun label), so they are removed only
+when most of the first lines of the input carry them. All patterns are anchored and linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from topo.text import strip_escapes
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One cleaned line: its 1-based number in the original input, its text, and what a prefix said."""
+
+    number: int
+    text: str
+    rank: int | None = None
+    """Rank (or task id / local rank) a launcher prefix named; None when no prefix named one."""
+    host: str | None = None
+    """Host (or pod) a prefix named; None when no prefix named one."""
+
+
+_OPEN_MPI = re.compile(r"\[(?P<job>\d{1,9}),(?P<rank>\d{1,9})\]<std(?:out|err)>:")
+_TORCHRUN = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]{0,40}?)(?P<rank>\d{1,9})\]:")
+_RAY = re.compile(r"\((?P<inner>[^()\n]{0,300}?\bpid=\d{1,10}[^()\n]{0,300})\)[ \t]")
+_KUBECTL = re.compile(r"\[pod/(?P<host>[A-Za-z0-9][\w.-]{0,252})/[\w.-]{1,253}(?:/[\w.-]{1,253})?\][ \t]")
+_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"(?:[ \t]*-[ \t]*(?:[\w.]{1,64}[ \t]*-[ \t]*)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)[ \t]*-"
+    r"|[ \t]+(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b:?|[ \t]*\[(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\])?[ \t]?"
+)
+_BRACKETED_TIME = re.compile(
+    r"\[(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?(?:[ \t][^\]\n]{0,40})?\][ \t]?"
+)
+_SRUN_LABEL = re.compile(r"[ \t]{0,8}(?P<rank>\d{1,7}):[ \t]")
+_HOST_LABEL = re.compile(r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,252}):[ \t]")
+_QUOTE = re.compile(r"(?:>[ \t]?)+")
+_FENCE = re.compile(r"[ \t]{0,3}(?:```|~~~)[\w+-]{0,30}[ \t]*")
+
+DETECTION_LINES = 256
+"""How many non-empty lines decide whether the ambiguous prefix styles (`host: `, `12: `) are in use."""
+_MAJORITY = 0.6
+_MAX_STACKED = 6
+
+
+@dataclass(frozen=True, slots=True)
+class _Styles:
+    srun_labels: bool
+    host_labels: bool
+
+
+def clean_lines(text: str) -> list[Line]:
+    """All lines of `text`, cleaned (see the module docstring); line numbers count from 1."""
+    return list(iter_clean_lines(text.split("\n")))
+
+
+def iter_clean_lines(raw_lines: Iterable[str]) -> Iterator[Line]:
+    """Clean lines as they come (a file object works: bounded memory for large logs).
+
+    The first :data:`DETECTION_LINES` non-empty lines are looked at before any is yielded, to
+    decide the ambiguous prefix styles for the whole input.
+    """
+    iterator = iter(raw_lines)
+    window: list[str] = []
+    non_empty = 0
+    for raw in iterator:
+        window.append(raw)
+        if raw.strip():
+            non_empty += 1
+            if non_empty >= DETECTION_LINES:
+                break
+    styles = _detect_styles(window)
+    number = 0
+    for raw in window:
+        number += 1
+        yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
+    for raw in iterator:
+        number += 1
+        yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
+
+
+def _detect_styles(raw_lines: list[str]) -> _Styles:
+    srun = host = total = 0
+    for raw in raw_lines:
+        line = _strip_unambiguous(_visible(raw))[0]
+        if not line.strip():
+            continue
+        total += 1
+        srun_match = _SRUN_LABEL.match(line)
+        if srun_match:
+            srun += 1
+            line = _strip_unambiguous(line[srun_match.end():])[0]
+        if _HOST_LABEL.match(line):
+            host += 1
+    return _Styles(srun_labels=total > 0 and srun >= _MAJORITY * total,
+                   host_labels=total > 0 and host >= _MAJORITY * total)
+
+
+def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bool = False) -> Line:
+    """One raw line cleaned; `srun_labels`/`host_labels` say whether those ambiguous styles are in use."""
+    text = _visible(raw)
+    rank: int | None = None
+    host: str | None = None
+    srun_left, host_left = srun_labels, host_labels
+    for _ in range(_MAX_STACKED):
+        text, found_rank, found_host = _strip_unambiguous(text)
+        rank = rank if found_rank is None else found_rank
+        host = host if found_host is None else found_host
+        srun_match = _SRUN_LABEL.match(text) if srun_left else None
+        host_match = _HOST_LABEL.match(text) if host_left and srun_match is None else None
+        if srun_match is not None:
+            srun_left = False
+            rank = rank if rank is not None else int(srun_match.group("rank"))
+            text = text[srun_match.end():]
+        elif host_match is not None:
+            host_left = False
+            host = host if host is not None else host_match.group("host")
+            text = text[host_match.end():]
+        else:
+            break
+    return Line(number=number, text=text.rstrip(), rank=rank, host=host)
+
+
+def _visible(raw: str) -> str:
+    """What a terminal would show of `raw`: escapes removed, the last carriage-return overwrite kept."""
+    text = strip_escapes(raw.rstrip("\r\n"))
+    if "\r" in text:
+        segments = [segment for segment in text.split("\r") if segment.strip()]
+        text = segments[-1] if segments else ""
+    if _FENCE.fullmatch(text):
+        return ""
+    return text
+
+
+def _strip_unambiguous(text: str) -> tuple[str, int | None, str | None]:
+    """Remove stacked unambiguous prefixes from the start of `text`; the innermost rank/host named wins."""
+    rank: int | None = None
+    host: str | None = None
+    for _ in range(_MAX_STACKED):
+        if not text or text[0] not in "[(0123456789>":
+            break
+        first = text[0]
+        match: re.Match[str] | None = None
+        if first == "[":
+            match = _OPEN_MPI.match(text) or _TORCHRUN.match(text) or _BRACKETED_TIME.match(text) or _KUBECTL.match(text)
+            if match is not None and match.re is _KUBECTL:
+                host = match.group("host")
+            elif match is not None and "rank" in match.re.groupindex:
+                rank = int(match.group("rank"))
+        elif first == "(":
+            match = _RAY.match(text)
+            if match is not None:
+                rank, ray_host = _ray_fields(match.group("inner"))
+                host = ray_host if ray_host is not None else host
+        elif first == ">":
+            match = _QUOTE.match(text)
+        else:
+            match = _TIMESTAMP.match(text)
+        if match is None or match.end() == 0:
+            break
+        text = text[match.end():]
+    return text, rank, host
+
+
+_RAY_RANK = re.compile(r"\brank=(\d{1,9})\b")
+_RAY_IP = re.compile(r"\bip=([\w.:-]{1,64})")
+
+
+def _ray_fields(inner: str) -> tuple[int | None, str | None]:
+    """Rank and host from a Ray/SkyPilot prefix `(head, rank=0, pid=3808)` or `(Worker pid=12, ip=10.0.0.2)`."""
+    rank_match = _RAY_RANK.search(inner)
+    ip_match = _RAY_IP.search(inner)
+    first = inner.split(",", 1)[0].strip()
+    host = ip_match.group(1) if ip_match else (first if first and "=" not in first and " " not in first else None)
+    return (int(rank_match.group(1)) if rank_match else None), host

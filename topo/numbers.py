@@ -1,0 +1,58 @@
+"""Numbers read from text: ASCII digits only, bounded length, explicit ranges.
+
+`str.isdigit()` accepts superscript and other Unicode digits that `int()` rejects or reads
+differently, and `int()` raises past 4,300 digits; both turn bad input into tracebacks. Every
+reader parses numbers here instead, and every failure is one :class:`InputError` line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from topo.errors import InputError
+
+MAX_INTEGER_DIGITS = 18
+"""Longest integer read from text: below 2**63, far above any real count or size in bytes."""
+
+_INTEGER = re.compile(rf"[+-]?[0-9]{{1,{MAX_INTEGER_DIGITS}}}", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,3})?", re.ASCII)
+
+
+def is_integer(word: str) -> bool:
+    """Whether `word` is an integer :func:`parse_int` reads (ASCII digits, optional sign, bounded length)."""
+    return _INTEGER.fullmatch(word) is not None
+
+
+def is_decimal(word: str) -> bool:
+    """Whether `word` is a finite decimal :func:`parse_float` reads (no `inf`, `nan` or hex)."""
+    return _DECIMAL.fullmatch(word) is not None
+
+
+def parse_int(word: str, where: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """`word` as an integer within [minimum, maximum]; InputError `<where> '<word>' ...` otherwise."""
+    if not is_integer(word):
+        shown = word if len(word) <= 40 else word[:37] + "..."
+        raise InputError(f"{where} {shown!r} is not an integer (ASCII digits, at most {MAX_INTEGER_DIGITS})")
+    value = int(word)
+    _check_range(value, word, where, minimum, maximum)
+    return value
+
+
+def parse_float(word: str, where: str, minimum: float | None = None, maximum: float | None = None) -> float:
+    """`word` as a finite number within [minimum, maximum]; InputError `<where> '<word>' ...` otherwise."""
+    if not is_decimal(word):
+        shown = word if len(word) <= 40 else word[:37] + "..."
+        raise InputError(f"{where} {shown!r} is not a number")
+    value = float(word)
+    if not math.isfinite(value):
+        raise InputError(f"{where} {word!r} is out of range")
+    _check_range(value, word, where, minimum, maximum)
+    return value
+
+
+def _check_range(value: float, word: str, where: str, minimum: float | None, maximum: float | None) -> None:
+    if minimum is not None and value < minimum:
+        raise InputError(f"{where} {word!r} is below the minimum {minimum:g}")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{where} {word!r} is above the maximum {maximum:g}")

@@ -1,0 +1,49 @@
+"""Terminal escape sequences and control characters: removed from what we read, made visible in what we print.
+
+Untrusted strings (host, GPU, NIC and version names from a file or snapshot, file names in error
+lines) can carry ANSI/OSC sequences that clear the screen, set the window title, write the
+clipboard (OSC 52) or plant hyperlinks. Every text renderer passes them through :func:`printable`;
+every reader of pasted text removes escape sequences with :func:`strip_escapes`. The patterns are
+linear: each is anchored on ESC (or a C1 introducer) and consumes one bounded class.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"  # CSI (colours, cursor moves, erase)
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC
+    r"|\x1b[ -/]*[0-~]?"  # two- and three-byte escapes (charset selection, keypad modes)
+)
+"""One escape sequence, terminated or cut short (a sequence cut short runs to the end of the text)."""
+
+_C1_INTRODUCER = re.compile(r"[\x90\x98\x9b\x9d\x9e\x9f]")
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+"""C0 controls but tab, DEL, and C1 controls."""
+
+_CONTROL_OR_TAB = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def strip_escapes(text: str) -> str:
+    """`text` without terminal escape sequences (what a terminal capture of colourful output holds)."""
+    if "\x1b" not in text and (text.isascii() or not _C1_INTRODUCER.search(text)):
+        return text
+    return _ESCAPE_SEQUENCE.sub("", text)
+
+
+def printable(text: str) -> str:
+    """`text` safe to print on a terminal as one line: escape sequences removed, other control
+    characters (newlines and tabs too) shown as `\\xNN`, so nothing in it acts on the terminal."""
+    cleaned = strip_escapes(text)
+    if not _CONTROL_OR_TAB.search(cleaned):
+        return cleaned
+    return _CONTROL_OR_TAB.sub(lambda match: f"\\x{ord(match.group()):02x}", cleaned)
+
+
+def printable_block(text: str) -> str:
+    """Like :func:`printable` for multi-line text: newlines kept, tabs kept, every other control shown."""
+    return "\n".join(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", strip_escapes(line))
+                     for line in text.split("\n"))
+
