@@ -86,7 +86,8 @@ def test_ambiguous_styles_need_a_majority() -> None:
     assert clean_lines(p2p)[0].text == "Device: 0, NVIDIA H100 PCIe, pciBusID: 1"
     pdsh = "\n".join(f"dgx{n % 2}: Device: {n}, NVIDIA" for n in range(4))
     assert [(line.host, line.text) for line in clean_lines(pdsh)] == [
-        ("dgx0", "Device: 0, NVIDIA"), ("dgx1", "Device: 1, NVIDIA"), ("dgx0", "Device: 2, NVIDIA"), ("dgx1", "Device: 3, NVIDIA")]
+        ("dgx0", "Device: 0, NVIDIA"), ("dgx1", "Device: 1, NVIDIA"),
+        ("dgx0", "Device: 2, NVIDIA"), ("dgx1", "Device: 3, NVIDIA")]
     srun = "\n".join(f"{n:>2}: #  size  count" for n in range(12))
     assert [line.rank for line in clean_lines(srun)] == list(range(12))
 
