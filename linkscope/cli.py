@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "plan",
     "bench",
     "import",
+    "trace",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd`."""
 

@@ -1,0 +1,89 @@
+"""Text rendering of a trace report: who the traces are, steps, the slowest collectives, the straggler, findings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from statistics import median
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from linkscope.render.console import table_console
+from topo.sizes import format_size_bytes
+from topo.text import printable
+from topo.trace_report import CollectiveRow, TraceReport
+
+TOP_COLLECTIVES = 8
+
+
+def print_trace_report(report: TraceReport, priced: bool) -> None:
+    """Print the report for people; every string from a trace goes through `printable`."""
+    console = table_console()
+    for trace in report.traces:
+        who = f"rank {trace.rank} of {trace.world_size}" if trace.rank is not None else "rank unknown"
+        details = ", ".join(part for part in (trace.backend, f"NCCL {trace.nccl_version}" if trace.nccl_version else None,
+                                              f"host {trace.host}" if trace.host else None) if part)
+        console.print(Text(printable(f"{trace.name}: {who}" + (f" ({details})" if details else "") +
+                                     f", {len(trace.collectives)} collective calls, {len(trace.steps)} steps")))
+    if len(report.hosts) > 1:
+        console.print(Text("note: traces from several hosts: waits across hosts are as exact as the hosts' clocks"))
+    if report.steps:
+        console.print(_steps_table(report))
+    rows = report.slowest(TOP_COLLECTIVES) if priced else _longest(report.collectives)
+    if rows:
+        console.print(_collectives_table(rows, priced))
+    elif priced:
+        console.print(Text("no collective to judge against its links: none names its process group's ranks, "
+                           "or all move too few bytes for the link's bandwidth to matter"))
+    if report.straggler is not None:
+        s = report.straggler
+        where = ", ".join(part for part in (f"GPU {s.device}" if s.device is not None else "", s.host or "") if part)
+        console.print(Text(printable(
+            f"last to arrive: rank {s.rank}{' (' + where + ')' if where else ''}, last at {s.last_arrivals} of "
+            f"{s.matched_calls} matched calls; the earliest rank waited {s.others_waited_us / 1e3:.1f} ms for it")))
+    if not report.findings:
+        console.print(Text("No findings."))
+    for finding in report.findings:
+        console.print(Text(f"{finding.severity}: {finding.code}: ", style="bold") + Text(printable(finding.message)))
+
+
+def _steps_table(report: TraceReport) -> Table:
+    table = Table(title="steps (ms; median over ranks)", box=box.SIMPLE_HEAD)
+    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "exposed share"):
+        table.add_column(column, justify="right")
+    by_step: dict[int, list] = defaultdict(list)
+    for row in report.steps:
+        by_step[row.step].append(row)
+    for step, rows in sorted(by_step.items()):
+        exposed_share = median(r.exposed_share for r in rows)
+        table.add_row(str(step), str(len(rows)), f"{median(r.time_us for r in rows) / 1e3:.2f}",
+                      f"{median(r.compute_us for r in rows) / 1e3:.2f}", f"{median(r.comm_us for r in rows) / 1e3:.2f}",
+                      f"{median(r.exposed_comm_us for r in rows) / 1e3:.2f}", f"{exposed_share:.0%}")
+    return table
+
+
+def _longest(rows: tuple[CollectiveRow, ...]) -> list[CollectiveRow]:
+    return sorted(rows, key=lambda row: -row.call.duration_us)[:TOP_COLLECTIVES]
+
+
+def _collectives_table(rows: list[CollectiveRow], priced: bool) -> Table:
+    title = "collectives furthest below their links" if priced else "longest collective calls"
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    columns = ["rank", "step", "op", "size", "group", "time (ms)", "busbw (GB/s)"]
+    if priced:
+        columns += ["link", "expected (ms)", "speed vs expected"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("op", "group", "link") else "right")
+    for row in rows:
+        call = row.call
+        cells = [str(row.rank) if row.rank is not None else "?", str(call.step) if call.step is not None else "-", call.op,
+                 format_size_bytes(call.size_bytes) if call.size_bytes is not None else "?",
+                 str(call.group_size) if call.group_size else "?", f"{call.duration_us / 1e3:.3f}",
+                 f"{row.busbw_gbps:.2f}" if row.busbw_gbps is not None else "-"]
+        if priced:
+            expected, ratio = row.expected, row.ratio
+            cells += [printable(expected.link) if expected else "-", f"{expected.time_us / 1e3:.3f}" if expected else "-",
+                      f"{ratio:.0%}" if ratio is not None else "-"]
+        table.add_row(*(Text(cell) for cell in cells))
+    return table

@@ -1,0 +1,405 @@
+"""Read one rank's PyTorch profiler trace into its collectives and steps.
+
+A collective is found where the trace times it: on the GPU, the NCCL kernel (`ncclKernel_*`,
+`ncclDevKernel_*`); on the CPU (gloo), the `gloo:*` op on gloo's worker thread. Its op, size and
+process group come from the kernel's own args (newer torch), else from the CPU op that launched
+it — the launch is found through the kernel's `correlation` id, and the innermost
+`record_param_comms` / `nccl:*` / `c10d::*` op around that launch on the same thread gives the
+metadata (`Collective name`, `In/Out msg nelems`, `dtype`, `Process Group Ranks`, or the older
+`Input Dims` and `Input type`). Steps are the `ProfilerStep#N` annotations.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO, TypeGuard
+
+from topo.errors import InputError
+from topo.formats.trace_stream import MAX_TRACE_CHARS, read_trace_events
+
+
+@dataclass(frozen=True, slots=True)
+class TraceCollective:
+    """One collective call as one rank's trace timed it."""
+
+    op: str
+    """linkscope op name (`all_reduce`, `all_gather`, ...; `unknown` when nothing says)."""
+    size_bytes: int | None
+    """Bytes in nccl-tests' convention (all_gather: the gathered output; others: the buffer)."""
+    group_size: int | None
+    group_ranks: tuple[int, ...] | None
+    group_name: str | None
+    start_us: float
+    duration_us: float
+    on_device: bool
+    """True when timed by a GPU kernel, False when timed on the CPU (gloo)."""
+    device: int | None = None
+    """CUDA device the kernel ran on."""
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStep:
+    """One `ProfilerStep#N` window of one rank and how its time was spent."""
+
+    step: int
+    start_us: float
+    time_us: float
+    compute_us: float
+    comm_us: float
+    exposed_comm_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class RankTrace:
+    """What one rank's trace says: who it is, its collectives and its steps."""
+
+    name: str
+    rank: int | None
+    world_size: int | None
+    host: str | None
+    backend: str | None
+    nccl_version: str | None
+    collectives: tuple[TraceCollective, ...]
+    steps: tuple[TraceStep, ...]
+    groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Process group name -> its global ranks, from `distributedInfo.pg_config`."""
+
+
+_OP_WORDS: dict[str, str] = {
+    "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all", "alltoallv": "all_to_all", "broadcast": "broadcast", "reduce": "reduce",
+    "sendrecv": "send_recv", "send": "send_recv", "recv": "send_recv", "gather": "gather", "scatter": "scatter",
+    "barrier": "barrier",
+}
+_DTYPE_BYTES: dict[str, int] = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
+    "int": 4, "int32": 4, "long": 8, "longint": 8, "int64": 8, "short": 2, "int16": 2, "byte": 1, "char": 1,
+    "unsignedchar": 1, "signedchar": 1, "uint8": 1, "int8": 1, "bool": 1, "float8e4m3fn": 1, "float8e5m2": 1,
+    "complexfloat": 8, "complexdouble": 16,
+}
+_NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
+_LAUNCH = re.compile(r"(?:cuda|cu)Launch|cudaGraphLaunch")
+_STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
+_COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
+
+
+def op_name(raw: str) -> str:
+    """linkscope's op name for a profiler name (`allreduce`, `nccl:all_reduce`, `c10d::_allgather_base_`,
+    `AllGather` of a kernel, `reduce_scatter_tensor_coalesced`); `unknown` when it names none."""
+    word = raw.split(":")[-1].lower()
+    for noise in ("_into_tensor", "_tensor", "_coalesced", "_base", "_single"):
+        word = word.replace(noise, "")
+    word = word.replace("_", "")
+    return _OP_WORDS.get(word, "unknown")
+
+
+def dtype_bytes(raw: object) -> int | None:
+    """Element size for a profiler dtype (`Float`, `c10::BFloat16`, `long int`), None when unknown."""
+    if not isinstance(raw, str):
+        return None
+    word = raw.split("::")[-1].lower().replace(" ", "").replace("_", "")
+    return _DTYPE_BYTES.get(word)
+
+
+@dataclass(slots=True)
+class _Op:
+    """A CPU op kept for metadata lookup, or for its time when it is a gloo op or a CPU compute op."""
+
+    name: str
+    start_us: float
+    end_us: float
+    args: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Collected:
+    metadata_ops: dict[tuple[Any, Any], list[_Op]] = field(default_factory=dict)
+    launches: dict[int, tuple[Any, Any, float]] = field(default_factory=dict)
+    nccl_kernels: list[dict[str, Any]] = field(default_factory=list)
+    gpu_compute: list[tuple[float, float, int | None]] = field(default_factory=list)
+    """(start, end, correlation) of every non-NCCL GPU kernel, copy and memset."""
+    gloo_ops: list[_Op] = field(default_factory=list)
+    cpu_compute: list[tuple[float, float]] = field(default_factory=list)
+    steps: list[tuple[int, float, float]] = field(default_factory=list)
+
+    def add(self, event: dict[str, Any]) -> None:
+        if event.get("ph") != "X":
+            return
+        name, category = event.get("name"), event.get("cat")
+        raw_start, raw_duration = event.get("ts"), event.get("dur")
+        if not isinstance(name, str) or not _is_number(raw_start) or not _is_number(raw_duration) or raw_duration < 0:
+            return
+        args = event.get("args")
+        args = args if isinstance(args, dict) else {}
+        start = float(raw_start)
+        end = start + float(raw_duration)
+        if category in ("kernel", "gpu_memcpy", "gpu_memset"):
+            if category == "kernel" and _NCCL_KERNEL.match(name):
+                self.nccl_kernels.append(event)
+            else:
+                correlation = args.get("correlation")
+                self.gpu_compute.append((start, end, correlation if isinstance(correlation, int) else None))
+        elif category == "cuda_runtime" or category == "cuda_driver":
+            correlation = args.get("correlation")
+            if isinstance(correlation, int) and _LAUNCH.match(name):
+                self.launches[correlation] = (event.get("pid"), event.get("tid"), start)
+        elif category in ("cpu_op", "user_annotation"):
+            step = _STEP.match(name)
+            if step:
+                self.steps.append((int(step.group(1)), start, end))
+            elif name.startswith("gloo:"):
+                self.gloo_ops.append(_Op(name, start, end, args))
+            elif _COMM_OP.match(name):
+                key = (event.get("pid"), event.get("tid"))
+                self.metadata_ops.setdefault(key, []).append(_Op(name, start, end, args))
+            elif name.startswith("aten::"):
+                self.cpu_compute.append((start, end))
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) < 1e300
+
+
+def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS) -> RankTrace:
+    """Read one rank's trace from `stream` (text; decompress first); InputError for what is not a trace."""
+    collected = _Collected()
+    metadata = read_trace_events(stream, name, collected.add, max_chars)
+    info = metadata.get("distributedInfo")
+    info = info if isinstance(info, dict) else {}
+    groups = _groups(info)
+    for ops in collected.metadata_ops.values():
+        ops.sort(key=lambda op: op.start_us)
+    if collected.nccl_kernels:
+        collectives = [_kernel_collective(kernel, collected, groups) for kernel in collected.nccl_kernels]
+    else:
+        collectives = [_gloo_collective(op, groups) for op in collected.gloo_ops]
+    collectives.sort(key=lambda c: c.start_us)
+    if not collectives and not collected.steps:
+        raise InputError(f"{name}: a trace, but with neither ProfilerStep annotations nor collectives to read")
+    steps = _steps(collected, collectives)
+    collectives = _assign_steps(collectives, steps)
+    return RankTrace(
+        name=name, rank=_int_or_none(info.get("rank")), world_size=_int_or_none(info.get("world_size")),
+        host=_str_or_none(metadata.get("host_name")), backend=_str_or_none(info.get("backend")),
+        nccl_version=_str_or_none(info.get("nccl_version")), collectives=tuple(collectives), steps=tuple(steps),
+        groups=groups,
+    )
+
+
+def _groups(info: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    groups: dict[str, tuple[int, ...]] = {}
+    config = info.get("pg_config")
+    for group in config if isinstance(config, list) else ():
+        ranks = _ranks(group.get("ranks")) if isinstance(group, dict) else None
+        if ranks is not None:
+            groups[str(group.get("pg_name"))] = ranks
+    return groups
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _kernel_collective(kernel: dict[str, Any], collected: _Collected, groups: dict[str, tuple[int, ...]]) -> TraceCollective:
+    args = kernel.get("args") if isinstance(kernel.get("args"), dict) else {}
+    assert isinstance(args, dict)
+    metadata = args if "Collective name" in args or "In msg nelems" in args else _launching_op_args(args, collected)
+    kernel_op = _NCCL_KERNEL.match(kernel["name"])
+    fallback_op = op_name(kernel_op.group(1)) if kernel_op else "unknown"
+    device = args.get("device")
+    return _collective(metadata, fallback_op, float(kernel["ts"]), float(kernel["dur"]), True,
+                       device if isinstance(device, int) else None, groups)
+
+
+def _launching_op_args(kernel_args: dict[str, Any], collected: _Collected) -> dict[str, Any]:
+    """The metadata of the CPU op that launched a kernel: the innermost comm op around its launch."""
+    correlation = kernel_args.get("correlation")
+    launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
+    if launch is None:
+        return {}
+    pid, tid, launch_us = launch
+    ops = collected.metadata_ops.get((pid, tid), [])
+    index = _bisect(ops, launch_us)
+    best: dict[str, Any] = {}
+    for op in reversed(ops[max(0, index - 16):index]):
+        if op.end_us < launch_us:
+            continue
+        if "Collective name" in op.args or "In msg nelems" in op.args:
+            return op.args | {"_op": op.name}
+        if not best and ("Input Dims" in op.args or op.name.startswith("nccl:")):
+            best = op.args | {"_op": op.name}
+    return best
+
+
+def _bisect(ops: Sequence[_Op], start_us: float) -> int:
+    low, high = 0, len(ops)
+    while low < high:
+        middle = (low + high) // 2
+        if ops[middle].start_us <= start_us:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _gloo_collective(op: _Op, groups: dict[str, tuple[int, ...]]) -> TraceCollective:
+    return _collective(op.args | {"_op": op.name}, op_name(op.name), op.start_us, op.end_us - op.start_us, False,
+                       None, groups)
+
+
+def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duration_us: float, on_device: bool,
+                device: int | None, groups: dict[str, tuple[int, ...]]) -> TraceCollective:
+    op = op_name(str(args["Collective name"])) if isinstance(args.get("Collective name"), str) else "unknown"
+    if op == "unknown" and isinstance(args.get("_op"), str):
+        op = op_name(args["_op"])
+    if op == "unknown":
+        op = fallback_op
+    ranks = _ranks(args.get("Process Group Ranks"))
+    group_name = args.get("Process Group Name")
+    group_name = str(group_name) if isinstance(group_name, (str, int)) else None
+    if ranks is None and group_name is not None:
+        ranks = groups.get(group_name)
+    if ranks is None and group_name is None and len(groups) == 1:
+        group_name, ranks = next(iter(groups.items()))  # the trace knows of one group only: the default one
+    group_size = _int_or_none(args.get("Group size"))
+    if group_size is None and ranks is not None:
+        group_size = len(ranks)
+    return TraceCollective(op=op, size_bytes=_size_bytes(args, op, group_size), group_size=group_size,
+                           group_ranks=ranks, group_name=group_name, start_us=start_us, duration_us=duration_us,
+                           on_device=on_device, device=device)
+
+
+def _ranks(raw: object) -> tuple[int, ...] | None:
+    if isinstance(raw, list):
+        values = raw
+    elif isinstance(raw, str) and re.fullmatch(r"\[[0-9, ]{0,100000}\]", raw):
+        values = [int(word) for word in raw.strip("[]").replace(",", " ").split()]
+    else:
+        return None
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return tuple(values)
+
+
+def _size_bytes(args: dict[str, Any], op: str, group_size: int | None) -> int | None:
+    element = dtype_bytes(args.get("dtype"))
+    in_elems, out_elems = _int_or_none(args.get("In msg nelems")), _int_or_none(args.get("Out msg nelems"))
+    if element is not None and (in_elems is not None or out_elems is not None):
+        return max(in_elems or 0, out_elems or 0) * element
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return None
+    sizes = [_tensor_bytes(dim, kind) for dim, kind in zip(dims, types, strict=False)]
+    known = [size for size in sizes if size is not None]
+    if not known:
+        return None
+    largest = max(known)
+    if op == "all_gather" and len(known) == 1 and group_size:
+        return largest * group_size
+    return largest
+
+
+def _tensor_bytes(dims: object, kind: object) -> int | None:
+    if isinstance(dims, list) and dims and isinstance(dims[0], list):
+        dims = dims[0]  # a TensorList argument: its first tensor
+    element = dtype_bytes(kind if not (isinstance(kind, str) and kind == "TensorList") else None)
+    if not isinstance(dims, list) or not dims or element is None:
+        return None
+    count = 1
+    for dim in dims:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+            return None
+        count *= dim
+    return count * element
+
+
+def _steps(collected: _Collected, collectives: list[TraceCollective]) -> list[TraceStep]:
+    steps: list[TraceStep] = []
+    comm = [(c.start_us, c.start_us + c.duration_us) for c in collectives]
+    on_device = bool(collected.nccl_kernels)
+    compute = [(start, end) for start, end, _ in collected.gpu_compute] if on_device else collected.cpu_compute
+    comm_union = union(comm)
+    compute_union = union(compute)
+    for number, start, end in sorted(collected.steps, key=lambda item: item[1]):
+        lag = _launch_lag(start, end, collected) if on_device else 0.0
+        window_comm = clip(comm_union, start + lag, end + lag)
+        window_compute = clip(compute_union, start + lag, end + lag)
+        steps.append(TraceStep(
+            step=number, start_us=start, time_us=end - start, compute_us=total(window_compute), comm_us=total(window_comm),
+            exposed_comm_us=total(subtract(window_comm, window_compute)),
+        ))
+    return steps
+
+
+def _launch_lag(start: float, end: float, collected: _Collected) -> float:
+    """How far GPU work lags the CPU step that launched it: a step's window on the device is its CPU
+    window shifted by the smallest launch-to-start delay of the first kernels launched in it."""
+    lags = []
+    for kernel_start, _, correlation in collected.gpu_compute:
+        launch = collected.launches.get(correlation) if correlation is not None else None
+        if launch is not None and start <= launch[2] < end:
+            lags.append(kernel_start - launch[2])
+            if len(lags) >= 8:
+                break
+    return max(0.0, min(lags)) if lags else 0.0
+
+
+def _assign_steps(collectives: list[TraceCollective], steps: list[TraceStep]) -> list[TraceCollective]:
+    if not steps:
+        return collectives
+    starts = [step.start_us for step in steps]
+    assigned = []
+    for collective in collectives:
+        index = bisect.bisect_right(starts, collective.start_us) - 1
+        inside = index >= 0 and collective.start_us < steps[index].start_us + steps[index].time_us * 2
+        assigned.append(replace(collective, step=steps[index].step if inside else None))
+    return assigned
+
+
+def union(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Sorted, non-overlapping intervals covering the same time as `intervals`."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def clip(merged: Sequence[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    """The parts of sorted, non-overlapping intervals inside [start, end)."""
+    return [(max(a, start), min(b, end)) for a, b in merged if b > start and a < end]
+
+
+def subtract(merged: Sequence[tuple[float, float]], other: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Time in `merged` not covered by `other` (both sorted and non-overlapping)."""
+    result: list[tuple[float, float]] = []
+    index = 0
+    for start, end in merged:
+        cursor = start
+        while index < len(other) and other[index][1] <= cursor:
+            index += 1
+        scan = index
+        while scan < len(other) and other[scan][0] < end:
+            if other[scan][0] > cursor:
+                result.append((cursor, other[scan][0]))
+            cursor = max(cursor, other[scan][1])
+            scan += 1
+        if cursor < end:
+            result.append((cursor, end))
+    return result
+
+
+def total(merged: Sequence[tuple[float, float]]) -> float:
+    """Summed length of non-overlapping intervals."""
+    return sum(end - start for start, end in merged)

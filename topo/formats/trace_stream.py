@@ -1,0 +1,164 @@
+"""Stream the events of a Chrome-trace JSON file (as `torch.profiler` writes it) without loading it whole.
+
+A profiler trace of a few steps is often hundreds of MB; `json.load` would hold all of it as
+Python objects at once. This reader walks the top-level object, decodes each entry of
+`traceEvents` on its own with the C decoder and hands it to the caller, so memory stays bounded
+by the largest single value. A bare array of events (also valid Chrome-trace JSON) works too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from topo.errors import InputError
+
+MAX_TRACE_CHARS = 1 << 30
+"""Largest trace read (characters after decompression): 1 GiB, above the traces of a few profiled steps."""
+MAX_VALUE_CHARS = 64 << 20
+"""Largest single JSON value (one event, or `deviceProperties`) held in memory at once."""
+
+_CHUNK_CHARS = 1 << 20
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class _Reader:
+    """A window over the stream: `buffer[position:]` is what has not been consumed yet."""
+
+    def __init__(self, stream: TextIO, name: str, max_chars: int) -> None:
+        self.stream, self.name, self.max_chars = stream, name, max_chars
+        self.buffer = ""
+        self.position = 0
+        self.read_chars = 0
+        self.at_end = False
+
+    def fill(self, at_least: int = 0) -> None:
+        if self.at_end:
+            return
+        try:
+            chunk = self.stream.read(max(at_least, _CHUNK_CHARS))
+        except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"{self.name}: cannot read the trace ({_reason(exc)})") from None
+        if not chunk:
+            self.at_end = True
+            return
+        self.read_chars += len(chunk)
+        if self.read_chars > self.max_chars:
+            raise InputError(f"{self.name}: trace is larger than the {self.max_chars >> 20} MiB limit")
+        self.buffer = self.buffer[self.position:] + chunk
+        self.position = 0
+
+    def skip_whitespace(self) -> None:
+        while True:
+            self.position = _WHITESPACE.match(self.buffer, self.position).end()  # type: ignore[union-attr]
+            if self.position < len(self.buffer) or self.at_end:
+                return
+            self.fill()
+
+    def peek(self) -> str:
+        self.skip_whitespace()
+        return self.buffer[self.position] if self.position < len(self.buffer) else ""
+
+    def expect(self, char: str, what: str) -> None:
+        found = self.peek()
+        if found == "":
+            raise InputError(f"{self.name}: the trace is cut short (it ends where {what} should be)")
+        if found != char:
+            raise InputError(f"{self.name}: not a profiler trace (expected {what}, found {found!r})")
+        self.position += 1
+
+    def value(self) -> Any:
+        """Decode the next JSON value, reading more of the stream until it is whole."""
+        self.skip_whitespace()
+        wanted = _CHUNK_CHARS
+        while True:
+            try:
+                decoded, end = _DECODER.raw_decode(self.buffer, self.position)
+            except json.JSONDecodeError as exc:
+                needs_more = exc.msg.startswith("Unterminated string") or exc.pos >= len(self.buffer) - 1
+                if self.at_end or not needs_more:
+                    raise InputError(f"{self.name}: the trace is cut short or not JSON ({exc.msg} "
+                                     f"near character {self.read_chars - len(self.buffer) + exc.pos})") from None
+                if len(self.buffer) - self.position > MAX_VALUE_CHARS:
+                    raise InputError(f"{self.name}: one value of the trace is larger than "
+                                     f"{MAX_VALUE_CHARS >> 20} MiB") from None
+                self.fill(wanted)
+                wanted *= 2
+                continue
+            except RecursionError:
+                raise InputError(f"{self.name}: the trace nests too deeply to be a profiler trace") from None
+            except ValueError as exc:  # integers past Python's digit limit
+                raise InputError(f"{self.name}: not a profiler trace ({_reason(exc)})") from None
+            if end >= len(self.buffer) and not self.at_end and not isinstance(decoded, (dict, list, str)):
+                self.fill()  # a number cut by the chunk boundary could read as a shorter number
+                continue
+            self.position = end
+            return decoded
+
+
+def read_trace_events(stream: TextIO, name: str, on_event: Callable[[dict[str, Any]], None],
+                      max_chars: int = MAX_TRACE_CHARS) -> dict[str, Any]:
+    """Call `on_event` for each event of the trace in `stream`; return the other top-level keys.
+
+    Raises InputError (one line naming `name`) for anything that is not a Chrome-trace JSON
+    document: another JSON shape, a cut-short file, a file over the size limit.
+    """
+    reader = _Reader(stream, name, max_chars)
+    reader.fill()
+    first = reader.peek()
+    if first == "[":
+        _read_events(reader, on_event)
+        return {}
+    reader.expect("{", "a JSON object with traceEvents")
+    metadata: dict[str, Any] = {}
+    seen_events = False
+    if reader.peek() == "}":
+        reader.position += 1
+    else:
+        while True:
+            key = reader.value()
+            if not isinstance(key, str):
+                raise InputError(f"{name}: not a profiler trace (a key that is not a string)")
+            reader.expect(":", "':' after a key")
+            if key == "traceEvents":
+                if reader.peek() != "[":
+                    raise InputError(f"{name}: not a profiler trace (traceEvents is not a list)")
+                _read_events(reader, on_event)
+                seen_events = True
+            else:
+                metadata[key] = reader.value()
+            if reader.peek() == ",":
+                reader.position += 1
+                continue
+            reader.expect("}", "',' or '}'")
+            break
+    if reader.peek():
+        raise InputError(f"{name}: not a profiler trace (text after the end of the JSON document)")
+    if not seen_events:
+        raise InputError(f"{name}: not a profiler trace (no traceEvents list)")
+    return metadata
+
+
+def _read_events(reader: _Reader, on_event: Callable[[dict[str, Any]], None]) -> None:
+    reader.expect("[", "'['")
+    if reader.peek() == "]":
+        reader.position += 1
+        return
+    while True:
+        event = reader.value()
+        if isinstance(event, dict):
+            on_event(event)
+        nxt = reader.peek()
+        if nxt == ",":
+            reader.position += 1
+            continue
+        reader.expect("]", "',' or ']' in traceEvents")
+        return
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:120]

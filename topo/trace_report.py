@@ -1,0 +1,306 @@
+"""What the profiler traces of a slow job say: exposed communication per step, collectives below
+their links' speed, and the rank everyone waited for.
+
+Collectives of several ranks are matched by process group and call order (the n-th call on a
+group is the same call on every member). Within a matched call, the rank whose collective began
+last arrived last: the others waited for it. Clocks of different hosts are not synchronised, so
+waits across hosts are only as good as the hosts' clocks (NTP keeps them within ~1 ms; PTP far
+better); the report says when the ranks came from more than one host.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from topo.cost.collectives import collective_cost
+from topo.cost.groups import GroupPricer
+from topo.cost.params import CostModel
+from topo.formats.nccl_tests import bus_factor
+from topo.formats.trace import RankTrace, TraceCollective
+from topo.links import DEGRADED_FRACTION
+from topo.placement import Placement
+from topo.sizes import format_size_bytes
+
+EXPOSED_SHARE = 0.2
+"""Default share of a step above which exposed communication is a finding."""
+SMALL_MESSAGE_CALLS = 0.5
+"""Share of a group's calls below the half-bandwidth size above which buckets are called too small."""
+DEFAULT_HALF_BANDWIDTH_BYTES = 1 << 20
+"""Size at which a link reaches half its bandwidth when no machine is given (NVLink-class: alpha x beta ~ 1 MiB)."""
+BUS_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the cost model expects for one collective on the links its group crosses."""
+
+    time_us: float
+    link: str
+    half_bandwidth_bytes: float
+    """Message size at which the link spends as long on latency as on bytes (alpha x beta)."""
+
+
+Pricer = Callable[[str, int, tuple[int, ...]], Expected | None]
+"""(op, size_bytes, group ranks) -> expectation, or None when the group cannot be placed."""
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One collective call of one rank, with what it achieved and (when priced) what it should have."""
+
+    rank: int | None
+    call: TraceCollective
+    algbw_gbps: float | None
+    busbw_gbps: float | None
+    expected: Expected | None
+
+    @property
+    def ratio(self) -> float | None:
+        """Expected time / measured time: 1.0 is as fast as the links allow, below is slower."""
+        if self.expected is None or self.call.duration_us <= 0:
+            return None
+        return self.expected.time_us / self.call.duration_us
+
+    def to_json(self) -> dict[str, object]:
+        call = self.call
+        row: dict[str, object] = {
+            "rank": self.rank, "op": call.op, "bytes": call.size_bytes, "group_size": call.group_size,
+            "ranks": list(call.group_ranks) if call.group_ranks is not None else None, "group": call.group_name,
+            "step": call.step, "start_us": round(call.start_us, 3), "duration_us": round(call.duration_us, 3),
+            "timed_on": "gpu" if call.on_device else "cpu", "device": call.device,
+            "algbw_gbps": _round(self.algbw_gbps), "busbw_gbps": _round(self.busbw_gbps),
+        }
+        if self.expected is not None:
+            row |= {"expected_us": round(self.expected.time_us, 3), "link": self.expected.link,
+                    "measured_vs_expected": _round(self.ratio)}
+        return row
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One rank's step."""
+
+    rank: int | None
+    step: int
+    time_us: float
+    compute_us: float
+    comm_us: float
+    exposed_comm_us: float
+
+    @property
+    def exposed_share(self) -> float:
+        return self.exposed_comm_us / self.time_us if self.time_us > 0 else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {"rank": self.rank, "step": self.step, "time_us": round(self.time_us, 3),
+                "compute_us": round(self.compute_us, 3), "comm_us": round(self.comm_us, 3),
+                "exposed_comm_us": round(self.exposed_comm_us, 3), "exposed_share": round(self.exposed_share, 4)}
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """The rank that arrived last most often, and what that cost the others."""
+
+    rank: int
+    host: str | None
+    device: int | None
+    last_arrivals: int
+    matched_calls: int
+    others_waited_us: float
+    """Summed over matched calls where it came last: how long the earliest rank waited for it."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing worth acting on, with the ranks it concerns."""
+
+    code: str
+    severity: str
+    message: str
+    ranks: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "ranks": list(self.ranks)}
+
+
+@dataclass(frozen=True)
+class TraceReport:
+    """Everything `linkscope trace` prints."""
+
+    traces: tuple[RankTrace, ...]
+    collectives: tuple[CollectiveRow, ...]
+    steps: tuple[StepRow, ...]
+    straggler: Straggler | None
+    findings: tuple[Finding, ...]
+    hosts: tuple[str, ...]
+
+    def slowest(self, count: int = 5) -> list[CollectiveRow]:
+        """The priced collectives furthest below what their links allow (large enough to matter)."""
+        priced = [row for row in self.collectives if row.ratio is not None and row.expected is not None
+                  and (row.call.size_bytes or 0) >= row.expected.half_bandwidth_bytes]
+        return sorted(priced, key=lambda row: row.ratio or math.inf)[:count]
+
+    def to_json(self) -> dict[str, object]:
+        straggler = None
+        if self.straggler is not None:
+            s = self.straggler
+            straggler = {"rank": s.rank, "host": s.host, "device": s.device, "last_arrivals": s.last_arrivals,
+                         "matched_calls": s.matched_calls, "others_waited_us": round(s.others_waited_us, 3)}
+        return {
+            "traces": [{"file": t.name, "rank": t.rank, "world_size": t.world_size, "host": t.host,
+                        "backend": t.backend, "nccl_version": t.nccl_version} for t in self.traces],
+            "collectives": [row.to_json() for row in self.collectives],
+            "steps": [row.to_json() for row in self.steps],
+            "straggler": straggler,
+            "findings": [finding.to_json() for finding in self.findings],
+        }
+
+
+def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_share: float = EXPOSED_SHARE) -> TraceReport:
+    """Join the traces of one job's ranks: per-call bandwidths and expectations, steps, straggler, findings."""
+    rows = tuple(_row(trace, call, pricer) for trace in traces for call in trace.collectives)
+    steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
+                  for trace in traces for s in trace.steps)
+    straggler = _straggler(traces)
+    findings = (*_exposed_findings(steps, exposed_share), *_slow_findings(rows), *_straggler_findings(straggler),
+                *_small_message_findings(rows))
+    hosts = tuple(sorted({t.host for t in traces if t.host}))
+    return TraceReport(tuple(traces), rows, steps, straggler, tuple(findings), hosts)
+
+
+def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> CollectiveRow:
+    algbw = busbw = None
+    if call.size_bytes is not None and call.duration_us > 0:
+        algbw = call.size_bytes / (call.duration_us * 1e3)
+        if call.op in BUS_OPS and call.group_size:
+            busbw = algbw * bus_factor(call.op, call.group_size) if call.group_size > 1 else 0.0
+    expected = None
+    priceable = call.group_ranks is not None and len(call.group_ranks) > 1 and call.size_bytes and call.op in BUS_OPS
+    if pricer is not None and priceable and call.group_ranks is not None and call.size_bytes:
+        expected = pricer(call.op, call.size_bytes, call.group_ranks)
+    return CollectiveRow(trace.rank, call, algbw, busbw, expected)
+
+
+def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
+    if len(traces) < 2 or any(t.rank is None for t in traces):
+        return None
+    calls: dict[tuple[object, int], list[tuple[int, TraceCollective, RankTrace]]] = defaultdict(list)
+    for trace in traces:
+        order: Counter[object] = Counter()
+        for call in trace.collectives:
+            group = call.group_ranks or call.group_name or "default"
+            calls[(group, order[group])].append((trace.rank, call, trace))  # type: ignore[arg-type]
+            order[group] += 1
+    last_count: Counter[int] = Counter()
+    waited: defaultdict[int, float] = defaultdict(float)
+    where: dict[int, tuple[str | None, int | None]] = {}
+    matched = 0
+    for members in calls.values():
+        if len(members) < 2:
+            continue
+        matched += 1
+        first = min(call.start_us for _, call, _ in members)
+        rank, call, trace = max(members, key=lambda member: member[1].start_us)
+        last_count[rank] += 1
+        waited[rank] += call.start_us - first
+        where[rank] = (trace.host, call.device)
+    if not last_count:
+        return None
+    rank, count = max(last_count.items(), key=lambda item: (waited[item[0]], item[1]))
+    host, device = where[rank]
+    return Straggler(rank, host, device, count, matched, waited[rank])
+
+
+def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[Finding]:
+    over = [s for s in steps if s.exposed_share > share]
+    if not over:
+        return []
+    worst = max(over, key=lambda s: s.exposed_share)
+    ranks = tuple(sorted({s.rank for s in over if s.rank is not None}))
+    return [Finding("exposed-comm", "warning",
+                    f"{len(over)} of {len(steps)} rank-steps spend more than {share:.0%} of the step waiting on "
+                    f"communication that no computation hides (worst: rank {worst.rank} step {worst.step}, "
+                    f"{worst.exposed_comm_us / 1e3:.1f} ms exposed of {worst.time_us / 1e3:.1f} ms = {worst.exposed_share:.0%}); "
+                    "overlap it (DDP buckets, FSDP prefetch) or shrink it", ranks)]
+
+
+def _slow_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
+    slow = [row for row in rows if row.ratio is not None and row.ratio < DEGRADED_FRACTION
+            and row.expected is not None and (row.call.size_bytes or 0) >= row.expected.half_bandwidth_bytes]
+    if not slow:
+        return []
+    worst = min(slow, key=lambda row: row.ratio or math.inf)
+    assert worst.expected is not None and worst.ratio is not None
+    ranks = tuple(sorted({row.rank for row in slow if row.rank is not None}))
+    return [Finding("slow-collective", "warning",
+                    f"{len(slow)} collective call(s) ran below {DEGRADED_FRACTION:.0%} of what their links allow; worst: "
+                    f"{worst.call.op} of {_size(worst.call.size_bytes)} on rank {worst.rank} over {worst.expected.link} took "
+                    f"{worst.call.duration_us / 1e3:.2f} ms, expected {worst.expected.time_us / 1e3:.2f} ms "
+                    f"({worst.ratio:.0%} of expected speed)", ranks)]
+
+
+def _straggler_findings(straggler: Straggler | None) -> list[Finding]:
+    if straggler is None or straggler.matched_calls == 0 or straggler.last_arrivals < max(2, straggler.matched_calls // 2):
+        return []
+    where = " on ".join(part for part in (f"GPU {straggler.device}" if straggler.device is not None else "",
+                                          straggler.host or "") if part)
+    return [Finding("straggler-rank", "warning",
+                    f"rank {straggler.rank}{' (' + where + ')' if where else ''} arrived last at {straggler.last_arrivals} of "
+                    f"{straggler.matched_calls} matched collective calls; the earliest rank waited "
+                    f"{straggler.others_waited_us / 1e3:.1f} ms for it in all", (straggler.rank,))]
+
+
+def _small_message_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
+    by_group: dict[object, list[CollectiveRow]] = defaultdict(list)
+    for row in rows:
+        if row.call.size_bytes and row.call.op in ("all_reduce", "reduce_scatter", "all_gather"):
+            by_group[row.call.group_ranks or row.call.group_name].append(row)
+    findings = []
+    for group, members in by_group.items():
+        threshold = members[0].expected.half_bandwidth_bytes if members[0].expected else DEFAULT_HALF_BANDWIDTH_BYTES
+        small = [row for row in members if (row.call.size_bytes or 0) < threshold]
+        if len(members) >= 8 and len(small) > SMALL_MESSAGE_CALLS * len(members):
+            ranks = tuple(sorted({row.rank for row in small if row.rank is not None}))
+            findings.append(Finding(
+                "small-messages", "info",
+                f"{len(small)} of {len(members)} collective calls on group {_group(group)} move less than "
+                f"{_size(int(threshold))}, where the link spends as long on latency as on bytes: "
+                "buckets are too small (raise DDP's bucket_cap_mb, or coalesce)", ranks))
+    return findings
+
+
+def _group(group: object) -> str:
+    if isinstance(group, tuple):
+        return "[" + ",".join(map(str, group[:8])) + (",..." if len(group) > 8 else "") + "]"
+    return str(group)
+
+
+def _size(size_bytes: int | None) -> str:
+    return format_size_bytes(size_bytes) if size_bytes is not None else "unknown size"
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None and math.isfinite(value) else None
+
+
+def placement_pricer(placement: Placement, model: CostModel) -> Pricer:
+    """A :data:`Pricer` over ranks placed on a machine: the group's links, priced by the cost model."""
+    groups = GroupPricer(placement, model)
+    world = len(placement.node_of_rank)
+
+    def price(op: str, size_bytes: int, ranks: tuple[int, ...]) -> Expected | None:
+        if any(rank < 0 or rank >= world for rank in ranks) or len(set(ranks)) != len(ranks):
+            return None
+        links = groups.links(ranks)
+        cost = collective_cost(op, links, size_bytes)
+        if links.bottleneck_class == "NET":
+            alpha_us, gbps = links.net_alpha_us, links.node_net_gbps
+        else:
+            alpha_us, gbps = links.intra_alpha_us, links.intra_gbps
+        half = alpha_us * 1e-6 * gbps * 1e9 if math.isfinite(gbps) else 0.0
+        return Expected(cost.time_s * 1e6, links.bottleneck_label, half)
+
+    return price
