@@ -80,7 +80,7 @@ def test_kernel_metadata_found_through_the_launch_when_the_kernel_has_none(tmp_p
 
 
 def test_exposed_communication_counts_only_what_no_kernel_hides(tmp_path: Path) -> None:
-    """Compute 0-1000 us and 1500-2000 us; comm 800-1800 us: 300 us of it exposed (1000-1500 minus nothing... 1000-1500)."""
+    """Compute kernels 0-1000 us and 1500-2000 us; comm 800-1800 us: exposed 1000-1500, 500 us."""
     builder = TraceBuilder(rank=0, world_size=2)
     builder.step(7, 0, 3000)
     builder.compute_kernel(launch_us=0, start_us=0, duration_us=1000)

@@ -12,6 +12,7 @@ metadata (`Collective name`, `In/Out msg nelems`, `dtype`, `Process Group Ranks`
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -322,14 +323,20 @@ def _tensor_bytes(dims: object, kind: object) -> int | None:
 
 
 def _steps(collected: _Collected, collectives: list[TraceCollective]) -> list[TraceStep]:
-    steps: list[TraceStep] = []
-    comm = [(c.start_us, c.start_us + c.duration_us) for c in collectives]
     on_device = bool(collected.nccl_kernels)
+    comm_union = union([(c.start_us, c.start_us + c.duration_us) for c in collectives])
     compute = [(start, end) for start, end, _ in collected.gpu_compute] if on_device else collected.cpu_compute
-    comm_union = union(comm)
     compute_union = union(compute)
+    lags = _launch_lags(collected) if on_device else []
+    lag_launches = [launch for launch, _ in lags]
+    steps: list[TraceStep] = []
     for number, start, end in sorted(collected.steps, key=lambda item: item[1]):
-        lag = _launch_lag(start, end, collected) if on_device else 0.0
+        lag = 0.0
+        if lags:
+            # GPU work lags the CPU step that launched it: shift the window by the first launches' delay.
+            first = bisect.bisect_left(lag_launches, start)
+            window = [lag for launch, lag in lags[first:first + 8] if launch < end]
+            lag = max(0.0, min(window)) if window else 0.0
         window_comm = clip(comm_union, start + lag, end + lag)
         window_compute = clip(compute_union, start + lag, end + lag)
         steps.append(TraceStep(
@@ -339,17 +346,15 @@ def _steps(collected: _Collected, collectives: list[TraceCollective]) -> list[Tr
     return steps
 
 
-def _launch_lag(start: float, end: float, collected: _Collected) -> float:
-    """How far GPU work lags the CPU step that launched it: a step's window on the device is its CPU
-    window shifted by the smallest launch-to-start delay of the first kernels launched in it."""
+def _launch_lags(collected: _Collected) -> list[tuple[float, float]]:
+    """(launch time, launch-to-start delay) of every compute kernel whose launch the trace holds, by launch time."""
     lags = []
     for kernel_start, _, correlation in collected.gpu_compute:
         launch = collected.launches.get(correlation) if correlation is not None else None
-        if launch is not None and start <= launch[2] < end:
-            lags.append(kernel_start - launch[2])
-            if len(lags) >= 8:
-                break
-    return max(0.0, min(lags)) if lags else 0.0
+        if launch is not None:
+            lags.append((launch[2], kernel_start - launch[2]))
+    lags.sort()
+    return lags
 
 
 def _assign_steps(collectives: list[TraceCollective], steps: list[TraceStep]) -> list[TraceCollective]:
@@ -378,7 +383,14 @@ def union(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]
 
 def clip(merged: Sequence[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
     """The parts of sorted, non-overlapping intervals inside [start, end)."""
-    return [(max(a, start), min(b, end)) for a, b in merged if b > start and a < end]
+    first = bisect.bisect_right(merged, (start, math.inf)) - 1
+    clipped = []
+    for a, b in merged[max(first, 0):]:
+        if a >= end:
+            break
+        if b > start:
+            clipped.append((max(a, start), min(b, end)))
+    return clipped
 
 
 def subtract(merged: Sequence[tuple[float, float]], other: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -22,6 +22,7 @@ MAX_VALUE_CHARS = 64 << 20
 
 _CHUNK_CHARS = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SEPARATOR = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
@@ -147,13 +148,34 @@ def _read_events(reader: _Reader, on_event: Callable[[dict[str, Any]], None]) ->
     if reader.peek() == "]":
         reader.position += 1
         return
+    decode = _DECODER.raw_decode
     while True:
+        # Fast path: decode events straight out of the buffer while whole events and separators are in it.
+        buffer, position = reader.buffer, reader.position
+        limit = len(buffer) - 1
+        try:
+            while position < limit:
+                event, end = decode(buffer, position)
+                separator = _SEPARATOR.match(buffer, end)
+                if separator is None or separator.end() > limit:
+                    break
+                if isinstance(event, dict):
+                    on_event(event)
+                if separator.group(1) == "]":
+                    reader.position = separator.end()
+                    return
+                position = separator.end()
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            pass
+        reader.position = position
+        # Slow path: one event through the general reader (reads more of the stream, reports errors).
         event = reader.value()
         if isinstance(event, dict):
             on_event(event)
         nxt = reader.peek()
         if nxt == ",":
             reader.position += 1
+            reader.skip_whitespace()
             continue
         reader.expect("]", "',' or ']' in traceEvents")
         return
