@@ -32,6 +32,9 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCH")
     _register_collectives(sub)
     _register_p2p(sub)
+    from linkscope.commands.bench_step import register_step
+
+    register_step(sub)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 from probes.bench.results import measurements_from_rows, order_rows
 from probes.bench.runner import BenchError, run_workers
 from probes.bench.spec import CollectiveSpec
+from probes.bench.step_spec import StepSpec
 from topo.codec import to_jsonable
 from topo.model import HostCopy, Measurements, PeerCopy
 
@@ -74,3 +75,18 @@ def _peer_results(result: dict[str, Any], notes: tuple[str, ...]) -> tuple[Measu
         notes=tuple(result["notes"]),
     )
     return measurements, result
+
+
+def run_step_experiment(spec: StepSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
+                        cancel: threading.Event | None = None) -> dict[str, Any]:
+    """The overlap experiment on `spec.world_size` local workers; `on_progress(done, total)` per mode run.
+    A run cut short keeps the modes finished before it ended (BenchError.partial: {"runs": ...})."""
+    total = len(spec.runs)
+    progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
+    try:
+        return run_workers("step", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress, cancel=cancel)
+    except BenchError as exc:
+        runs = [value for kind, value in exc.kept if kind == "step"]
+        if runs:
+            exc.partial = (None, {"runs": runs, "notes": [f"run cut short ({exc}): modes finished before it are shown"]})
+        raise

@@ -185,8 +185,12 @@ def _spawned(job_dir: Path) -> int:
         dist.init_process_group(spec["backend"], store=store, rank=rank, world_size=world, timeout=timeout)
         dist.barrier()
         init_ms = (time.perf_counter() - t0) * 1e3
-        result = run_collectives(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step),
-                                 lambda kind, value: _keep(job_dir, rank, kind, value))
+        if job["kind"] == "step":
+            from probes.bench.step import run_step_experiment as run_job
+        else:
+            run_job = run_collectives
+        result = run_job(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step),
+                         lambda kind, value: _keep(job_dir, rank, kind, value))
         if result is not None:
             result["setup_ms"] = [("init_process_group", init_ms), *result["setup_ms"]]
             _write_result(job_dir, result)

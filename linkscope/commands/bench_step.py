@@ -1,0 +1,126 @@
+"""`linkscope bench step`: the overlap experiment (the same model stepped with and without overlap)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from topo.errors import InputError
+
+
+def register_step(sub: Any) -> None:
+    """Add `bench step` to the `bench` subcommands."""
+    from probes.bench.step_spec import add_step_arguments
+
+    parser = sub.add_parser(
+        "step",
+        help="what overlapping communication with computation buys: a small model stepped in several modes",
+        description=(
+            "Train a small model (a stack of linear layers) for a few steps on local workers, in the modes that "
+            "show what overlap buys: no-overlap (forward, backward, then an all_reduce of every gradient), ddp "
+            "(DistributedDataParallel reduces gradient buckets while backward runs; once per --bucket-cap-mb) and "
+            "ddp-no-sync (no communication: the compute-only baseline). Per mode: step time (median and 10-90% "
+            "range over steps), compute, communication, exposed communication and the speedup over no-overlap. "
+            "gloo on CPUs, NCCL on GPUs. --profile DIR writes each rank's profiler trace per mode for "
+            "`linkscope trace`."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope bench step --backend gloo --nproc 2 --steps 5\n"
+            "  linkscope bench step --modes no-overlap,ddp --bucket-cap-mb 1,25 --profile /tmp/traces --json\n"
+            "  linkscope trace /tmp/traces/ddp-25mb"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_step_arguments(parser)
+    parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
+    parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
+    parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
+    parser.add_argument("--json", action="store_true", help="print JSON (modes, notes) instead of a table")
+    parser.set_defaults(run=run_step)
+
+
+def run_step(args: argparse.Namespace) -> int:
+    """Check the options and torch, run the experiment, print the summary."""
+    import importlib.util
+
+    from probes.bench.preflight import cuda_device_count
+    from probes.bench.step_spec import step_spec_from_args
+
+    if not args.timeout > 0:
+        raise InputError(f"--timeout: must be above 0 seconds, got {args.timeout:g}")
+    if importlib.util.find_spec("torch") is None:
+        raise InputError("bench step needs torch: pip install 'linkscope[bench]' (or a CPU build: pip install torch)")
+    gpus = cuda_device_count()
+    backend = args.backend or ("nccl" if gpus else "gloo")
+    if backend == "nccl" and not gpus:
+        raise InputError("bench step --backend nccl: no CUDA GPU is present (use --backend gloo)")
+    nproc = args.nproc if args.nproc is not None else (gpus if backend == "nccl" else 2)
+    if nproc < 2:
+        raise InputError(f"--nproc: overlap needs at least 2 processes, got {nproc}")
+    if backend == "nccl" and nproc > gpus:
+        raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
+    spec = step_spec_from_args(args, backend, nproc)
+
+    from linkscope.commands.bench_cmd import EXIT_OK, _progress, _run_guarded
+
+    def body() -> int:
+        from probes.bench.api import run_step_experiment
+        from probes.bench.preflight import gpu_preflight
+        from probes.bench.runner import BenchError
+
+        notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
+        try:
+            with _progress(len(spec.runs), f"step {backend} x{nproc}", not args.json) as update:
+                result = run_step_experiment(spec, args.timeout, lambda done, _total: update(done))
+        except BenchError as exc:
+            if exc.partial is not None:
+                _report(args, spec, exc.partial[1]["runs"], [*notes, *exc.partial[1]["notes"]])
+            raise
+        _report(args, spec, result["runs"], [*notes, *result["notes"]])
+        return EXIT_OK
+
+    return _run_guarded(body)
+
+
+def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], notes: list[str]) -> None:
+    from probes.bench.step_results import summarise
+
+    summaries = summarise(runs)
+    if spec.backend == "nccl":
+        notes.append("ddp rows on NCCL: exposed communication is step time minus the ddp-no-sync baseline "
+                     "(NCCL futures complete before the GPU does); use --profile and linkscope trace for kernel timing")
+    if spec.profile_dir:
+        notes.append(f"profiler traces per mode under {spec.profile_dir} (linkscope trace DIR/MODE)")
+    if args.json:
+        json.dump({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
+                             "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
+                   "backend": spec.backend, "nproc": spec.world_size,
+                   "modes": [summary.to_json() for summary in summaries], "notes": notes},
+                  sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+        return
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from linkscope.render.console import table_console
+    from topo.sizes import format_size_bytes
+
+    console = table_console()
+    console.print(Text(f"{spec.layers} x Linear({spec.width}, {spec.width}): {spec.parameters:,} parameters, "
+                       f"{format_size_bytes(spec.parameters * 4)} of float32 gradients per step; batch {spec.batch}; "
+                       f"{spec.backend} x{spec.world_size}"))
+    table = Table(title="per step (ms, medians; the step time is the slowest rank's)", box=box.SIMPLE_HEAD)
+    for column in ("mode", "step", "10-90%", "compute", "comm", "exposed comm", "speedup vs no-overlap"):
+        table.add_column(column, justify="left" if column == "mode" else "right")
+    for s in summaries:
+        table.add_row(s.label, f"{s.step_ms:.2f}", f"{s.step_p10_ms:.1f}-{s.step_p90_ms:.1f}", f"{s.compute_ms:.2f}",
+                      f"{s.comm_ms:.2f}", f"{s.exposed_comm_ms:.2f}",
+                      f"{s.speedup_vs_no_overlap:.2f}x" if s.speedup_vs_no_overlap else "-")
+    console.print(table)
+    for note in notes:
+        console.print(Text(f"note: {note}"))

@@ -1,0 +1,103 @@
+"""`linkscope bench step`: the overlap experiment for real on gloo (two CPU processes), its accounting,
+and its profiler traces read back by `linkscope trace`."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from linkscope.commands.trace_cmd import read_trace_file, trace_paths
+
+from bench_support import cli_main
+
+pytest.importorskip("torch")
+
+LAYERS, WIDTH = 2, 256
+GRADIENT_BYTES = LAYERS * (WIDTH * WIDTH + WIDTH) * 4
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    profile = tmp_path_factory.mktemp("traces")
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = cli_main(["bench", "step", "--backend", "gloo", "--nproc", "2", "--layers", str(LAYERS), "--width",
+                           str(WIDTH), "--batch", "8", "--steps", "3", "--warmup", "1", "--bucket-cap-mb", "0.1,25",
+                           "--profile", str(profile), "--json", "--timeout", "240"])
+    assert status == 0
+    return json.loads(out.getvalue()), profile
+
+
+def test_every_mode_runs_with_its_accounting(experiment: tuple[dict, Path]) -> None:
+    report, _ = experiment
+    modes = {row["label"]: row for row in report["modes"]}
+    assert list(modes) == ["no-overlap", "ddp-0.1mb", "ddp-25mb", "ddp-no-sync"]
+    assert report["model"]["gradient_bytes"] == GRADIENT_BYTES
+    no_overlap = modes["no-overlap"]
+    assert no_overlap["comm_ms"] > 0 and no_overlap["exposed_comm_ms"] == no_overlap["comm_ms"]
+    assert no_overlap["speedup_vs_no_overlap"] == 1.0
+    for label in ("ddp-0.1mb", "ddp-25mb"):
+        row = modes[label]
+        assert row["comm_ms"] > 0, "the hook saw no bucket"
+        assert 0 <= row["exposed_comm_ms"] <= row["comm_ms"] + 1e-6
+        assert row["speedup_vs_no_overlap"] is not None
+    baseline = modes["ddp-no-sync"]
+    assert baseline["comm_ms"] == 0 and baseline["exposed_comm_ms"] == 0 and baseline["speedup_vs_no_overlap"] is None
+    for row in modes.values():
+        assert row["step_p10_ms"] <= row["step_ms"] <= row["step_p90_ms"]
+        # compute and exposed communication account for the step (medians of different steps: loose)
+        assert row["compute_ms"] + row["exposed_comm_ms"] == pytest.approx(row["step_ms"], rel=0.5)
+
+
+def test_profile_traces_read_back_with_the_model_s_traffic(experiment: tuple[dict, Path]) -> None:
+    """Each step's collectives carry exactly the model's gradient bytes: per gradient (no-overlap) or per bucket."""
+    _, profile = experiment
+    for label, expected_calls in (("no-overlap", 2 * LAYERS), ("ddp-0.1mb", None), ("ddp-25mb", 1)):
+        traces = [read_trace_file(path) for path in trace_paths([str(profile / label)])]
+        assert sorted(t.rank for t in traces) == [0, 1]
+        for trace in traces:
+            assert trace.backend == "gloo" and len(trace.steps) == 3
+            per_step: dict[int, list] = defaultdict(list)
+            for call in trace.collectives:
+                if call.step is not None and call.op == "all_reduce":
+                    per_step[call.step].append(call)
+            assert sorted(per_step) == [step.step for step in trace.steps]
+            for calls in per_step.values():
+                assert sum(call.size_bytes for call in calls) == GRADIENT_BYTES
+                assert all(call.group_ranks == (0, 1) for call in calls)
+                if expected_calls is not None:
+                    assert len(calls) == expected_calls
+                else:
+                    assert len(calls) > 1  # 0.1 MB buckets split the 0.5 MB of gradients
+
+
+def test_trace_command_on_the_experiment(experiment: tuple[dict, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, profile = experiment
+    status = cli_main(["trace", str(profile / "no-overlap"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert status in (0, 1)
+    assert {row["rank"] for row in report["steps"]} == {0, 1}
+    for row in report["steps"]:
+        assert row["exposed_comm_us"] <= row["comm_us"] <= row["time_us"] * 1.05
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--modes", "ddp,zero"], "unknown mode 'zero'"),
+    (["--bucket-cap-mb", "0"], "below the minimum"),
+    (["--bucket-cap-mb", "1e400"], "out of range"),
+    (["--bucket-cap-mb", "x"], "not a number"),
+    (["--nproc", "1"], "at least 2"),
+    (["--width", "0"], "--width: must be at least 1"),
+    (["--layers", "10001"], "too large"),
+    (["--layers", "10000", "--width", "65536"], "parameters, more than"),
+])
+def test_bad_options_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "step", "--backend", "gloo", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
