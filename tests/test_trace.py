@@ -201,7 +201,7 @@ def test_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_arbitrary_bytes_give_a_result_or_one_line(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "t.json"
     path.write_bytes(data)
-    from linkscope.commands.trace_cmd import read_trace_file
+    from topo.trace_files import read_trace_file
 
     try:
         read_trace_file(str(path))

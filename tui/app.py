@@ -1,4 +1,4 @@
-"""The linkscope app: five tabs over one snapshot, and the one factory that builds it.
+"""The linkscope app: six tabs over one snapshot, and the one factory that builds it.
 
 `build_app` is used by `linkscope open`, the tests and the screenshot script alike. The app owns
 the snapshot on show; tabs get it as an attribute and talk back with messages (:mod:`tui.messages`).
@@ -24,6 +24,7 @@ from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
 from tui.screens.monitor import MonitorView
 from tui.screens.ranks import RanksView
+from tui.screens.steps import StepsView
 from tui.screens.topology import TopologyView
 from tui.services import LocalServices, Services
 from tui.widgets.key_bar import KeyBar
@@ -37,12 +38,13 @@ TABS: tuple[tuple[str, str], ...] = (
     ("ranks", "Ranks"),
     ("bench", "Bench"),
     ("monitor", "Monitor"),
+    ("steps", "Steps"),
 )
-"""(id, title) of each tab, in order; digit keys 1-5 switch to them."""
+"""(id, title) of each tab, in order; digit keys 1-6 switch to them."""
 
 
 class LinkscopeApp(App[None]):
-    """Shows one snapshot in five tabs; loads it in a worker when it is not given."""
+    """Shows one snapshot in six tabs; loads it in a worker when it is not given."""
 
     CSS_PATH = "linkscope.tcss"
     TITLE = "linkscope"
@@ -59,8 +61,10 @@ class LinkscopeApp(App[None]):
         notice: str | None = None,
         initial_tab: str = "links",
         live: bool = False,
+        trace_paths: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
+        self.trace_paths = trace_paths
         self.live = live
         self.services = services
         self.source = source
@@ -81,6 +85,8 @@ class LinkscopeApp(App[None]):
                 yield BenchView(self.services)
             with TabPane("Monitor", id="monitor"):
                 yield MonitorView(self.services)
+            with TabPane("Steps", id="steps"):
+                yield StepsView(self.trace_paths)
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -152,6 +158,7 @@ class LinkscopeApp(App[None]):
         self.query_one(RanksView).snapshot = snapshot
         self.query_one(BenchView).snapshot = snapshot
         self.query_one(MonitorView).snapshot = snapshot
+        self.query_one(StepsView).snapshot = snapshot
 
     def on_ring_chosen(self, message: RingChosen) -> None:
         """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
@@ -218,12 +225,13 @@ def build_app(
     notice: str | None = None,
     initial_tab: str = "links",
     live: bool = False,
+    trace_paths: tuple[str, ...] = (),
 ) -> LinkscopeApp:
     """The app for `source` (None: this machine) or an already loaded `snapshot`.
 
     `services` defaults to the real ones (:class:`tui.services.LocalServices`); tests pass a fake.
-    `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it).
+    `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it);
+    `trace_paths` are a job's profiler traces for the Steps tab.
     """
-    return LinkscopeApp(
-        services or LocalServices(), source=source, snapshot=snapshot, notice=notice, initial_tab=initial_tab, live=live
-    )
+    return LinkscopeApp(services or LocalServices(), source=source, snapshot=snapshot, notice=notice,
+                        initial_tab=initial_tab, live=live, trace_paths=trace_paths)

@@ -15,7 +15,7 @@ from linkscope.source import add_source_argument
 from topo.errors import InputError
 from topo.sources import load_source
 
-TAB_NAMES = ("links", "topology", "ranks", "bench", "monitor")
+TAB_NAMES = ("links", "topology", "ranks", "bench", "monitor", "steps")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=(
             "Open the terminal app: the GPU x GPU link grid, the NUMA/PCIe topology tree, a rank\n"
             "layout checker with live findings, benchmarks and live NVLink/PCIe counters.\n"
-            "Keys 1-5 switch tabs, ctrl+p opens the command palette (samples are there), q quits.\n"
+            "Keys 1-6 switch tabs, ctrl+p opens the command palette (samples are there), q quits.\n"
             "With no SOURCE it probes this machine; without an NVIDIA GPU it shows a sample."
         ),
         epilog=(
@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope open sample:dgx-h100\n"
             "  linkscope open snapshot.json --tab ranks\n"
             "  linkscope open sample:dgx-h100 --measurements nvbandwidth-imported.json\n"
+            "  linkscope open sample:dgx-h100 --trace traces/   (a job's profiler traces on the Steps tab)\n"
             "  linkscope                  (this machine)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -43,13 +44,23 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements (linkscope bench/import -o) to show on SOURCE: measured GB/s on the Links grid, "
                         "results on the Bench tab, calibrated costs on the Ranks tab")
+    parser.add_argument("--trace", action="append", default=None, metavar="PATH",
+                        help="a job's profiler traces (files or a directory; repeatable) for the Steps tab: exposed "
+                        "communication per step and the collectives below their links' speed")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the source (if any), then run the app until the user quits."""
     source: str | None = getattr(args, "source", None)
+    traces: tuple[str, ...] = tuple(getattr(args, "trace", None) or ())
     tab: str = getattr(args, "tab", "links")
+    if traces and tab == "links":
+        tab = "steps"
+    if traces:
+        from topo.trace_files import trace_paths
+
+        trace_paths(traces)  # a missing file or an empty directory is one line now, not a message in the app
     if source == "-":
         raise InputError("open: the app needs the terminal, so it cannot read stdin; save the input to a file first")
     snapshot = load_source(source) if source is not None else None
@@ -59,5 +70,5 @@ def run(args: argparse.Namespace) -> int:
         snapshot = with_measurements(snapshot, load_measurements(args.measurements))
     from tui.app import build_app
 
-    build_app(source, snapshot=snapshot, initial_tab=tab).run()
+    build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces).run()
     return 0

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import json
-import os
-import stat
 import sys
 from typing import Any
 
 from topo.errors import InputError
-from topo.formats.trace import RankTrace, read_rank_trace
-from topo.formats.trace_stream import MAX_TRACE_CHARS
+from topo.trace_files import machine_pricer, read_trace_file, trace_paths
 from topo.trace_report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
-TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 def register(subparsers: Any) -> None:
@@ -66,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--exposed-share: {args.exposed_share} is not a fraction between 0 and 1")
     paths = trace_paths(args.traces)
     traces = [read_trace_file(path) for path in paths]
-    pricer = _pricer(args, traces) if args.source else None
+    pricer = None
+    if args.source:
+        from linkscope.source import open_source
+
+        pricer = machine_pricer(open_source(args.source), traces, args.nodes, args.distribution, args.visible_devices)
     report = analyse(traces, pricer, args.exposed_share)
     if args.json:
         json.dump(report.to_json(), sys.stdout, allow_nan=False)
@@ -79,59 +77,3 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(SEVERITIES.index(finding.severity) >= threshold for finding in report.findings) else 0
 
 
-def trace_paths(arguments: list[str]) -> list[str]:
-    """The trace files named: files as given, directories expanded to their .json/.json.gz files (sorted)."""
-    paths: list[str] = []
-    for argument in arguments:
-        if os.path.isdir(argument):
-            found = sorted(os.path.join(argument, name) for name in os.listdir(argument) if name.endswith(TRACE_SUFFIXES))
-            if not found:
-                raise InputError(f"{argument}: no .json or .json.gz trace files in this directory")
-            paths.extend(found)
-        else:
-            paths.append(argument)
-    return paths
-
-
-def read_trace_file(path: str) -> RankTrace:
-    """One rank's trace from a .json or .json.gz file (detected by content); one InputError line on failure."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{path}: not a regular file")
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed below, after streaming
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    with raw:
-        compressed = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-        text = io.TextIOWrapper(binary, encoding="utf-8")
-        try:
-            return read_rank_trace(text, path, MAX_TRACE_CHARS)
-        except (gzip.BadGzipFile, EOFError, OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
-
-
-def _pricer(args: argparse.Namespace, traces: list[RankTrace]) -> Any:
-    from linkscope.source import open_source
-    from topo.cost.params import CostModel
-    from topo.placement import cluster_hosts, parse_visible_devices, place_ranks
-    from topo.trace_report import placement_pricer
-
-    snapshot = open_source(args.source)
-    world = max((t.world_size or 0 for t in traces), default=0)
-    world = max(world, 1 + max((r for t in traces for c in t.collectives for r in (c.group_ranks or ())), default=0))
-    if world < 2:
-        raise InputError("--source: the traces name no process group of two or more ranks to price")
-    visible = parse_visible_devices(args.visible_devices) if args.visible_devices else None
-    per_host = len(visible) if visible is not None else max(1, len(snapshot.host.gpus) if snapshot.hosts else 1)
-    nodes = args.nodes if args.nodes is not None else (1 if len(snapshot.hosts) > 1 else -(-world // per_host))
-    hosts, classes = cluster_hosts(snapshot, nodes)
-    placement = place_ranks(hosts, classes, world, args.distribution, visible)
-    return placement_pricer(placement, CostModel())

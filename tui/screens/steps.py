@@ -1,0 +1,187 @@
+"""Steps: a slow job's profiler traces on this machine's links (`linkscope open SOURCE --trace DIR`).
+
+Per step, compute against exposed communication as bars; the collectives furthest below their
+links (or the longest, when the job's ranks cannot be placed); the rank everyone waited for.
+Enter on a collective draws its group's ring on the Links tab. The traces are read and priced in
+a worker thread (they can be hundreds of MB).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from statistics import median
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+
+from topo.errors import InputError
+from topo.links import DEGRADED_FRACTION
+from topo.model import Snapshot
+from topo.sizes import format_size_bytes
+from topo.text import printable
+from topo.trace_report import CollectiveRow, StepRow, TraceReport
+from tui.messages import RingChosen
+from tui.rank_cells import rank_ranges, ring_overlay
+from tui.text import plain
+
+TABLE_ROWS = 20
+
+
+def step_bars(steps: tuple[StepRow, ...], width: int) -> Text:
+    """One line per step (median over ranks): compute, exposed communication, the rest, scaled to the longest step."""
+    by_step: dict[int, list[StepRow]] = defaultdict(list)
+    for row in steps:
+        by_step[row.step].append(row)
+    if not by_step:
+        return Text("no ProfilerStep annotations in the traces")
+    rows = [(step, median(r.time_us for r in rs), median(r.compute_us for r in rs), median(r.exposed_comm_us for r in rs))
+            for step, rs in sorted(by_step.items())]
+    longest = max(time for _, time, _, _ in rows) or 1.0
+    label_width = max(len(str(step)) for step, *_ in rows) + 6
+    tail_width = 30
+    bar_width = max(10, width - label_width - tail_width - 2)
+    text = Text()
+    for step, time, compute, exposed in rows:
+        cells = max(1, round(bar_width * time / longest))
+        compute_cells = min(cells, round(cells * compute / time)) if time else 0
+        exposed_cells = min(cells - compute_cells, round(cells * exposed / time)) if time else 0
+        text.append(f"step {step}".ljust(label_width))
+        text.append("█" * compute_cells, style="green")
+        text.append("█" * exposed_cells, style="bold red")
+        text.append("░" * (cells - compute_cells - exposed_cells), style="dim")
+        text.append(" " * (bar_width - cells + 1))
+        share = exposed / time if time else 0.0
+        text.append(f"{time / 1e3:7.1f} ms  exposed {share:4.0%}\n")
+    text.append("█", style="green")
+    text.append(" compute  ")
+    text.append("█", style="bold red")
+    text.append(" exposed communication  ")
+    text.append("░", style="dim")
+    text.append(" other (idle, launch, CPU)")
+    return text
+
+
+class StepsView(Vertical):
+    """The Steps tab; the app sets `trace_paths` (from `--trace`) and `snapshot`."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "show_ring", "Ring on Links", show=False)]
+
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The machine the traces are priced on."""
+    report: reactive[TraceReport | None] = reactive(None, always_update=True)
+    """What the traces say, once read."""
+
+    def __init__(self, trace_paths: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.trace_paths = trace_paths
+        self._rows: list[CollectiveRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="steps-summary", markup=False)
+        yield Static(id="step-bars", markup=False)
+        yield DataTable[Text](id="steps-table", cursor_type="row", classes="initial-focus")
+        yield Static(id="steps-status", markup=False)
+
+    def on_mount(self) -> None:
+        if not self.trace_paths:
+            self._summary(Text("No traces loaded. Open the app with the job's profiler traces:\n"
+                               "  linkscope open SOURCE --trace DIR   (one .json/.json.gz per rank)\n"
+                               "or read them without the app: linkscope trace DIR --source SOURCE"))
+
+    def watch_snapshot(self, snapshot: Snapshot | None) -> None:
+        if snapshot is None or not self.trace_paths or not self.is_mounted:
+            return
+        self._summary(Text(f"reading {len(self.trace_paths)} trace path(s)..."))
+        self.read_traces(self.trace_paths, snapshot)
+
+    @work(thread=True, exclusive=True, group="traces")
+    def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
+        """Read, price and analyse the traces off the UI thread."""
+        from topo.trace_files import machine_pricer, read_trace_file, trace_paths
+        from topo.trace_report import analyse
+
+        try:
+            traces = [read_trace_file(path) for path in trace_paths(paths)]
+            try:
+                pricer = machine_pricer(snapshot, traces)
+            except InputError:
+                pricer = None
+            report = analyse(traces, pricer)
+        except InputError as exc:
+            self.app.call_from_thread(self._summary, plain(f"Cannot read the traces: {printable(str(exc))}", "bold"))
+            return
+        self.app.call_from_thread(setattr, self, "report", report)
+
+    def watch_report(self, report: TraceReport | None) -> None:
+        if report is None or not self.is_mounted:
+            return
+        ranks = sorted({t.rank for t in report.traces if t.rank is not None})
+        summary = Text(printable(f"{len(report.traces)} trace(s), ranks {rank_ranges(ranks) or '?'}"
+                                 + (f" on {', '.join(report.hosts)}" if report.hosts else "")))
+        if report.straggler is not None:
+            s = report.straggler
+            summary.append(printable(f"; last to arrive: rank {s.rank}" + (f" ({s.host})" if s.host else "")
+                                     + f", {s.last_arrivals} of {s.matched_calls} calls"), style="bold")
+        for finding in report.findings:
+            summary.append(f"\n{finding.severity} {finding.code}: ", style="bold")
+            summary.append(printable(finding.message))
+        self._summary(summary)
+        self.query_one("#step-bars", Static).update(step_bars(report.steps, self.size.width or 80))
+        priced = report.slowest(TABLE_ROWS)
+        self._rows = priced or sorted(report.collectives, key=lambda row: -row.call.duration_us)[:TABLE_ROWS]
+        table = self.query_one("#steps-table", DataTable)
+        table.clear(columns=True)
+        columns = ["rank", "step", "op", "size", "ranks", "ms", "busbw"]
+        if priced:
+            columns += ["link", "expected ms", "speed"]
+        table.add_columns(*columns)
+        for row in self._rows:
+            call = row.call
+            cells = [plain(row.rank), plain(call.step), plain(call.op),
+                     plain(format_size_bytes(call.size_bytes) if call.size_bytes is not None else "?"),
+                     plain(rank_ranges(call.group_ranks) if call.group_ranks else call.group_size or "?"),
+                     plain(f"{call.duration_us / 1e3:.3g}"),
+                     plain(f"{row.busbw_gbps:.1f}" if row.busbw_gbps is not None else "-")]
+            if priced:
+                ratio = row.ratio
+                cells += [plain(printable(row.expected.link) if row.expected else "-"),
+                          plain(f"{row.expected.time_us / 1e3:.3g}" if row.expected else "-"),
+                          plain(f"{ratio:.0%}" if ratio is not None else "-",
+                                "bold red" if ratio is not None and ratio < DEGRADED_FRACTION else "")]
+            table.add_row(*cells)
+        title = "furthest below their links" if priced else "longest (not priced: no machine placement)"
+        self.query_one("#steps-status", Static).update(plain(f"collectives {title}; Enter draws a call's ring on Links (1)"))
+
+    def on_resize(self) -> None:
+        if self.report is not None:
+            self.query_one("#step-bars", Static).update(step_bars(self.report.steps, self.size.width or 80))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_show_ring()
+
+    def action_show_ring(self) -> None:
+        """Send the chosen collective's group ring to the Links tab (ranks placed in torchrun block order)."""
+        table = self.query_one("#steps-table", DataTable)
+        if not self._rows or self.snapshot is None or not self.snapshot.hosts:
+            return
+        row = self._rows[min(table.cursor_row, len(self._rows) - 1)]
+        members = row.call.group_ranks
+        if not members:
+            self.query_one("#steps-status", Static).update(plain("this call's trace does not name its group's ranks"))
+            return
+        per_host = max(1, len(self.snapshot.host.gpus))
+        placement = [(rank // per_host, rank % per_host) for rank in range(max(members) + 1)]
+        overlay = ring_overlay(members, placement)
+        label = f"{row.call.op} group (ranks {rank_ranges(members)})"
+        self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
+        self.query_one("#steps-status", Static).update(plain(f"{label}: ring drawn on the Links tab (1)"))
+
+    def _summary(self, text: Text) -> None:
+        self.query_one("#steps-summary", Static).update(text)
