@@ -180,6 +180,7 @@ class CheckReport:
                 "time_s": self.suggestion.time_s,
                 "current_time_s": self.suggestion.current_time_s,
                 "speedup": self.suggestion.speedup,
+                "needs": self.suggestion.needs,
             }
         return {
             "layout": layout,
@@ -369,7 +370,7 @@ def _rejected_by_megatron(ctx: _Context) -> list[Finding]:
         return []
     dense, expert = ctx.groups["pp"][0], ctx.groups["edp"][0]
     message = (f"Megatron-Core refuses this layout at start-up (initialize_model_parallel): \"{reason}\"; "
-               f"the groups below are what it would have built")
+               f"the groups shown are what it would have built")
     fix = f"put pp last: --order {_pp_last(ctx.layout.order)}"
     return [Finding("layout-rejected-by-megatron", "error", "pp", _ranks(dense if dense else expert), message, fix=fix)]
 

@@ -42,8 +42,6 @@ GROUP_NAMES: dict[str, str] = {
 }
 """Every group set linkscope builds, for people."""
 
-DIMENSION_NAMES = GROUP_NAMES
-
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's default rank order (first dimension varies fastest)."""
 

@@ -9,8 +9,6 @@ The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from linkscope.files import load_measurements
@@ -18,7 +16,7 @@ from linkscope.source import add_source_argument, open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
-from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh, parse_positive_int
+from topo.layout import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
 
@@ -39,10 +37,18 @@ def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
     for dim, what in (("tp", "tensor"), ("cp", "context"), ("ep", "expert"), ("dp", "data"), ("pp", "pipeline")):
         extra = " (default: inferred from the world size)" if dim == "dp" else " (default 1)"
         group.add_argument(f"--{dim}", type=_positive_int, metavar="N", help=f"{what}-parallel size{extra}")
+    group.add_argument("--etp", type=_positive_int, metavar="N",
+                       help="expert tensor-parallel size, Megatron's --expert-tensor-parallel-size (default: --tp)")
+    group.add_argument("--vpp", type=_positive_int, default=1, metavar="N",
+                       help="virtual pipeline stages per rank (interleaved schedule; needs --pp 2 or more)")
     group.add_argument("--order", default=None, metavar="ORDER",
                        help=f"Megatron rank order, first dimension varies fastest (default {DEFAULT_ORDER})")
     group.add_argument("--mesh", default=None, metavar="SHAPE",
-                       help="PyTorch DeviceMesh shape instead of --order, outermost first, e.g. dp=4,tp=8")
+                       help="PyTorch DeviceMesh shape instead of --order, outermost first, any dimension names, "
+                       "e.g. dp=4,tp=8 or dp_replicate=2,dp_shard=4,cp=2,tp=2")
+    group.add_argument("--mesh-roles", default=None, metavar="ROLES",
+                       help="what each --mesh dimension does, e.g. rep=replicate,shard=fsdp; roles: "
+                       f"{', '.join(MESH_ROLES)} (defaults: tp cp ep pp dp by name, dp_shard=fsdp, dp_replicate=replicate)")
     group.add_argument("--nodes", type=_positive_int, default=1, metavar="N",
                        help="number of nodes: the SOURCE host repeated N times (default 1)")
     group.add_argument("--distribution", choices=DISTRIBUTIONS, default="block",
@@ -87,6 +93,7 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
     """A CheckRequest from the layout and model flags (and `--rank-map`, when the command has it)."""
     if args.mesh is not None and args.order is not None:
         raise InputError("--mesh and --order are two ways to say the same thing: give one")
+    roles = parse_mesh_roles(args.mesh_roles) if getattr(args, "mesh_roles", None) else ()
     sizes = tuple((dim, getattr(args, dim)) for dim in DIMENSIONS if getattr(args, dim) is not None)
     visible = parse_visible_devices(args.visible_devices) if args.visible_devices is not None else None
     rank_map = None
@@ -101,6 +108,9 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
         sizes=sizes,
         order=args.order or DEFAULT_ORDER,
         mesh=parse_mesh(args.mesh) if args.mesh is not None else None,
+        mesh_roles=roles,
+        etp=getattr(args, "etp", None),
+        vpp=getattr(args, "vpp", 1),
         nodes=args.nodes,
         distribution=args.distribution,
         visible_devices=visible,
@@ -169,9 +179,10 @@ def run(args: argparse.Namespace) -> int:
     measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     if args.json:
+        from linkscope.render.json_out import print_json
+
         large = report.layout is not None and report.layout.world_size > 4096
-        json.dump(report.to_json(), sys.stdout, separators=(",", ":") if large else None)
-        sys.stdout.write("\n")
+        print_json(report.to_json(), indent=None, compact=large)
     else:
         _print(report, args.suggest)
     return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK

@@ -8,7 +8,6 @@ Rich tables, `--markdown`, or `--json`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
@@ -60,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 
     if args.json:
-        print(json.dumps(plan_json(plan), indent=2))
+        from linkscope.render.json_out import print_json
+
+        print_json(plan_json(plan))
     elif args.markdown:
         print(plan_markdown(plan), end="")
     else:

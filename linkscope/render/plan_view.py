@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.check_view import finding_view, format_seconds
-from topo.layout import DIMENSION_NAMES
+from topo.layout import GROUP_NAMES
 from topo.plan import Plan
 from topo.sizes import format_size_bytes
 
@@ -36,7 +36,7 @@ def plan_view(plan: Plan) -> RenderableType:
     for column in ("dim", "degree", "placement", "reason"):
         degrees.add_column(column)
     for degree in plan.degrees:
-        degrees.add_row(f"{degree.dim} ({DIMENSION_NAMES[degree.dim]})", str(degree.size), Text(degree.placement),
+        degrees.add_row(f"{degree.dim} ({GROUP_NAMES[degree.dim]})", str(degree.size), Text(degree.placement),
                         Text(degree.reason))
     traffic = Table(title="Communication per step", title_justify="left", show_edge=False)
     for column in ("dim", "collective", "calls/step", "bytes/step", "wants", "gets", "time/step", "risk"):
