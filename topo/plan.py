@@ -89,6 +89,8 @@ class Plan:
     memory_total_bytes: float
     report: CheckReport
     assumptions: tuple[str, ...]
+    vpp: int = 1
+    """Virtual pipeline stages per rank."""
 
 
 def state_bytes_per_param(zero_stage: int, dp: int) -> float:
@@ -124,8 +126,12 @@ def plan_layout(
     model: ModelSpec | None = None,
     pinned: dict[str, int] | None = None,
     cost_model: CostModel | None = None,
+    vpp: int = 1,
 ) -> Plan:
-    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host and price the result."""
+    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host and price the result.
+
+    `vpp` virtual stages per rank (interleaved schedule) shrink the bubble; they need a pipeline.
+    """
     host = snapshot.host
     per_node = len(host.gpus)
     if gpus < 1:
@@ -150,17 +156,19 @@ def plan_layout(
     pricer = GroupPricer(Placement((host,), (0,), (), (), "plan"), cost_model or CostModel())
     degrees, memory_needed = _choose(model, gpus, min(per_node, gpus), pinned, pricer, memory * MEMORY_BUDGET)
     sizes = {degree.dim: degree.size for degree in degrees}
-    request = CheckRequest(sizes=tuple(sizes.items()), nodes=nodes, model_spec=model, cost_model=cost_model)
+    if vpp > 1 and sizes.get("pp", 1) < 2:
+        raise InputError(f"--vpp {vpp}: the plan has no pipeline (pp 1); pin --pp 2 or more for an interleaved schedule")
+    request = CheckRequest(sizes=tuple(sizes.items()), nodes=nodes, model_spec=model, cost_model=cost_model, vpp=vpp)
     if gpus < per_node:
         request = replace(request, visible_devices=tuple(gpu.index for gpu in host.gpus[:gpus]))
     report = check_layout(snapshot, request)
     costs = {cost.dim: cost for cost in report.costs}
     placed = tuple(replace(degree, placement=_placement_text(degree.dim, degree.size, report, per_node)) for degree in degrees)
-    rows = tuple(_traffic_row(item, costs) for item in step_traffic(model, sizes, report.layout.gradient_groups()
-                                                                     if report.layout is not None else None))
+    gradients = report.layout.gradient_groups() if report.layout is not None else None
+    rows = tuple(_traffic_row(item, costs) for item in step_traffic(model, {**sizes, "vpp": vpp}, gradients))
     count = microbatches(model, sizes.get("dp", 1))
-    return Plan(gpus, nodes, model, placed, rows, count, pipeline_bubble(sizes.get("pp", 1), count), memory_needed,
-                float(memory), report, tuple(assumptions))
+    return Plan(gpus, nodes, model, placed, rows, count, pipeline_bubble(sizes.get("pp", 1), count, vpp), memory_needed,
+                float(memory), report, tuple(assumptions), vpp)
 
 
 def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], pricer: GroupPricer,

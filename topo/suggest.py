@@ -138,7 +138,7 @@ def step_time_s(layout: Layout, placement: Placement, pricer: GroupPricer, traff
     return sum(cost.time_s for cost in step_costs(build_groups(layout), pricer.rebind(placement), traffic))
 
 
-def _candidates(layout: Layout) -> list[Layout]:
+def candidate_layouts(layout: Layout) -> list[Layout]:
     """Candidate layouts: every permutation of the order's (or mesh's) dimensions that shape a group, the
     others keeping their places; never one Megatron refuses."""
     if layout.mesh:
@@ -191,7 +191,7 @@ def suggest_layout(
     refused = megatron_refusal(layout) is not None
     tp_may_cross = _tp_crosses_node(layout, placement, pricer)
     scored: list[tuple[float, float, Layout, str, tuple[int, ...] | None]] = []
-    for candidate in _candidates(layout):
+    for candidate in candidate_layouts(layout):
         for distribution_option in ("block", "cyclic") if len(hosts) > 1 else (distribution,):
             for devices in device_options:
                 try:

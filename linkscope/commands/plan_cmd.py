@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--gpus", type=int, required=True, metavar="N", help="total GPUs of the job")
     for dim in DIMENSIONS:
         parser.add_argument(f"--{dim}", type=int, default=None, metavar="N", help=f"pin the {dim} degree")
+    parser.add_argument("--vpp", type=int, default=1, metavar="N",
+                        help="virtual pipeline stages per rank (interleaved schedule: a smaller bubble; needs pp > 1)")
     add_model_arguments(parser)
     parser.add_argument("--cost-params", default=None, metavar="FILE", help="JSON overrides of the link parameters")
     output = parser.add_mutually_exclusive_group()
@@ -55,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
     for dim, value in pinned.items():
         if value < 1:
             raise InputError(f"--{dim}: must be at least 1, got {value}")
-    plan = plan_layout(open_source(args.source), args.gpus, model_from_args(args), pinned, cost_model_from_args(args))
+    if args.vpp < 1:
+        raise InputError(f"--vpp: must be at least 1, got {args.vpp}")
+    plan = plan_layout(open_source(args.source), args.gpus, model_from_args(args), pinned, cost_model_from_args(args),
+                       args.vpp)
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 
     if args.json:

@@ -24,7 +24,9 @@ def _title(plan: Plan) -> str:
 
 def _summary_lines(plan: Plan) -> list[str]:
     return [
-        f"Pipeline bubble (p-1)/(m+p-1) = {plan.bubble:.1%} with m = {plan.microbatches} micro-batches",
+        (f"Pipeline bubble (p-1)/(v*m+p-1) = {plan.bubble:.1%} with m = {plan.microbatches} micro-batches, "
+         f"v = {plan.vpp} virtual stages" if plan.vpp > 1 else
+         f"Pipeline bubble (p-1)/(m+p-1) = {plan.bubble:.1%} with m = {plan.microbatches} micro-batches"),
         f"Memory per GPU: ~{format_size_bytes(plan.memory_per_gpu_bytes)} of {format_size_bytes(plan.memory_total_bytes)}",
         f"Communication per step (no overlap): {format_seconds(plan.report.step_time_s)}",
     ]
@@ -93,6 +95,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             for r in plan.traffic
         ],
         "microbatches": plan.microbatches,
+        "vpp": plan.vpp,
         "bubble": plan.bubble,
         "memory_per_gpu_bytes": plan.memory_per_gpu_bytes,
         "memory_total_bytes": plan.memory_total_bytes,
