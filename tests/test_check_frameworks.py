@@ -131,6 +131,7 @@ def test_nonsense_is_one_line(argv: list[str], fragments: tuple[str, ...], capsy
 def test_torchtitan_mesh_prices_fsdp_and_hsdp(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["sample:dgx-h100", "--nodes", "4", "--mesh", "dp_replicate=2,dp_shard=4,cp=2,tp=2"]
     code, data = check_json(argv, capsys)
+    assert code == 0
     assert data["groups"]["dp_shard"][0] == [0, 4, 8, 12]
     assert data["groups"]["fsdp"][0] == [0, 2, 4, 6, 8, 10, 12, 14]
     ops = {(cost["dim"], op["op"], op["calls_per_step"]) for cost in data["costs"] for op in cost["ops"]}
