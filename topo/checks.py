@@ -164,10 +164,14 @@ class CheckReport:
         layout = None
         if self.layout is not None:
             layout = {
-                "sizes": dict(self.layout.sizes),
+                "sizes": {**dict(self.layout.sizes), "edp": self.layout.size("edp")},
+                "vpp": self.layout.vpp,
                 "world_size": self.layout.world_size,
                 "order": "-".join(self.layout.order) if self.layout.order else None,
                 "mesh": self.layout.order_string if self.layout.mesh else None,
+                "mesh_roles": {dim.name: dim.role for dim in self.layout.mesh} if self.layout.mesh else None,
+                "gradient_groups": [group.dim for group in self.layout.gradient_groups()],
+                "started_by": order_needs(self.layout),
             }
         suggestion = None
         if self.suggestion is not None:
@@ -514,7 +518,7 @@ def _ep_crosses_node(ctx: _Context) -> list[Finding]:
     per_node = len(ctx.placement.hosts[0].gpus)
     crossed = links[first]
     message = (f"{len(crossing)} of {len(links)} EP groups span nodes: the expert all_to_all crosses {crossed.net_description}")
-    fix = f"keep tp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
+    fix = f"keep etp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
     ep = ctx.layout.size("ep")
     best_cost = None
     if ep <= per_node:

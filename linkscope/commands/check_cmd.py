@@ -138,19 +138,24 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "check",
         help="check a job's rank layout against the machine: which group crosses which link",
         description=(
-            "Expand a training job's process groups exactly as Megatron-LM (order strings) or PyTorch "
-            "DeviceMesh build them, place the ranks as torchrun or Slurm would, price every group's "
-            "collectives on the links its best ring crosses, and report what is wrong: TP groups across "
-            "nodes or over PCIe, expert groups across nodes, imbalanced groups, far NICs. Exit status 1 "
-            "when a finding is at or above --fail-on; --suggest searches for a faster order and "
-            "CUDA_VISIBLE_DEVICES."
+            "Expand a training job's process groups exactly as Megatron-LM (order strings; the dense grid "
+            "and the expert grid of --etp, --ep and expert-dp) or PyTorch DeviceMesh (any dimension names, "
+            "with --mesh-roles) build them, place the ranks as torchrun or Slurm would, price every group's "
+            "collectives on the links its best ring crosses (gradients over dp x cp and expert-dp, as "
+            "Megatron reduces them), and report what is wrong: TP groups across nodes or over PCIe, expert "
+            "groups across nodes, imbalanced groups, far NICs, idle GPUs, layouts Megatron refuses at "
+            "start-up (layout-rejected-by-megatron). Layouts whose groups cannot be built exit 2 with the "
+            "framework's reason. Exit status 1 when a finding is at or above --fail-on; --suggest searches "
+            "for a faster order (never one Megatron refuses) and CUDA_VISIBLE_DEVICES."
         ),
         epilog=(
             "examples:\n"
             "  linkscope check sample:dgx-h100 --tp 8 --pp 4 --nodes 8\n"
             "  linkscope check sample:a100-pcie-nvbridge-4 --tp 2 --visible-devices 0,2,1,3 --suggest\n"
             "  linkscope check sample:dgx1-v100 --mesh dp=1,tp=8 --json\n"
-            "  linkscope check sample:dgx-h100 --tp 8 --nodes 2 --order dp-tp-pp --fail-on error"
+            "  linkscope check sample:dgx-h100 --tp 8 --nodes 2 --order dp-tp-pp --fail-on error\n"
+            "  linkscope check sample:dgx-h100 --nodes 2 --tp 4 --etp 2 --ep 4 --model 8x7b\n"
+            "  linkscope check sample:dgx-h100 --nodes 4 --mesh dp_replicate=2,dp_shard=4,cp=2,tp=2"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

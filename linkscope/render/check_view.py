@@ -132,6 +132,6 @@ def check_view(report: CheckReport) -> RenderableType:
             parts.append(Text(f"  export {name}={value}"))
         for flag in suggestion.flags:
             parts.append(Text(f"  {flag}"))
-        if suggestion.needs:
+        if suggestion.needs and any(flag.startswith(("--order", "--mesh")) for flag in suggestion.flags):
             parts.append(Text(f"  started by: {suggestion.needs}"))
     return Group(*parts)
