@@ -117,6 +117,7 @@ def test_expert_parallel_without_a_model_assumes_a_mixture_of_experts(capsys: py
         (["--tp", "8", "--nodes", "100000"], ("800,000 ranks", "524,288")),
         (["--tp", "2", "--etp", "3"], ("etp*ep*pp = 3*1*1 = 3",)),
         (["--tp", "2", "--vpp", "2"], ("interleaved schedule",)),
+        (["--tp", "8", "--nodes", "4", "--optimizer-instances", "3"], ("partial DistOpt shard factor",)),
         (["--mesh", "rows=2,tp=4"], ("--mesh-roles rows=ROLE",)),
         (["--mesh", "rows=2,tp=4", "--mesh-roles", "rows=diagonal"], ("'diagonal' is not a role",)),
     ],

@@ -218,3 +218,21 @@ def test_torch_device_mesh_agrees_where_torch_is_installed() -> None:
         for axis, name in enumerate(("pp", "dp", "tp")):
             expected = _MeshLayout([whole[axis]]).remap_to_tensor(mesh.flatten()).reshape(-1, shape[axis]).tolist()
             assert sorted(groups[name]) == sorted(expected), (shape, name)
+
+
+def test_distributed_optimizer_instances_split_the_gradient_group_as_megatron_does() -> None:
+    """dp 4 in 2 instances: shards inside consecutive halves of each dp x cp group, all_reduce across them."""
+    layout = resolve_layout([("tp", 8)], 32, optimizer_instances=2)
+    groups = build_groups(layout)
+    assert groups["dp"][0] == [0, 8, 16, 24]
+    assert groups["dp_cp_intra"][:2] == [[0, 8], [16, 24]]
+    assert groups["dp_cp_inter"][:2] == [[0, 16], [8, 24]]
+    kinds = {(group.dim, group.size, group.style, group.shard_factor) for group in layout.gradient_groups()}
+    assert ("dp_cp_intra", 2, "optimizer", 1) in kinds and ("dp_cp_inter", 2, "replicate", 2) in kinds
+
+
+def test_optimizer_instances_must_divide_the_gradient_groups() -> None:
+    with pytest.raises(InputError, match="Data parallel size should be divisible by partial DistOpt shard factor"):
+        resolve_layout([("tp", 8)], 32, optimizer_instances=3)
+    with pytest.raises(InputError, match="Expert data parallel size should be divisible"):
+        resolve_layout([("tp", 2), ("ep", 4)], 16, optimizer_instances=4)  # dp 8, expert dp 2

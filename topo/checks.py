@@ -82,6 +82,8 @@ class CheckRequest:
     """Expert tensor-parallel size (Megatron's --expert-tensor-parallel-size); None = tp."""
     vpp: int = 1
     """Virtual pipeline stages per rank (interleaved schedule)."""
+    optimizer_instances: int = 1
+    """Megatron's --num-distributed-optimizer-instances."""
     nodes: int = 1
     distribution: str = "block"
     visible_devices: tuple[int, ...] | None = None
@@ -166,6 +168,7 @@ class CheckReport:
             layout = {
                 "sizes": {**dict(self.layout.sizes), "edp": self.layout.size("edp")},
                 "vpp": self.layout.vpp,
+                "optimizer_instances": self.layout.optimizer_instances,
                 "world_size": self.layout.world_size,
                 "order": "-".join(self.layout.order) if self.layout.order else None,
                 "mesh": self.layout.order_string if self.layout.mesh else None,
@@ -278,7 +281,7 @@ def check_layout(
     else:
         capacity = min(len(host.gpus) for host in hosts) * len(hosts)
     layout = resolve_layout(request.sizes, capacity, request.order, request.mesh, request.etp, request.vpp,
-                            request.mesh_roles)
+                            request.mesh_roles, request.optimizer_instances)
     spec, assumptions = model_for(request)
     groups = build_groups(layout)
     try:
@@ -440,7 +443,7 @@ def _tp_crosses_node(ctx: _Context) -> list[Finding]:
         tp_names = [dim.name for dim in ctx.layout.mesh if dim.role == "tp"]
         if order and any(ctx.layout.size(dim) > 1 for dim in order[: order.index("tp")]):
             tp_first = ("tp", *(name for name in order if name != "tp"))
-            candidate = Layout(ctx.layout.sizes, ctx.layout.world_size, order=tp_first, vpp=ctx.layout.vpp)
+            candidate = replace(ctx.layout, order=tp_first)
             better = "-".join(tp_first) if megatron_refusal(candidate) is None else "tp-" + _pp_last(tp_first[1:])
             fix = f"put tp first in the order (--order {better}) so TP groups are consecutive local ranks"
         elif tp_names and any(ctx.layout.size(dim) > 1 for dim in mesh[mesh.index(tp_names[-1]) + 1 :]):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topo.errors import InputError
 
@@ -39,6 +39,10 @@ GROUP_NAMES: dict[str, str] = {
     "dp_cp": "data x context parallel: dense gradients",
     "fsdp": "FSDP shard group (fsdp dims with cp)",
     "replicate": "HSDP replicate group",
+    "dp_cp_intra": "inside one distributed-optimizer instance",
+    "dp_cp_inter": "across distributed-optimizer instances",
+    "edp_intra": "expert data parallel inside one optimizer instance",
+    "edp_inter": "expert data parallel across optimizer instances",
 }
 """Every group set linkscope builds, for people."""
 
@@ -61,7 +65,7 @@ MESH_DEFAULT_ROLES: dict[str, str] = {
 }
 """Roles of the dimension names torchtitan and the DeviceMesh docs use; other names need --mesh-roles."""
 
-DERIVED_GROUPS = ("etp", "edp", "dp_cp", "fsdp", "replicate")
+DERIVED_GROUPS = ("etp", "edp", "dp_cp", "fsdp", "replicate", "dp_cp_intra", "dp_cp_inter", "edp_intra", "edp_inter")
 """Group names a mesh dimension may not take: linkscope builds groups of these names itself."""
 
 MAX_RANKS = 524_288
@@ -107,6 +111,9 @@ class Layout:
     """DeviceMesh dimensions, outermost first (last varies fastest); empty for an order."""
     vpp: int = 1
     """Virtual pipeline stages per rank (interleaved 1F1B)."""
+    optimizer_instances: int = 1
+    """Megatron's --num-distributed-optimizer-instances: the optimizer state is sharded inside each of
+    this many slices of the gradient group, and the slices all_reduce the shards between them."""
 
     def size(self, dim: str) -> int:
         """The size of dimension or group set `dim` (1 when unused)."""
@@ -117,11 +124,11 @@ class Layout:
             return self.world_size // (self.size("etp") * self.size("ep") * self.size("pp"))
         if dim == "dp_cp":
             return self.size("dp") * self.size("cp")
-        if dim in ("fsdp", "replicate"):
-            return next((group.size for group in self.gradient_groups() if group.dim == dim), 1)
         for mesh_dim in self.mesh:
             if mesh_dim.name == dim:
                 return mesh_dim.size
+        if dim in GROUP_NAMES:
+            return next((group.size for group in self.gradient_groups() if group.dim == dim), 1)
         raise KeyError(dim)
 
     @property
@@ -145,8 +152,14 @@ class Layout:
         """Where the framework reduces gradients (see the module docstring)."""
         cp = self.size("cp")
         if not self.mesh:
-            dense = GradientGroup("dp_cp" if cp > 1 else "dp", self.size("dp") * cp, "dense", "optimizer")
-            return dense, GradientGroup("edp", self.size("edp"), "expert", "optimizer")
+            dense_size, expert_size, count = self.size("dp") * cp, self.size("edp"), self.optimizer_instances
+            if count > 1:
+                return (GradientGroup("dp_cp_intra", dense_size // count, "dense", "optimizer"),
+                        GradientGroup("dp_cp_inter", count, "dense", "replicate", dense_size // count),
+                        GradientGroup("edp_intra", expert_size // count, "expert", "optimizer"),
+                        GradientGroup("edp_inter", count, "expert", "replicate", expert_size // count))
+            dense = GradientGroup("dp_cp" if cp > 1 else "dp", dense_size, "dense", "optimizer")
+            return dense, GradientGroup("edp", expert_size, "expert", "optimizer")
         roles = [dim.role for dim in self.mesh]
         shard = math.prod(dim.size for dim in self.mesh if dim.role == "fsdp")
         outer = math.prod(dim.size for dim in self.mesh if dim.role in ("dp", "replicate"))
@@ -235,6 +248,7 @@ def resolve_layout(
     etp: int | None = None,
     vpp: int = 1,
     mesh_roles: Sequence[tuple[str, str]] = (),
+    optimizer_instances: int = 1,
 ) -> Layout:
     """Resolve sizes against a cluster of `capacity` GPUs: infer dp, check that the groups can be built.
 
@@ -252,8 +266,9 @@ def resolve_layout(
     if vpp < 1:
         raise InputError(f"--vpp: must be at least 1, got {vpp}")
     if mesh is not None:
-        if etp is not None or vpp > 1:
-            raise InputError("--etp and --vpp are Megatron settings: give them with --order, not --mesh")
+        if etp is not None or vpp > 1 or optimizer_instances > 1:
+            raise InputError("--etp, --vpp and --optimizer-instances are Megatron settings: give them with --order, "
+                             "not --mesh")
         return _resolve_mesh(given, tuple(mesh), capacity, dict(mesh_roles))
     if mesh_roles:
         raise InputError("--mesh-roles names roles of --mesh dimensions: give --mesh too")
@@ -286,8 +301,16 @@ def resolve_layout(
         raise InputError(f"--order {order!r} leaves out ep, whose size is {ep}")
     if expert_tp > 1 and "tp" not in names:
         raise InputError(f"--order {order!r} leaves out tp, which the expert layers use (--etp {expert_tp})")
+    if optimizer_instances < 1:
+        raise InputError(f"--optimizer-instances: must be at least 1, got {optimizer_instances}")
+    if (dp * cp) % optimizer_instances:
+        raise InputError(f"--optimizer-instances {optimizer_instances}: Data parallel size should be divisible by "
+                         f"partial DistOpt shard factor (dp*cp = {dp * cp}, Megatron's rule)")
+    if (world // expert_model) % optimizer_instances:
+        raise InputError(f"--optimizer-instances {optimizer_instances}: Expert data parallel size should be divisible "
+                         f"by partial DistOpt shard factor (expert dp = {world // expert_model}, Megatron's rule)")
     every = (*((dim, resolved[dim]) for dim in DIMENSIONS), ("etp", expert_tp))
-    return Layout(every, world, order=names, vpp=vpp)
+    return Layout(every, world, order=names, vpp=vpp, optimizer_instances=optimizer_instances)
 
 
 def _cannot_infer_dp(fixed: int, capacity: int) -> str:
@@ -378,6 +401,12 @@ def build_groups(layout: Layout) -> dict[str, list[list[int]]]:
     result["edp"] = _grid_groups(order, expert, ("dp",))
     if layout.size("cp") > 1:
         result["dp_cp"] = _grid_groups(order, dense, ("cp", "dp"))
+    count = layout.optimizer_instances
+    if count > 1:
+        for name, whole in (("dp_cp", result.get("dp_cp", result["dp"])), ("edp", result["edp"])):
+            intra = len(whole[0]) // count
+            result[f"{name}_intra"] = [group[start:start + intra] for group in whole for start in range(0, len(group), intra)]
+            result[f"{name}_inter"] = [group[offset::intra] for group in whole for offset in range(intra)]
     return result
 
 
@@ -439,7 +468,7 @@ def order_needs(layout: Layout) -> str:
         return f"torch init_device_mesh(device, ({shape}), mesh_dim_names=({names}))"
     effective = effective_order(layout)
     for order, launcher in TRAINING_SCRIPT_ORDERS.items():
-        candidate = Layout(layout.sizes, layout.world_size, order=tuple(order.split("-")), vpp=layout.vpp)
+        candidate = replace(layout, order=tuple(order.split("-")))
         if effective_order(candidate) == effective:
             return launcher
     return (f"megatron-core only: initialize_model_parallel(order={layout.order_string!r}) "

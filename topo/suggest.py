@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topo.cost.groups import GroupPricer
 from topo.cost.step import step_costs
@@ -149,7 +149,7 @@ def candidate_layouts(layout: Layout) -> list[Layout]:
             mesh = list(dims)
             for index, dim in zip(slots, permutation, strict=True):
                 mesh[index] = dim
-            meshes.append(Layout(layout.sizes, layout.world_size, mesh=tuple(mesh)))
+            meshes.append(replace(layout, mesh=tuple(mesh)))
         return meshes
     names = layout.order
     grids = {name for grid in effective_order(layout) for name in grid}
@@ -159,7 +159,7 @@ def candidate_layouts(layout: Layout) -> list[Layout]:
         order = list(names)
         for index, name in zip(places, names_permuted, strict=True):
             order[index] = name
-        candidate = Layout(layout.sizes, layout.world_size, order=tuple(order), vpp=layout.vpp)
+        candidate = replace(layout, order=tuple(order))
         if megatron_refusal(candidate) is None:
             orders.append(candidate)
     return orders

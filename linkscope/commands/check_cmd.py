@@ -41,6 +41,9 @@ def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
                        help="expert tensor-parallel size, Megatron's --expert-tensor-parallel-size (default: --tp)")
     group.add_argument("--vpp", type=_positive_int, default=1, metavar="N",
                        help="virtual pipeline stages per rank (interleaved schedule; needs --pp 2 or more)")
+    group.add_argument("--optimizer-instances", type=_positive_int, default=1, metavar="N",
+                       help="Megatron's --num-distributed-optimizer-instances: shard the optimizer inside N slices "
+                       "of the gradient group, all_reduce between them (default 1)")
     group.add_argument("--order", default=None, metavar="ORDER",
                        help=f"Megatron rank order, first dimension varies fastest (default {DEFAULT_ORDER})")
     group.add_argument("--mesh", default=None, metavar="SHAPE",
@@ -111,6 +114,7 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
         mesh_roles=roles,
         etp=getattr(args, "etp", None),
         vpp=getattr(args, "vpp", 1),
+        optimizer_instances=getattr(args, "optimizer_instances", 1),
         nodes=args.nodes,
         distribution=args.distribution,
         visible_devices=visible,
