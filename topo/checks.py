@@ -375,11 +375,10 @@ def _rejected_by_megatron(ctx: _Context) -> list[Finding]:
     reason = megatron_refusal(ctx.layout)
     if reason is None:
         return []
-    dense, expert = ctx.groups["pp"][0], ctx.groups["edp"][0]
     message = (f"Megatron-Core refuses this layout at start-up (initialize_model_parallel): \"{reason}\"; "
                f"the groups shown are what it would have built")
     fix = f"put pp last: --order {_pp_last(ctx.layout.order)}"
-    return [Finding("layout-rejected-by-megatron", "error", "pp", _ranks(dense if dense else expert), message, fix=fix)]
+    return [Finding("layout-rejected-by-megatron", "error", "pp", _ranks(ctx.groups["pp"][0]), message, fix=fix)]
 
 
 def _underfills(ctx: _Context, hosts: tuple[Host, ...], capacity: int, request: CheckRequest) -> list[Finding]:

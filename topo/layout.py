@@ -447,8 +447,10 @@ def megatron_refusal(layout: Layout) -> str | None:
     if layout.order[-1] != "pp" and dp != edp:
         return ("When not using pp-last rank ordering, the data parallel size of the attention and moe layers "
                 f"must be the same (dp {dp}, expert dp {edp})")
-    order = layout.full_order
-    if _grid_groups(order, dense_sizes(layout), ("pp",)) != _grid_groups(order, expert_sizes(layout), ("pp",)):
+    before = layout.full_order[: layout.full_order.index("pp")]
+    dense, expert = dense_sizes(layout), expert_sizes(layout)
+    # Groups along one axis depend only on its size and stride (the product of the faster axes).
+    if math.prod(dense[dim] for dim in before) != math.prod(expert[dim] for dim in before):
         return "Pipeline parallel groups are expected to be the same for Non-Expert and Expert part"
     return None
 
