@@ -118,6 +118,7 @@ def test_expert_parallel_without_a_model_assumes_a_mixture_of_experts(capsys: py
         (["--tp", "2", "--etp", "3"], ("etp*ep*pp = 3*1*1 = 3",)),
         (["--tp", "2", "--vpp", "2"], ("interleaved schedule",)),
         (["--tp", "8", "--nodes", "4", "--optimizer-instances", "3"], ("partial DistOpt shard factor",)),
+        (["--tp", "8", "--nodes", "4", "--optimizer-instances", "2", "--zero", "0"], ("needs Megatron's distributed",)),
         (["--mesh", "rows=2,tp=4"], ("--mesh-roles rows=ROLE",)),
         (["--mesh", "rows=2,tp=4", "--mesh-roles", "rows=diagonal"], ("'diagonal' is not a role",)),
     ],

@@ -283,6 +283,9 @@ def check_layout(
     layout = resolve_layout(request.sizes, capacity, request.order, request.mesh, request.etp, request.vpp,
                             request.mesh_roles, request.optimizer_instances)
     spec, assumptions = model_for(request)
+    if layout.optimizer_instances > 1 and spec.zero_stage not in (1, 2):
+        raise InputError(f"--optimizer-instances {layout.optimizer_instances}: needs Megatron's distributed optimizer "
+                         f"(--zero 1 or 2), not ZeRO-{spec.zero_stage}")
     groups = build_groups(layout)
     try:
         if request.rank_map is not None:
