@@ -145,3 +145,19 @@ def test_a_model_that_fits_only_when_split_is_split() -> None:
     assert plan_layout(load_sample("dgx-h100"), 64, preset("70b")).memory_per_gpu_bytes < 0.6 * 80 * 1024**3
     with pytest.raises(InputError, match="does not fit"):
         plan_layout(load_sample("dgx-h100"), 8, preset("70b"))
+
+
+def test_plan_refuses_more_gpus_than_it_handles(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["plan", "sample:dgx-h100", "--gpus", "8000000"], capsys)
+    assert out == ""
+    assert_one_line_error(code, err, "--gpus 8,000,000", "524,288")
+
+
+def test_plan_vpp_shrinks_the_bubble_and_needs_a_pipeline() -> None:
+    """70B on 64 H100s with pp 4 and 2 virtual stages: (p-1)/(v*m+p-1)."""
+    plain = plan_layout(load_sample("dgx-h100"), 64, preset("70b"), {"pp": 4})
+    interleaved = plan_layout(load_sample("dgx-h100"), 64, preset("70b"), {"pp": 4}, vpp=2)
+    assert interleaved.bubble == pytest.approx(3 / (2 * interleaved.microbatches + 3))
+    assert interleaved.bubble < plain.bubble
+    with pytest.raises(InputError, match="no pipeline"):
+        plan_layout(load_sample("dgx-h100"), 8, preset("8b"), {"pp": 1}, vpp=2)

@@ -252,8 +252,14 @@ def volume_assumptions(spec: ModelSpec, layout: Layout) -> str:
     """What the per-step times rest on: the model, the batch, the sequence and the optimizer."""
     dp = layout.size("dp")
     count = microbatches(spec, dp)
-    zero = {0: "plain DP all_reduce (ZeRO-0)", 1: "distributed optimizer (ZeRO-1)", 2: "ZeRO-2",
-            3: "FSDP/ZeRO-3"}[min(spec.zero_stage, 3)]
+    styles = {group.style for group in layout.gradient_groups()}
+    if "shard" in styles:
+        zero = "FSDP over the fsdp group (the mesh roles decide, not --zero)"
+    elif styles == {"replicate"}:
+        zero = "gradients all_reduced (replicate roles, not --zero)"
+    else:
+        zero = {0: "plain DP all_reduce (ZeRO-0)", 1: "distributed optimizer (ZeRO-1)", 2: "ZeRO-2",
+                3: "FSDP/ZeRO-3"}[min(spec.zero_stage, 3)]
     vpp = f", {layout.vpp} virtual stages per rank" if layout.vpp > 1 else ""
     experts = f", {spec.experts} experts top-{spec.top_k}" if spec.experts else ""
     return (f"per-step volumes: model {spec.name} ({spec.params / 1e9:.3g}B params, hidden {spec.hidden}, "

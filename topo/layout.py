@@ -37,7 +37,7 @@ GROUP_NAMES: dict[str, str] = {
     "etp": "expert tensor parallel",
     "edp": "expert data parallel",
     "dp_cp": "data x context parallel: dense gradients",
-    "fsdp": "FSDP shard group (fsdp dims with cp)",
+    "fsdp": "FSDP shard group: fsdp dims with cp",
     "replicate": "HSDP replicate group",
     "dp_cp_intra": "inside one distributed-optimizer instance",
     "dp_cp_inter": "across distributed-optimizer instances",
