@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topo.errors import InputError
-from topo.layout import DIMENSIONS, build_groups, parse_mesh, parse_order, resolve_layout
+from topo.layout import DIMENSIONS, build_groups, parse_mesh, parse_order, parse_sizes, resolve_layout
 
 
 def test_megatron_documented_example() -> None:
@@ -57,12 +57,18 @@ def test_world_smaller_than_cluster_uses_the_first_ranks() -> None:
     ("sizes", "capacity", "kwargs", "fragment"),
     [
         ([("tp", 3)], 8, {}, "cannot infer dp"),
+        ([("tp", 3)], 8, {}, r"tp\*cp\*pp must be one of 1, 2, 4, 8"),
         ([("tp", 8), ("dp", 4)], 16, {}, "does not fit the cluster of 16"),
-        ([("tp", 2), ("ep", 3), ("dp", 4)], 8, {}, "--ep 3 does not divide"),
+        ([("tp", 2), ("ep", 3), ("dp", 4)], 8, {}, r"world_size \(8\) is not divisible by .* etp\*ep\*pp = 2\*3\*1 = 6"),
+        ([("tp", 2), ("dp", 4)], 8, {"etp": 3}, r"etp\*ep\*pp = 3\*1\*1 = 3"),
+        ([("tp", 2), ("ep", 2)], 8, {"order": "tp-dp"}, "leaves out ep"),
+        ([("tp", 1), ("dp", 4)], 8, {"order": "dp", "etp": 2}, "leaves out tp"),
         ([("tp", 2)], 8, {"order": "tp-xp-dp"}, "unknown dimension 'xp'"),
         ([("tp", 2)], 8, {"order": "tp-dp-tp"}, "appears twice"),
         ([("tp", 2), ("pp", 2)], 8, {"order": "tp-dp"}, "leaves out pp"),
         ([("zz", 2)], 8, {}, "unknown dimension 'zz'"),
+        ([("tp", 2)], 8, {"vpp": 2}, "interleaved schedule"),
+        ([("tp", 2)], 8, {"mesh_roles": (("tp", "tp"),)}, "give --mesh too"),
         ([("tp", 4)], 8, {"mesh": (("dp", 2), ("tp", 8))}, "contradicts --mesh tp=8"),
         ([("pp", 2)], 8, {"mesh": (("dp", 2), ("tp", 4))}, "not a dimension of --mesh"),
         ([], 8, {"mesh": (("dp", 4), ("tp", 8))}, "does not fit the cluster of 8"),
@@ -76,11 +82,16 @@ def test_bad_layouts_name_the_problem(sizes: list[tuple[str, int]], capacity: in
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [("dp=4,tp", "not NAME=SIZE"), ("dp=4,tp=x", "not a whole number"), ("dp=0", "at least 1"), ("dp=2,dp=2", "twice"),
-     ("foo=2", "unknown dimension")],
+     ("2x=2", "not a dimension name")],
 )
 def test_bad_mesh_strings(text: str, fragment: str) -> None:
     with pytest.raises(InputError, match=fragment):
         parse_mesh(text)
+
+
+def test_parse_sizes_knows_only_the_five_dimensions() -> None:
+    with pytest.raises(InputError, match="unknown dimension 'foo'"):
+        parse_sizes("foo=2", "--layout")
 
 
 def test_parse_order_accepts_partial_orders() -> None:

@@ -33,12 +33,27 @@ def test_volumes_by_hand() -> None:
 
 
 def test_expert_parallel_shards_the_expert_gradients() -> None:
-    """8x7B (45.1B of 46.7B params in experts), tp 2, ep 8, dp 8: each rank holds 1.6B/2 dense + 45.1B/16 expert."""
+    """8x7B (45.1B of 46.7B params in experts), tp 2, ep 8, dp 8 on 16 ranks: the dense 1.6B/2 are reduced over
+    dp, the expert 45.1B/(etp*ep) = 45.1B/16 over expert-dp = 16/(2*8) = 1 rank (nothing to reduce)."""
     traffic = {(t.dim, t.op): t for t in step_traffic(preset("8x7b"), {"tp": 2, "ep": 8, "dp": 8})}
-    per_gpu = 1.6e9 / 2 + 45.1e9 / (2 * 8)  # 3.62e9 parameters, not 46.7e9 / 2 = 23.35e9
-    assert traffic[("dp", "reduce_scatter")].size_bytes == pytest.approx(per_gpu * 2, rel=1e-6)
-    dense = {(t.dim, t.op): t for t in step_traffic(preset("8x7b"), {"tp": 2, "dp": 8})}
-    assert dense[("dp", "reduce_scatter")].size_bytes == pytest.approx(46.7e9 / 2 * 2, rel=1e-6)
+    assert traffic[("dp", "reduce_scatter")].size_bytes == pytest.approx(1.6e9 / 2 * 2, rel=1e-6)
+    assert not any(dim == "edp" for dim, _ in traffic), "expert-dp is 16/(2*8) = 1: no expert gradient traffic"
+
+
+def test_expert_gradients_run_over_expert_dp() -> None:
+    """tp 2, ep 4, dp 8 (64 ranks): expert-dp = 64/(2*4) = 8, with 45.1B/(2*4) expert params per rank."""
+    traffic = {(t.dim, t.op): t for t in step_traffic(preset("8x7b"), {"tp": 2, "ep": 4, "dp": 32})}
+    assert traffic[("edp", "reduce_scatter")].size_bytes == pytest.approx(45.1e9 / 8 * 2, rel=1e-6)
+    assert traffic[("dp", "reduce_scatter")].size_bytes == pytest.approx(1.6e9 / 2 * 2, rel=1e-6)
+    wide = {(t.dim, t.op): t for t in step_traffic(preset("8x7b"), {"tp": 2, "ep": 4, "dp": 32, "etp": 1})}
+    assert wide[("edp", "reduce_scatter")].size_bytes == pytest.approx(45.1e9 / 4 * 2, rel=1e-6)
+
+
+def test_context_parallel_gradients_run_over_dp_times_cp() -> None:
+    """tp 4, cp 2 on 8 ranks: dp is 1 but the gradients are reduced over the dp x cp group of 2 (Megatron's dp-cp)."""
+    traffic = {(t.dim, t.op): t for t in step_traffic(preset("8b"), {"tp": 4, "cp": 2, "dp": 1})}
+    assert traffic[("dp_cp", "reduce_scatter")].size_bytes == pytest.approx(8e9 / 4 * 2, rel=1e-6)
+    assert not any(dim == "dp" for dim, _ in traffic)
 
 
 def test_sequence_parallel_and_fsdp_change_the_collectives() -> None:
@@ -113,7 +128,36 @@ def test_cli_bad_input(argv: list[str], fragment: str, capsys: pytest.CaptureFix
     assert_one_line_error(code, err, fragment)
 
 
-def test_a_model_too_big_says_so() -> None:
-    plan = plan_layout(load_sample("dgx-h100"), 8, preset("405b"))
-    assert plan.memory_per_gpu_bytes > plan.memory_total_bytes
-    assert "no split fits in memory" in plan.degrees[0].reason
+def test_a_model_too_big_is_refused() -> None:
+    """405B on 8 H100s needs ~821 GiB per GPU at best: refused, with the need and the budget."""
+    with pytest.raises(InputError, match=r"does not fit on 8 GPUs.*821 GiB per GPU.*47.8 GiB budget"):
+        plan_layout(load_sample("dgx-h100"), 8, preset("405b"))
+
+
+def test_a_model_too_big_is_one_line_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["plan", "sample:consumer-2gpu", "--gpus", "2", "--model", "405b"], capsys)
+    assert out == ""
+    assert_one_line_error(code, err, "does not fit on 2 GPUs", "use more GPUs or a smaller model")
+
+
+def test_a_model_that_fits_only_when_split_is_split() -> None:
+    """70B fits on 64 H100s, but not on 8: the first plans, the second is refused."""
+    assert plan_layout(load_sample("dgx-h100"), 64, preset("70b")).memory_per_gpu_bytes < 0.6 * 80 * 1024**3
+    with pytest.raises(InputError, match="does not fit"):
+        plan_layout(load_sample("dgx-h100"), 8, preset("70b"))
+
+
+def test_plan_refuses_more_gpus_than_it_handles(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["plan", "sample:dgx-h100", "--gpus", "8000000"], capsys)
+    assert out == ""
+    assert_one_line_error(code, err, "--gpus 8,000,000", "524,288")
+
+
+def test_plan_vpp_shrinks_the_bubble_and_needs_a_pipeline() -> None:
+    """70B on 64 H100s with pp 4 and 2 virtual stages: (p-1)/(v*m+p-1)."""
+    plain = plan_layout(load_sample("dgx-h100"), 64, preset("70b"), {"pp": 4})
+    interleaved = plan_layout(load_sample("dgx-h100"), 64, preset("70b"), {"pp": 4}, vpp=2)
+    assert interleaved.bubble == pytest.approx(3 / (2 * interleaved.microbatches + 3))
+    assert interleaved.bubble < plain.bubble
+    with pytest.raises(InputError, match="no pipeline"):
+        plan_layout(load_sample("dgx-h100"), 8, preset("8b"), {"pp": 1}, vpp=2)

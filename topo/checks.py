@@ -6,12 +6,17 @@
 | code | severity | when |
 |---|---|---|
 | `layout-mismatch` | error | the layout and the machine disagree (a GPU the host lacks, two ranks on one GPU) |
+| `layout-rejected-by-megatron` | error | Megatron-Core refuses the layout at start-up (:func:`topo.layout.megatron_refusal`) |
 | `tp-crosses-node` | error | a tensor-parallel group spans nodes |
 | `tp-slow-link` | warning | a TP group's best ring crosses PCIe on an NVLink box, SYS, or a far slower link than the best |
 | `ep-crosses-node` | warning | an expert-parallel group spans nodes |
 | `group-imbalance` | warning | groups of one dimension ride different links, so one group straggles |
 | `nic-far-from-gpu` | warning | a GPU with cross-node traffic reaches its nearest NIC through the CPU |
 | `dp-not-rail-aligned` | info | a DP group uses different local GPUs on different nodes, so its traffic changes rails |
+| `layout-underfills` | warning | the layout uses fewer GPUs than the cluster has: the others sit idle |
+
+Layouts whose groups cannot be built at all (sizes that do not divide the world, an order that
+leaves out a dimension in use) are bad input (InputError, exit 2), with Megatron's reason where it has one.
 """
 
 from __future__ import annotations
@@ -25,23 +30,34 @@ from topo.cost.collectives import GroupLinks, collective_cost, format_gbps
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
-from topo.layout import DEFAULT_ORDER, DIMENSION_NAMES, Layout, build_groups, resolve_layout
-from topo.model import Measurements, Snapshot
+from topo.errors import InputError
+from topo.layout import (
+    DEFAULT_ORDER,
+    GROUP_NAMES,
+    Layout,
+    build_groups,
+    megatron_refusal,
+    order_needs,
+    resolve_layout,
+)
+from topo.model import Host, Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
 from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
-from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, preset, step_traffic
+from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, preset, step_traffic
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 """Finding severities, least severe first."""
 
 FINDING_CODES: tuple[str, ...] = (
     "layout-mismatch",
+    "layout-rejected-by-megatron",
     "tp-crosses-node",
     "tp-slow-link",
     "ep-crosses-node",
     "group-imbalance",
     "nic-far-from-gpu",
     "dp-not-rail-aligned",
+    "layout-underfills",
 )
 
 IMBALANCE_RATIO = 1.1
@@ -60,6 +76,14 @@ class CheckRequest:
     order: str = DEFAULT_ORDER
     mesh: tuple[tuple[str, int], ...] | None = None
     """DeviceMesh shape, outermost first, instead of an order."""
+    mesh_roles: tuple[tuple[str, str], ...] = ()
+    """Roles of mesh dimensions whose names do not say it (`dp_shard` is fsdp by default)."""
+    etp: int | None = None
+    """Expert tensor-parallel size (Megatron's --expert-tensor-parallel-size); None = tp."""
+    vpp: int = 1
+    """Virtual pipeline stages per rank (interleaved schedule)."""
+    optimizer_instances: int = 1
+    """Megatron's --num-distributed-optimizer-instances."""
     nodes: int = 1
     distribution: str = "block"
     visible_devices: tuple[int, ...] | None = None
@@ -142,10 +166,15 @@ class CheckReport:
         layout = None
         if self.layout is not None:
             layout = {
-                "sizes": dict(self.layout.sizes),
+                "sizes": {**dict(self.layout.sizes), "edp": self.layout.size("edp")},
+                "vpp": self.layout.vpp,
+                "optimizer_instances": self.layout.optimizer_instances,
                 "world_size": self.layout.world_size,
                 "order": "-".join(self.layout.order) if self.layout.order else None,
                 "mesh": self.layout.order_string if self.layout.mesh else None,
+                "mesh_roles": {dim.name: dim.role for dim in self.layout.mesh} if self.layout.mesh else None,
+                "gradient_groups": [group.dim for group in self.layout.gradient_groups()],
+                "started_by": order_needs(self.layout),
             }
         suggestion = None
         if self.suggestion is not None:
@@ -158,6 +187,7 @@ class CheckReport:
                 "time_s": self.suggestion.time_s,
                 "current_time_s": self.suggestion.current_time_s,
                 "speedup": self.suggestion.speedup,
+                "needs": self.suggestion.needs,
             }
         return {
             "layout": layout,
@@ -189,14 +219,53 @@ class CheckReport:
         }
 
 
+MOE_DEFAULT_PRESET = "8x7b"
+"""Assumed when a layout has expert parallelism but no model is given."""
+
+
 def model_for(request: CheckRequest) -> tuple[ModelSpec, tuple[str, ...]]:
-    """The model that sets the volumes, and a note when it was assumed rather than given."""
+    """The model that sets the volumes, and a note when it was assumed rather than given.
+
+    InputError where Megatron's training script refuses the model with the layout: --ep > 1 on a
+    dense model, or a number of experts that --ep does not divide.
+    """
+    ep = dict(request.sizes).get("ep", 1)
+    notes: tuple[str, ...] = ()
     if request.model_spec is not None:
-        return request.model_spec, ()
-    if request.model is not None:
-        return preset(request.model), ()
-    note = f"no model given: volumes of the {DEFAULT_PRESET} preset (--model, --hidden... to change)"
-    return preset(DEFAULT_PRESET), (note,)
+        spec = request.model_spec
+    elif request.model is not None:
+        spec = preset(request.model)
+    else:
+        name = MOE_DEFAULT_PRESET if ep > 1 else DEFAULT_PRESET
+        spec = preset(name)
+        notes = (f"no model given: volumes of the {name} preset (--model, --hidden... to change)",)
+    if ep > 1 and not spec.experts:
+        raise InputError(f"--ep {ep}: num_experts must be given to use expert model parallelism (Megatron's rule): "
+                         f"add --experts N or a mixture-of-experts --model such as {MOE_DEFAULT_PRESET}")
+    if spec.experts and spec.experts % ep:
+        raise InputError(f"--experts {spec.experts}: Number of experts should be a multiple of expert model "
+                         f"parallel_size (--ep {ep}, Megatron's rule)")
+    return spec, notes
+
+
+def volume_assumptions(spec: ModelSpec, layout: Layout) -> str:
+    """What the per-step times rest on: the model, the batch, the sequence and the optimizer."""
+    dp = layout.size("dp")
+    count = microbatches(spec, dp)
+    styles = {group.style for group in layout.gradient_groups()}
+    if "shard" in styles:
+        zero = "FSDP over the fsdp group (the mesh roles decide, not --zero)"
+    elif styles == {"replicate"}:
+        zero = "gradients all_reduced (replicate roles, not --zero)"
+    else:
+        zero = {0: "plain DP all_reduce (ZeRO-0)", 1: "distributed optimizer (ZeRO-1)", 2: "ZeRO-2",
+                3: "FSDP/ZeRO-3"}[min(spec.zero_stage, 3)]
+    vpp = f", {layout.vpp} virtual stages per rank" if layout.vpp > 1 else ""
+    experts = f", {spec.experts} experts top-{spec.top_k}" if spec.experts else ""
+    return (f"per-step volumes: model {spec.name} ({spec.params / 1e9:.3g}B params, hidden {spec.hidden}, "
+            f"{spec.layers} layers{experts}), sequence length {spec.seq}, micro-batch {spec.micro_batch}, "
+            f"global batch {spec.global_batch} sequences = {count} micro-batches per pipeline over dp {dp}{vpp}, "
+            f"{zero}, {spec.dtype_bytes}-byte elements")
 
 
 def check_layout(
@@ -217,7 +286,12 @@ def check_layout(
         capacity = len(request.visible_devices) * len(hosts)
     else:
         capacity = min(len(host.gpus) for host in hosts) * len(hosts)
-    layout = resolve_layout(request.sizes, capacity, request.order, request.mesh)
+    layout = resolve_layout(request.sizes, capacity, request.order, request.mesh, request.etp, request.vpp,
+                            request.mesh_roles, request.optimizer_instances)
+    spec, assumptions = model_for(request)
+    if layout.optimizer_instances > 1 and spec.zero_stage not in (1, 2):
+        raise InputError(f"--optimizer-instances {layout.optimizer_instances}: needs Megatron's distributed optimizer "
+                         f"(--zero 1 or 2), not ZeRO-{spec.zero_stage}")
     groups = build_groups(layout)
     try:
         if request.rank_map is not None:
@@ -231,21 +305,25 @@ def check_layout(
     cost_model = request.cost_model or CostModel()
     if measurements is not None:
         cost_model = calibrate(cost_model, measurements, hosts[0])
-    spec, assumptions = model_for(request)
+    assumptions = (*assumptions, volume_assumptions(spec, layout))
     if measurements is not None:
         assumptions = (*assumptions, f"cost model calibrated from measurements ({measurements.source})")
-    traffic = step_traffic(spec, dict(layout.sizes))
+    if layout.order:
+        assumptions = (*assumptions, f"these groups are what {order_needs(layout)} builds")
+    traffic = step_traffic(spec, {**dict(layout.sizes), "vpp": layout.vpp}, layout.gradient_groups())
     pricer = GroupPricer(placement, cost_model)
     context = _Context(layout, groups, placement, pricer, traffic, {})
     costs = step_costs(groups, pricer, traffic, context.links)
     context.costs.update({cost.dim: cost for cost in costs})
     findings = [
+        *_rejected_by_megatron(context),
         *_tp_crosses_node(context),
         *_tp_slow_link(context),
         *_ep_crosses_node(context),
         *_group_imbalance(context),
         *_nic_far_from_gpu(context, cost_model),
         *_dp_not_rail_aligned(context),
+        *_underfills(context, hosts, capacity, request),
     ]
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     suggestion = None
@@ -297,6 +375,49 @@ class _Context:
             max(counts.values()), min(len(host.gpus) for host in self.placement.hosts))
 
 
+def _pp_last(order: tuple[str, ...]) -> str:
+    """`order` with pp moved to the end (Megatron accepts every such order)."""
+    return "-".join((*(dim for dim in order if dim != "pp"), "pp"))
+
+
+def _rejected_by_megatron(ctx: _Context) -> list[Finding]:
+    reason = megatron_refusal(ctx.layout)
+    if reason is None:
+        return []
+    message = (f"Megatron-Core refuses this layout at start-up (initialize_model_parallel): \"{reason}\"; "
+               f"the groups shown are what it would have built")
+    fix = f"put pp last: --order {_pp_last(ctx.layout.order)}"
+    return [Finding("layout-rejected-by-megatron", "error", "pp", _ranks(ctx.groups["pp"][0]), message, fix=fix)]
+
+
+def _underfills(ctx: _Context, hosts: tuple[Host, ...], capacity: int, request: CheckRequest) -> list[Finding]:
+    world = ctx.layout.world_size
+    if request.rank_map is not None or world >= capacity:
+        return []
+    used: dict[int, set[int]] = {}
+    for node, position in zip(ctx.placement.node_of_rank, ctx.placement.gpu_of_rank, strict=True):
+        used.setdefault(node, set()).add(position)
+    idle: list[str] = []
+    for node, host in enumerate(hosts):
+        positions = ([position for position, gpu in enumerate(host.gpus) if gpu.index in request.visible_devices]
+                     if request.visible_devices is not None else range(len(host.gpus)))
+        free = [host.gpus[position].index for position in positions if position not in used.get(node, set())]
+        if free:
+            name = host.hostname or f"node {node}"
+            gpus = f"GPUs {','.join(map(str, free))}"
+            idle.append(f"{name}#{node} {gpus}" if len(hosts) > 1 else gpus)
+    shown = "; ".join(idle[:4]) + (f"; ... ({len(idle)} nodes in all)" if len(idle) > 4 else "")
+    message = f"the layout uses {world} of the {capacity} GPUs; {capacity - world} sit idle: {shown}"
+    fixed = world // max(1, ctx.layout.size("dp"))
+    if ctx.layout.mesh:
+        fix = f"make the --mesh sizes multiply to {capacity}, or use fewer --nodes"
+    elif capacity % fixed == 0:
+        fix = f"give --dp {capacity // fixed} (or leave --dp out) to use every GPU, or fewer --nodes"
+    else:
+        fix = "use fewer --nodes or --visible-devices so the cluster matches the layout"
+    return [Finding("layout-underfills", "warning", "", (), message, fix=fix)]
+
+
 def _ranks(group: list[int]) -> tuple[int, ...]:
     return tuple(group[:MAX_FINDING_RANKS])
 
@@ -326,11 +447,14 @@ def _tp_crosses_node(ctx: _Context) -> list[Finding]:
         partition = best_partition(ctx.pricer, host_class, tp)
         if partition is not None:
             best_cost = ctx.partition_time_s("tp", host_class, partition.groups)
-        order, mesh = ctx.layout.order, ctx.layout.mesh
+        order, mesh = ctx.layout.order, [dim.name for dim in ctx.layout.mesh]
+        tp_names = [dim.name for dim in ctx.layout.mesh if dim.role == "tp"]
         if order and any(ctx.layout.size(dim) > 1 for dim in order[: order.index("tp")]):
-            rest = "-".join(dim for dim in order if dim != "tp")
-            fix = f"put tp first in the order (--order tp-{rest}) so TP groups are consecutive local ranks"
-        elif mesh and any(ctx.layout.size(dim) > 1 for dim in mesh[mesh.index("tp") + 1 :]):
+            tp_first = ("tp", *(name for name in order if name != "tp"))
+            candidate = replace(ctx.layout, order=tp_first)
+            better = "-".join(tp_first) if megatron_refusal(candidate) is None else "tp-" + _pp_last(tp_first[1:])
+            fix = f"put tp first in the order (--order {better}) so TP groups are consecutive local ranks"
+        elif tp_names and any(ctx.layout.size(dim) > 1 for dim in mesh[mesh.index(tp_names[-1]) + 1 :]):
             fix = "make tp the last (fastest) --mesh dimension so TP groups are consecutive local ranks"
         else:
             fix = "use block placement (--distribution block, torchrun's default) so consecutive ranks share a node"
@@ -405,7 +529,7 @@ def _ep_crosses_node(ctx: _Context) -> list[Finding]:
     per_node = len(ctx.placement.hosts[0].gpus)
     crossed = links[first]
     message = (f"{len(crossing)} of {len(links)} EP groups span nodes: the expert all_to_all crosses {crossed.net_description}")
-    fix = f"keep tp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
+    fix = f"keep etp*ep <= {per_node} and tp-ep first in the order so each expert group stays inside a node"
     ep = ctx.layout.size("ep")
     best_cost = None
     if ep <= per_node:
@@ -430,7 +554,7 @@ def _group_imbalance(ctx: _Context) -> list[Finding]:
             continue
         slow_count = sum(1 for item in links if item.ring_gbps <= slowest.ring_gbps * IMBALANCE_RATIO)
         index = next(i for i, item in enumerate(links) if item is slowest)
-        message = (f"{DIMENSION_NAMES[dim]} groups ride different links: {slow_count} of {len(links)} are limited by "
+        message = (f"{GROUP_NAMES[dim]} groups ride different links: {slow_count} of {len(links)} are limited by "
                    f"{slowest.bottleneck_label} ({_gbps(slowest.ring_gbps)}), the best by {fastest.bottleneck_label} "
                    f"({_gbps(fastest.ring_gbps)}); every step waits for the slowest group")
         cost = ctx.costs.get(dim)
@@ -444,8 +568,7 @@ def _group_imbalance(ctx: _Context) -> list[Finding]:
 def _nic_far_from_gpu(ctx: _Context, cost_model: CostModel) -> list[Finding]:
     if len(ctx.placement.hosts) < 2:
         return []
-    crossing_dims = [dim for dim in ("tp", "cp", "ep", "dp", "pp")
-                     if ctx.layout.size(dim) > 1 and any(item.nodes > 1 for item in ctx.links(dim))]
+    crossing_dims = [dim for dim in ctx.costs if any(item.nodes > 1 for item in ctx.links(dim))]
     if not crossing_dims:
         return []
     far_by_class: dict[int, dict[int, str]] = {}
@@ -477,11 +600,12 @@ def _nic_far_from_gpu(ctx: _Context, cost_model: CostModel) -> list[Finding]:
 
 
 def _dp_not_rail_aligned(ctx: _Context) -> list[Finding]:
-    if ctx.layout.size("dp") < 2 or len(ctx.placement.hosts) < 2:
+    dim = ctx.layout.gradient_groups()[0].dim
+    if ctx.layout.size(dim) < 2 or len(ctx.placement.hosts) < 2:
         return []
     node_of, gpu_of = ctx.placement.node_of_rank, ctx.placement.gpu_of_rank
     misaligned: list[int] = []
-    for index, group in enumerate(ctx.groups["dp"]):
+    for index, group in enumerate(ctx.groups[dim]):
         per_node: dict[int, list[int]] = {}
         for rank in group:
             per_node.setdefault(node_of[rank], []).append(gpu_of[rank])
@@ -489,16 +613,17 @@ def _dp_not_rail_aligned(ctx: _Context) -> list[Finding]:
             misaligned.append(index)
     if not misaligned:
         return []
-    group = ctx.groups["dp"][misaligned[0]]
-    current = ctx.links("dp")[misaligned[0]]
+    group = ctx.groups[dim][misaligned[0]]
+    current = ctx.links(dim)[misaligned[0]]
     aligned = tuple(sorted((host_class, tuple(range(count))) for host_class, count in _per_node_counts(ctx, group)))
-    best_cost = ctx.dim_time_s("dp", ctx.pricer.links_of(aligned, len(group)))
-    cost = ctx.dim_time_s("dp", current)
-    message = (f"{len(misaligned)} of {len(ctx.groups['dp'])} DP groups use different local GPUs on different nodes, "
+    best_cost = ctx.dim_time_s(dim, ctx.pricer.links_of(aligned, len(group)))
+    cost = ctx.dim_time_s(dim, current)
+    message = (f"{len(misaligned)} of {len(ctx.groups[dim])} gradient ({dim}) groups use different local GPUs on "
+               "different nodes, "
                f"so their gradient traffic changes rails (crosses the network spine, which the cost model does not price): "
                f"e.g. ranks {group[:8]}")
     fix = "keep the same local-rank -> GPU mapping on every node (one CUDA_VISIBLE_DEVICES for all, block placement)"
-    return [Finding("dp-not-rail-aligned", "info", "dp", _ranks(group), message, current.bottleneck_label, cost, best_cost, fix)]
+    return [Finding("dp-not-rail-aligned", "info", dim, _ranks(group), message, current.bottleneck_label, cost, best_cost, fix)]
 
 
 def _per_node_counts(ctx: _Context, group: list[int]) -> list[tuple[int, int]]:

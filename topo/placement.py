@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from topo.errors import InputError
+from topo.layout import MAX_RANKS
 from topo.model import Host, Snapshot
 
 DISTRIBUTIONS = ("block", "cyclic")
@@ -66,6 +67,9 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
     """The cluster's hosts and their identity classes: one host repeated `nodes` times, or every host."""
     if nodes < 1:
         raise InputError(f"--nodes: must be at least 1, got {nodes}")
+    if nodes > MAX_RANKS:
+        raise InputError(f"--nodes {nodes:,}: more than the {MAX_RANKS:,} nodes linkscope checks "
+                         "(the largest clusters have a few hundred thousand GPUs)")
     if not snapshot.hosts:
         raise InputError(f"{snapshot.source or 'snapshot'}: no hosts in the snapshot")
     if len(snapshot.hosts) == 1:

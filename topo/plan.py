@@ -4,10 +4,11 @@ Degrees follow the usual Megatron practice on a machine like the SOURCE: tensor 
 stays inside a node and only as large as a clean ring (no PCIe/SYS hop) allows, pipeline
 parallelism is added until the model fits, data parallelism takes the rest. Memory per GPU:
 bf16 weights and gradients (4 bytes/param over tp*pp), Adam state (12 bytes/param) sharded
-over dp by the distributed optimizer (ZeRO-1; see :func:`state_bytes_per_param` for the other
-stages), and activations with sequence parallelism and selective
+by the distributed optimizer (ZeRO-1) over dp x cp, expert weights' over expert-dp (see
+:func:`state_bytes_per_param` for the other stages), and activations with sequence parallelism and selective
 recomputation, about 34*s*b*h bytes per layer (Korthikanti et al. 2022) over tp, for the
 p micro-batches in flight on the first stage (L/p layers each), all kept under MEMORY_BUDGET.
+A model no split fits is refused (InputError) rather than planned.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel
 from topo.cost.step import DimensionCost
 from topo.errors import InputError
+from topo.layout import MAX_RANKS
 from topo.model import Snapshot
 from topo.placement import Placement
+from topo.sizes import format_size_bytes
 from topo.suggest import best_partition, ring_is_slow
 from topo.volumes import (
     DEFAULT_PRESET,
     ModelSpec,
     Traffic,
     microbatches,
-    params_per_gpu,
     pipeline_bubble,
     preset,
+    split_params,
     step_traffic,
 )
 
@@ -40,7 +43,8 @@ DEFAULT_GPU_MEMORY_BYTES = 80 * 1024**3
 """Assumed when the snapshot does not say (an 80 GB H100/A100)."""
 
 PREFERRED_LINK = {"tp": "NVLink inside a node", "cp": "NVLink inside a node", "ep": "NVLink inside a node",
-                  "dp": "network, rail-aligned", "pp": "any (light traffic)"}
+                  "etp": "NVLink inside a node", "dp": "network, rail-aligned", "dp_cp": "network, rail-aligned",
+                  "edp": "network, rail-aligned", "pp": "any (light traffic)"}
 """What each dimension's traffic wants."""
 
 
@@ -85,6 +89,8 @@ class Plan:
     memory_total_bytes: float
     report: CheckReport
     assumptions: tuple[str, ...]
+    vpp: int = 1
+    """Virtual pipeline stages per rank."""
 
 
 def state_bytes_per_param(zero_stage: int, dp: int) -> float:
@@ -101,9 +107,15 @@ def state_bytes_per_param(zero_stage: int, dp: int) -> float:
 
 
 def memory_per_gpu_bytes(model: ModelSpec, tp: int, pp: int, dp: int, cp: int = 1, ep: int = 1) -> float:
-    """Predicted bytes per GPU: model state plus activations (see the module docstring)."""
-    params_here = params_per_gpu(model, tp, pp, ep)
-    states = params_here * state_bytes_per_param(model.zero_stage, dp)
+    """Predicted bytes per GPU: model state plus activations (see the module docstring).
+
+    The distributed optimizer shards the dense weights' state over dp x cp and the expert weights'
+    over expert-dp, the groups their gradients are reduced over.
+    """
+    dense, expert = split_params(model)
+    expert_dp = max(1, dp * cp // max(1, ep))
+    states = (dense / (tp * pp) * state_bytes_per_param(model.zero_stage, dp * cp)
+              + expert / (tp * max(1, ep) * pp) * state_bytes_per_param(model.zero_stage, expert_dp))
     activations = 34 * model.seq / cp * model.micro_batch * model.hidden * model.layers / tp
     return states + activations
 
@@ -114,14 +126,21 @@ def plan_layout(
     model: ModelSpec | None = None,
     pinned: dict[str, int] | None = None,
     cost_model: CostModel | None = None,
+    vpp: int = 1,
 ) -> Plan:
-    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host and price the result."""
+    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host and price the result.
+
+    `vpp` virtual stages per rank (interleaved schedule) shrink the bubble; they need a pipeline.
+    """
     host = snapshot.host
     per_node = len(host.gpus)
     if gpus < 1:
         raise InputError(f"--gpus: must be at least 1, got {gpus}")
     if per_node == 0:
         raise InputError(f"{snapshot.source or 'snapshot'}: the host has no GPUs")
+    if gpus > MAX_RANKS:
+        raise InputError(f"--gpus {gpus:,}: more than the {MAX_RANKS:,} GPUs linkscope plans for "
+                         "(the largest clusters have a few hundred thousand)")
     if gpus > per_node and gpus % per_node:
         raise InputError(f"--gpus {gpus} is not a whole number of {per_node}-GPU nodes")
     nodes = max(1, gpus // per_node)
@@ -137,16 +156,19 @@ def plan_layout(
     pricer = GroupPricer(Placement((host,), (0,), (), (), "plan"), cost_model or CostModel())
     degrees, memory_needed = _choose(model, gpus, min(per_node, gpus), pinned, pricer, memory * MEMORY_BUDGET)
     sizes = {degree.dim: degree.size for degree in degrees}
-    request = CheckRequest(sizes=tuple(sizes.items()), nodes=nodes, model_spec=model, cost_model=cost_model)
+    if vpp > 1 and sizes.get("pp", 1) < 2:
+        raise InputError(f"--vpp {vpp}: the plan has no pipeline (pp 1); pin --pp 2 or more for an interleaved schedule")
+    request = CheckRequest(sizes=tuple(sizes.items()), nodes=nodes, model_spec=model, cost_model=cost_model, vpp=vpp)
     if gpus < per_node:
         request = replace(request, visible_devices=tuple(gpu.index for gpu in host.gpus[:gpus]))
     report = check_layout(snapshot, request)
     costs = {cost.dim: cost for cost in report.costs}
     placed = tuple(replace(degree, placement=_placement_text(degree.dim, degree.size, report, per_node)) for degree in degrees)
-    rows = tuple(_traffic_row(item, costs) for item in step_traffic(model, sizes))
+    gradients = report.layout.gradient_groups() if report.layout is not None else None
+    rows = tuple(_traffic_row(item, costs) for item in step_traffic(model, {**sizes, "vpp": vpp}, gradients))
     count = microbatches(model, sizes.get("dp", 1))
-    return Plan(gpus, nodes, model, placed, rows, count, pipeline_bubble(sizes.get("pp", 1), count), memory_needed,
-                float(memory), report, tuple(assumptions))
+    return Plan(gpus, nodes, model, placed, rows, count, pipeline_bubble(sizes.get("pp", 1), count, vpp), memory_needed,
+                float(memory), report, tuple(assumptions), vpp)
 
 
 def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], pricer: GroupPricer,
@@ -175,9 +197,13 @@ def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], 
         pins = ", ".join(f"{dim} {size}" for dim, size in sorted(pinned.items())) or "none"
         raise InputError(f"--gpus {gpus}: no tp*pp*cp*dp split of the GPUs works with ep {ep} (pinned: {pins})")
     fitting = [item for item in valid if item[3] <= budget]
-    best = fitting[0] if fitting else min(valid, key=lambda item: item[3])
-    tp, pp, dp, needed = best
-    fits = needed <= budget
+    if not fitting:
+        tp, pp, dp, needed = min(valid, key=lambda item: item[3])
+        raise InputError(f"--model {model.name}: does not fit on {gpus} GPUs: the leanest split (tp {tp}, pp {pp}, "
+                         f"dp {dp}) needs ~{format_size_bytes(needed)} per GPU, more than the "
+                         f"{format_size_bytes(budget)} budget ({MEMORY_BUDGET:.0%} of each GPU's memory); "
+                         "use more GPUs or a smaller model")
+    tp, pp, dp, needed = fitting[0]
     largest_clean = clean_tp[-1] if clean_tp else 1
     degrees = [
         Degree("tp", tp, "", "pinned by --tp" if "tp" in pinned else
@@ -194,9 +220,6 @@ def _choose(model: ModelSpec, gpus: int, per_node: int, pinned: dict[str, int], 
     if ep > 1:
         degrees.insert(1, Degree("ep", ep, "", "pinned by --ep" if "ep" in pinned else
                                  f"{model.experts} experts spread inside a node"))
-    if not fits:
-        reason = "no split fits in memory; this one needs the least (use more GPUs or a smaller model)"
-        degrees[0] = replace(degrees[0], reason=reason)
     return degrees, needed
 
 
@@ -227,9 +250,9 @@ def _traffic_row(item: Traffic, costs: dict[str, DimensionCost]) -> TrafficRow:
     op_cost = next((op for op in cost.ops if op.op == item.op), None) if cost is not None else None
     actual = cost.link_label if cost is not None else "-"
     link_class = cost.link_class if cost is not None else ""
-    if item.dim in ("tp", "cp", "ep"):
+    if item.dim in ("tp", "cp", "ep", "etp"):
         risk = "ok" if link_class == "NV" else "high"
-    elif item.dim == "dp":
+    elif item.dim in ("dp", "dp_cp", "edp"):
         risk = "medium" if link_class in ("SYS", "NODE", "PHB") else "ok"
     else:
         risk = "ok"

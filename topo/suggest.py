@@ -11,12 +11,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topo.cost.groups import GroupPricer
 from topo.cost.step import step_costs
 from topo.errors import InputError
-from topo.layout import Layout, build_groups
+from topo.layout import Layout, build_groups, effective_order, megatron_refusal, order_needs
 from topo.model import Host, LinkKind
 from topo.placement import LayoutMismatch, Placement, place_ranks
 from topo.volumes import Traffic
@@ -58,6 +58,8 @@ class Suggestion:
     time_s: float
     """Predicted communication time per step with the suggestion."""
     current_time_s: float
+    needs: str = ""
+    """What can start the suggested order: Megatron's training script (with which flag), megatron-core, DeviceMesh."""
 
     @property
     def speedup(self) -> float:
@@ -136,16 +138,30 @@ def step_time_s(layout: Layout, placement: Placement, pricer: GroupPricer, traff
     return sum(cost.time_s for cost in step_costs(build_groups(layout), pricer.rebind(placement), traffic))
 
 
-def _orders(layout: Layout) -> list[tuple[str, ...]]:
-    """Candidate orders: every permutation of the dimensions larger than 1 (the others keep their places)."""
-    names = layout.mesh if layout.mesh else layout.order
-    slots = [index for index, name in enumerate(names) if layout.size(name) > 1]
+def candidate_layouts(layout: Layout) -> list[Layout]:
+    """Candidate layouts: every permutation of the order's (or mesh's) dimensions that shape a group, the
+    others keeping their places; never one Megatron refuses."""
+    if layout.mesh:
+        dims = layout.mesh
+        slots = [index for index, dim in enumerate(dims) if dim.size > 1]
+        meshes = []
+        for permutation in itertools.permutations([dims[index] for index in slots]):
+            mesh = list(dims)
+            for index, dim in zip(slots, permutation, strict=True):
+                mesh[index] = dim
+            meshes.append(replace(layout, mesh=tuple(mesh)))
+        return meshes
+    names = layout.order
+    grids = {name for grid in effective_order(layout) for name in grid}
+    places = [index for index, name in enumerate(names) if name in grids]
     orders = []
-    for permutation in itertools.permutations([names[index] for index in slots]):
+    for names_permuted in itertools.permutations([names[index] for index in places]):
         order = list(names)
-        for index, name in zip(slots, permutation, strict=True):
+        for index, name in zip(places, names_permuted, strict=True):
             order[index] = name
-        orders.append(tuple(order))
+        candidate = replace(layout, order=tuple(order))
+        if megatron_refusal(candidate) is None:
+            orders.append(candidate)
     return orders
 
 
@@ -157,7 +173,8 @@ def suggest_layout(
     distribution: str,
     visible_devices: tuple[int, ...] | None,
 ) -> Suggestion | None:
-    """The cheapest candidate layout when it beats the current one by more than 1%, else None."""
+    """The cheapest candidate layout when it beats the current one by more than 1% (or the current one is
+    refused by Megatron), else None."""
     current = step_time_s(layout, placement, pricer, traffic)
     hosts, classes = placement.hosts, placement.host_class
     host = hosts[0]
@@ -171,11 +188,10 @@ def suggest_layout(
                 device_options.append(permuted)
         if visible_devices is not None:
             device_options.append(None)
-    current_order = layout.mesh if layout.mesh else layout.order
+    refused = megatron_refusal(layout) is not None
     tp_may_cross = _tp_crosses_node(layout, placement, pricer)
-    scored: list[tuple[float, float, tuple[str, ...], str, tuple[int, ...] | None]] = []
-    for order in _orders(layout):
-        candidate = _with_order(layout, order)
+    scored: list[tuple[float, float, Layout, str, tuple[int, ...] | None]] = []
+    for candidate in candidate_layouts(layout):
         for distribution_option in ("block", "cyclic") if len(hosts) > 1 else (distribution,):
             for devices in device_options:
                 try:
@@ -184,26 +200,27 @@ def suggest_layout(
                     continue
                 if not tp_may_cross and _tp_crosses_node(candidate, moved, pricer):
                     continue
-                changes = 1.1 * (order != current_order) + (devices != visible_devices)
+                changes = 1.1 * (candidate != layout) + (devices != visible_devices)
                 changes += (distribution_option != distribution) + 0.5 * (distribution_option != "block")
-                scored.append((step_time_s(candidate, moved, pricer, traffic), changes, order, distribution_option, devices))
+                scored.append((step_time_s(candidate, moved, pricer, traffic), changes, candidate, distribution_option,
+                               devices))
     if not scored:
         return None
     fastest = min(item[0] for item in scored)
     near_best = [item for item in scored if item[0] <= fastest * (1 + TIE_FRACTION)]
-    time_s, _, order, chosen_distribution, devices = min(near_best, key=lambda item: (item[1], item[0]))
-    if time_s >= current * (1 - TIE_FRACTION):
+    time_s, _, candidate, chosen_distribution, devices = min(near_best, key=lambda item: (item[1], item[0]))
+    if time_s >= current * (1 - TIE_FRACTION) and not refused:
         return None
-    candidate = _with_order(layout, order)
     flags = []
-    if order != current_order:
+    if candidate != layout:
         flags.append(f"--mesh {candidate.order_string}" if layout.mesh else f"--order {candidate.order_string}")
     if chosen_distribution != distribution:
         flags.append(f"--distribution {chosen_distribution}")
     env: tuple[tuple[str, str], ...] = ()
     if devices is not None:
         env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, devices))),)
-    return Suggestion(candidate.order_string, chosen_distribution, devices, tuple(flags), env, time_s, current)
+    return Suggestion(candidate.order_string, chosen_distribution, devices, tuple(flags), env, time_s, current,
+                      order_needs(candidate))
 
 
 def _tp_crosses_node(layout: Layout, placement: Placement, pricer: GroupPricer) -> bool:
@@ -213,8 +230,3 @@ def _tp_crosses_node(layout: Layout, placement: Placement, pricer: GroupPricer) 
     node_of = placement.node_of_rank
     return any(len({node_of[rank] for rank in group}) > 1 for group in build_groups(layout)["tp"])
 
-
-def _with_order(layout: Layout, order: tuple[str, ...]) -> Layout:
-    if layout.mesh:
-        return Layout(layout.sizes, layout.world_size, mesh=order)
-    return Layout(layout.sizes, layout.world_size, order=order)

@@ -4,24 +4,30 @@ From the Megatron-LM papers (Shoeybi et al. 2019, Narayanan et al. 2021, Korthik
 2022), for micro-batch b, sequence s, hidden h, L layers on p pipeline stages, m micro-batches
 per step, element size e bytes:
 - TP: 2 all_reduces of b*s*h*e bytes per layer forward and 2 backward (with sequence
-  parallelism each becomes an all_gather + reduce_scatter of the same size);
+  parallelism each becomes an all_gather + reduce_scatter of the same size); in a mixture of
+  experts only the attention's pair stays on tp, the expert MLP's runs on the expert-TP group
+  (etp) as an all_gather + reduce_scatter of the routed tokens;
 - CP: each layer gathers K and V (2*b*s*h_kv*e bytes) forward and reduce-scatters their
   gradients backward;
 - EP: one dispatch and one combine all_to_all of b*s*top_k*h*e bytes per MoE layer forward, the
   same backward;
-- DP: one all_reduce of the gradients (params / (tp*pp) * e bytes, expert weights also / ep, see
-  :func:`params_per_gpu`) per step; under ZeRO-1/2 a
-  reduce_scatter + all_gather of the same size, under ZeRO-3/FSDP the parameters are gathered
-  again in the backward pass (2 all_gathers + 1 reduce_scatter);
-- PP: one b*s*h*e activation forward and one gradient backward per micro-batch per stage boundary.
+- gradients, once per step, where the framework reduces them (:class:`topo.layout.GradientGroup`):
+  Megatron reduces the dense weights' (params / (tp*pp) * e bytes) over dp x cp and the expert
+  weights' (/ (etp*ep*pp)) over expert-dp; an all_reduce under ZeRO-0, a reduce_scatter +
+  all_gather under the distributed optimizer (ZeRO-1/2), and under ZeRO-3/FSDP the parameters
+  are gathered again in the backward pass (2 all_gathers + 1 reduce_scatter);
+- PP: one b*s*h*e activation forward and one gradient backward per micro-batch per stage
+  boundary, v times over with v virtual stages per rank.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from topo.errors import InputError
+from topo.layout import GradientGroup
 
 
 @dataclass(frozen=True)
@@ -89,10 +95,16 @@ class Traffic:
         return self.size_bytes * self.calls_per_step
 
 
-def params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int = 1) -> float:
-    """Parameters one GPU holds: dense weights over tp*pp, expert weights over tp*ep*pp."""
+def params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int = 1, etp: int | None = None) -> float:
+    """Parameters one GPU holds: dense weights over tp*pp, expert weights over etp*ep*pp (etp = tp unless given)."""
+    dense, expert = split_params(model)
+    return dense / (tp * pp) + expert / ((tp if etp is None else etp) * max(1, ep) * pp)
+
+
+def split_params(model: ModelSpec) -> tuple[float, float]:
+    """(dense, expert) parameter counts: expert weights are those expert parallelism shards."""
     expert = model.params * model.expert_fraction if model.experts else 0.0
-    return (model.params - expert) / (tp * pp) + expert / (tp * max(1, ep) * pp)
+    return model.params - expert, expert
 
 
 def microbatches(model: ModelSpec, dp: int) -> int:
@@ -100,48 +112,77 @@ def microbatches(model: ModelSpec, dp: int) -> int:
     return max(1, model.global_batch // max(1, model.micro_batch * dp))
 
 
-def pipeline_bubble(pp: int, microbatch_count: int) -> float:
-    """Idle share of a 1F1B pipeline step: (p-1)/(m+p-1)."""
-    return (pp - 1) / (microbatch_count + pp - 1) if pp > 1 else 0.0
+def pipeline_bubble(pp: int, microbatch_count: int, vpp: int = 1) -> float:
+    """Idle share of a 1F1B pipeline step: (p-1)/(m+p-1); interleaved over v virtual stages, (p-1)/(v*m+p-1)."""
+    return (pp - 1) / (vpp * microbatch_count + pp - 1) if pp > 1 else 0.0
 
 
-def step_traffic(model: ModelSpec, sizes: dict[str, int]) -> list[Traffic]:
-    """Every collective each dimension with size > 1 runs per optimizer step, per rank."""
+def megatron_gradients(sizes: Mapping[str, int]) -> tuple[GradientGroup, ...]:
+    """Megatron's gradient groups for these sizes: dense over dp x cp, expert over expert-dp."""
     tp, cp, ep, dp, pp = (sizes.get(dim, 1) for dim in ("tp", "cp", "ep", "dp", "pp"))
+    etp = sizes.get("etp", tp)
+    world = tp * cp * dp * pp
+    return (GradientGroup("dp_cp" if cp > 1 else "dp", dp * cp, "dense", "optimizer"),
+            GradientGroup("edp", max(1, world // (etp * ep * pp)), "expert", "optimizer"))
+
+
+def step_traffic(model: ModelSpec, sizes: Mapping[str, int],
+                 gradients: Sequence[GradientGroup] | None = None) -> list[Traffic]:
+    """Every collective each group set with size > 1 runs per optimizer step, per rank.
+
+    `sizes` holds tp, cp, ep, dp, pp (and etp, vpp when not the defaults); `gradients` says where
+    gradients are reduced (Megatron's groups when None).
+    """
+    tp, cp, ep, dp, pp = (sizes.get(dim, 1) for dim in ("tp", "cp", "ep", "dp", "pp"))
+    etp, vpp = sizes.get("etp", tp), sizes.get("vpp", 1)
     e, b, h = model.dtype_bytes, model.micro_batch, model.hidden
     tokens = b * model.seq // cp
     m = microbatches(model, dp)
     layers_here = max(1, -(-model.layers // pp))
     activation = tokens * h * e
+    routed = tokens * max(1, model.top_k) * h * e
     result: list[Traffic] = []
     if tp > 1:
-        calls = 4 * layers_here * m
+        per_layer = 2 if model.experts else 4
+        calls = per_layer * layers_here * m
+        which = "attention, 1 per layer fwd + 1 bwd" if model.experts else "activations, 2 per layer fwd + 2 bwd"
         if model.sequence_parallel:
-            what = "activations, 2 per layer fwd + 2 bwd (sequence parallel)"
-            result.append(Traffic("tp", "all_gather", activation, calls, what))
-            result.append(Traffic("tp", "reduce_scatter", activation, calls, what))
+            result.append(Traffic("tp", "all_gather", activation, calls, f"{which} (sequence parallel)"))
+            result.append(Traffic("tp", "reduce_scatter", activation, calls, f"{which} (sequence parallel)"))
         else:
-            result.append(Traffic("tp", "all_reduce", activation, calls, "activations, 2 per layer fwd + 2 bwd"))
+            result.append(Traffic("tp", "all_reduce", activation, calls, which))
     if cp > 1:
         kv = 2 * tokens * cp * (model.kv_hidden or h) * e // tp
         result.append(Traffic("cp", "all_gather", kv, layers_here * m, "K and V, 1 per layer fwd"))
         result.append(Traffic("cp", "reduce_scatter", kv, layers_here * m, "K and V gradients, 1 per layer bwd"))
     if ep > 1 and model.experts:
-        routed = tokens * max(1, model.top_k) * h * e
         result.append(Traffic("ep", "all_to_all", routed, 4 * layers_here * m, "routed tokens, dispatch + combine fwd and bwd"))
-    if dp > 1:
-        grads = int(params_per_gpu(model, tp, pp, ep) * e)
-        if model.zero_stage == 0:
-            result.append(Traffic("dp", "all_reduce", grads, 1, "gradients, once per step"))
-        else:
-            gathers = 2 if model.zero_stage >= 3 else 1
-            result.append(Traffic("dp", "reduce_scatter", grads, 1, "gradients, once per step"))
-            label = "parameters, fwd and bwd (FSDP)" if gathers == 2 else "updated parameters, once per step"
-            result.append(Traffic("dp", "all_gather", grads, gathers, label))
+    if etp > 1 and model.experts:
+        what = "routed tokens of the expert MLP, 1 per layer fwd + 1 bwd"
+        result.append(Traffic("etp", "all_gather", routed, 2 * layers_here * m, what))
+        result.append(Traffic("etp", "reduce_scatter", routed, 2 * layers_here * m, what))
+    dense, expert = split_params(model)
+    per_rank = {"dense": dense / (tp * pp), "expert": expert / (etp * ep * pp), "all": params_per_gpu(model, tp, pp, ep, etp)}
+    for group in megatron_gradients(sizes) if gradients is None else gradients:
+        grads = int(per_rank[group.params] * e / group.shard_factor)
+        if group.size > 1 and grads > 0:
+            result += _gradient_traffic(model, group, grads)
     if pp > 1:
         boundary = activation // (tp if model.sequence_parallel else 1)
-        result.append(Traffic("pp", "send_recv", boundary, 2 * m, "activations fwd + gradients bwd per micro-batch"))
+        what = "activations fwd + gradients bwd per micro-batch" + (f" and virtual stage ({vpp})" if vpp > 1 else "")
+        result.append(Traffic("pp", "send_recv", boundary, 2 * m * vpp, what))
     return result
+
+
+def _gradient_traffic(model: ModelSpec, group: GradientGroup, grads: int) -> list[Traffic]:
+    """The collectives that reduce `grads` bytes per rank over `group`, per its style and the ZeRO stage."""
+    weights = {"dense": "dense gradients", "expert": "expert gradients", "all": "gradients"}[group.params]
+    if group.style == "replicate" or (group.style == "optimizer" and model.zero_stage == 0):
+        return [Traffic(group.dim, "all_reduce", grads, 1, f"{weights}, once per step")]
+    fsdp = group.style == "shard" or model.zero_stage >= 3
+    label = "parameters, fwd and bwd (FSDP)" if fsdp else "updated parameters, once per step"
+    return [Traffic(group.dim, "reduce_scatter", grads, 1, f"{weights}, once per step"),
+            Traffic(group.dim, "all_gather", grads, 2 if fsdp else 1, label)]
 
 
 _COUNT = re.compile(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([KMBT]?)\s*\Z", re.IGNORECASE)

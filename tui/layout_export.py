@@ -33,6 +33,8 @@ def suggestion_text(suggestion: Suggestion | None) -> Text:
     env = " ".join(f"{name}={value}" for name, value in suggestion.env)
     text.append(" ".join(part for part in (env, " ".join(suggestion.flags)) if part) or "a different layout")
     text.append(f"  predicted {suggestion.speedup:.2f}x faster communication per step", style="bold")
+    if suggestion.needs and any(flag.startswith(("--order", "--mesh")) for flag in suggestion.flags):
+        text.append(f"  (started by {suggestion.needs})")
     text.append("  (a: apply)")
     return text
 

@@ -9,8 +9,6 @@ The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from linkscope.files import load_measurements
@@ -18,7 +16,7 @@ from linkscope.source import add_source_argument, open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
-from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh, parse_positive_int
+from topo.layout import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
 
@@ -39,10 +37,21 @@ def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
     for dim, what in (("tp", "tensor"), ("cp", "context"), ("ep", "expert"), ("dp", "data"), ("pp", "pipeline")):
         extra = " (default: inferred from the world size)" if dim == "dp" else " (default 1)"
         group.add_argument(f"--{dim}", type=_positive_int, metavar="N", help=f"{what}-parallel size{extra}")
+    group.add_argument("--etp", type=_positive_int, metavar="N",
+                       help="expert tensor-parallel size, Megatron's --expert-tensor-parallel-size (default: --tp)")
+    group.add_argument("--vpp", type=_positive_int, default=1, metavar="N",
+                       help="virtual pipeline stages per rank (interleaved schedule; needs --pp 2 or more)")
+    group.add_argument("--optimizer-instances", type=_positive_int, default=1, metavar="N",
+                       help="Megatron's --num-distributed-optimizer-instances: shard the optimizer inside N slices "
+                       "of the gradient group, all_reduce between them (default 1)")
     group.add_argument("--order", default=None, metavar="ORDER",
                        help=f"Megatron rank order, first dimension varies fastest (default {DEFAULT_ORDER})")
     group.add_argument("--mesh", default=None, metavar="SHAPE",
-                       help="PyTorch DeviceMesh shape instead of --order, outermost first, e.g. dp=4,tp=8")
+                       help="PyTorch DeviceMesh shape instead of --order, outermost first, any dimension names, "
+                       "e.g. dp=4,tp=8 or dp_replicate=2,dp_shard=4,cp=2,tp=2")
+    group.add_argument("--mesh-roles", default=None, metavar="ROLES",
+                       help="what each --mesh dimension does, e.g. rep=replicate,shard=fsdp; roles: "
+                       f"{', '.join(MESH_ROLES)} (defaults: tp cp ep pp dp by name, dp_shard=fsdp, dp_replicate=replicate)")
     group.add_argument("--nodes", type=_positive_int, default=1, metavar="N",
                        help="number of nodes: the SOURCE host repeated N times (default 1)")
     group.add_argument("--distribution", choices=DISTRIBUTIONS, default="block",
@@ -87,6 +96,7 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
     """A CheckRequest from the layout and model flags (and `--rank-map`, when the command has it)."""
     if args.mesh is not None and args.order is not None:
         raise InputError("--mesh and --order are two ways to say the same thing: give one")
+    roles = parse_mesh_roles(args.mesh_roles) if getattr(args, "mesh_roles", None) else ()
     sizes = tuple((dim, getattr(args, dim)) for dim in DIMENSIONS if getattr(args, dim) is not None)
     visible = parse_visible_devices(args.visible_devices) if args.visible_devices is not None else None
     rank_map = None
@@ -101,6 +111,10 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
         sizes=sizes,
         order=args.order or DEFAULT_ORDER,
         mesh=parse_mesh(args.mesh) if args.mesh is not None else None,
+        mesh_roles=roles,
+        etp=getattr(args, "etp", None),
+        vpp=getattr(args, "vpp", 1),
+        optimizer_instances=getattr(args, "optimizer_instances", 1),
         nodes=args.nodes,
         distribution=args.distribution,
         visible_devices=visible,
@@ -128,19 +142,24 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "check",
         help="check a job's rank layout against the machine: which group crosses which link",
         description=(
-            "Expand a training job's process groups exactly as Megatron-LM (order strings) or PyTorch "
-            "DeviceMesh build them, place the ranks as torchrun or Slurm would, price every group's "
-            "collectives on the links its best ring crosses, and report what is wrong: TP groups across "
-            "nodes or over PCIe, expert groups across nodes, imbalanced groups, far NICs. Exit status 1 "
-            "when a finding is at or above --fail-on; --suggest searches for a faster order and "
-            "CUDA_VISIBLE_DEVICES."
+            "Expand a training job's process groups exactly as Megatron-LM (order strings; the dense grid "
+            "and the expert grid of --etp, --ep and expert-dp) or PyTorch DeviceMesh (any dimension names, "
+            "with --mesh-roles) build them, place the ranks as torchrun or Slurm would, price every group's "
+            "collectives on the links its best ring crosses (gradients over dp x cp and expert-dp, as "
+            "Megatron reduces them), and report what is wrong: TP groups across nodes or over PCIe, expert "
+            "groups across nodes, imbalanced groups, far NICs, idle GPUs, layouts Megatron refuses at "
+            "start-up (layout-rejected-by-megatron). Layouts whose groups cannot be built exit 2 with the "
+            "framework's reason. Exit status 1 when a finding is at or above --fail-on; --suggest searches "
+            "for a faster order (never one Megatron refuses) and CUDA_VISIBLE_DEVICES."
         ),
         epilog=(
             "examples:\n"
             "  linkscope check sample:dgx-h100 --tp 8 --pp 4 --nodes 8\n"
             "  linkscope check sample:a100-pcie-nvbridge-4 --tp 2 --visible-devices 0,2,1,3 --suggest\n"
             "  linkscope check sample:dgx1-v100 --mesh dp=1,tp=8 --json\n"
-            "  linkscope check sample:dgx-h100 --tp 8 --nodes 2 --order dp-tp-pp --fail-on error"
+            "  linkscope check sample:dgx-h100 --tp 8 --nodes 2 --order dp-tp-pp --fail-on error\n"
+            "  linkscope check sample:dgx-h100 --nodes 2 --tp 4 --etp 2 --ep 4 --model 8x7b\n"
+            "  linkscope check sample:dgx-h100 --nodes 4 --mesh dp_replicate=2,dp_shard=4,cp=2,tp=2"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -169,9 +188,10 @@ def run(args: argparse.Namespace) -> int:
     measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     if args.json:
+        from linkscope.render.json_out import print_json
+
         large = report.layout is not None and report.layout.world_size > 4096
-        json.dump(report.to_json(), sys.stdout, separators=(",", ":") if large else None)
-        sys.stdout.write("\n")
+        print_json(report.to_json(), indent=None, compact=large)
     else:
         _print(report, args.suggest)
     return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK

@@ -8,7 +8,6 @@ Rich tables, `--markdown`, or `--json`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
@@ -40,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--gpus", type=int, required=True, metavar="N", help="total GPUs of the job")
     for dim in DIMENSIONS:
         parser.add_argument(f"--{dim}", type=int, default=None, metavar="N", help=f"pin the {dim} degree")
+    parser.add_argument("--vpp", type=int, default=1, metavar="N",
+                        help="virtual pipeline stages per rank (interleaved schedule: a smaller bubble; needs pp > 1)")
     add_model_arguments(parser)
     parser.add_argument("--cost-params", default=None, metavar="FILE", help="JSON overrides of the link parameters")
     output = parser.add_mutually_exclusive_group()
@@ -56,11 +57,16 @@ def run(args: argparse.Namespace) -> int:
     for dim, value in pinned.items():
         if value < 1:
             raise InputError(f"--{dim}: must be at least 1, got {value}")
-    plan = plan_layout(open_source(args.source), args.gpus, model_from_args(args), pinned, cost_model_from_args(args))
+    if args.vpp < 1:
+        raise InputError(f"--vpp: must be at least 1, got {args.vpp}")
+    plan = plan_layout(open_source(args.source), args.gpus, model_from_args(args), pinned, cost_model_from_args(args),
+                       args.vpp)
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 
     if args.json:
-        print(json.dumps(plan_json(plan), indent=2))
+        from linkscope.render.json_out import print_json
+
+        print_json(plan_json(plan))
     elif args.markdown:
         print(plan_markdown(plan), end="")
     else:

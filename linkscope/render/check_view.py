@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topo.checks import CheckReport, Finding
-from topo.layout import DIMENSION_NAMES
+from topo.layout import GROUP_NAMES
 from topo.sizes import format_size_bytes
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -45,13 +45,15 @@ def groups_table(report: CheckReport) -> Table:
         table.add_column(column)
     costs = {cost.dim: cost for cost in report.costs}
     layout = report.layout
+    roles = {dim.name: dim.role for dim in layout.mesh} if layout is not None else {}
     for dim, groups in report.groups.items():
-        size = layout.size(dim) if layout is not None else len(groups[0]) if groups else 0
-        if size < 2:
+        size = len(groups[0]) if groups else 0
+        if size < 2 or (dim in ("etp", "edp") and not (layout is not None and layout.has_expert_layout)):
             continue
         cost = costs.get(dim)
+        name = GROUP_NAMES.get(dim) or f"mesh dimension, role {roles.get(dim, '?')}"
         table.add_row(
-            Text(f"{dim} ({DIMENSION_NAMES[dim]})"),
+            Text(f"{dim} ({name})"),
             str(len(groups)),
             str(size),
             Text(_group_text(groups)),
@@ -96,9 +98,16 @@ def check_view(report: CheckReport) -> RenderableType:
     """The whole `check` output."""
     parts: list[RenderableType] = []
     if report.layout is not None:
-        sizes = " ".join(f"{dim}={size}" for dim, size in report.layout.sizes if size > 1) or "one rank per group"
-        form = "mesh" if report.layout.mesh else "order"
-        parts.append(Text(f"Layout: {sizes}, world size {report.layout.world_size}, {form} {report.layout.order_string}"))
+        layout = report.layout
+        shown = [(dim, size) for dim, size in layout.sizes if size > 1 and (dim != "etp" or layout.has_expert_layout)]
+        if layout.has_expert_layout:
+            shown.append(("edp", layout.size("edp")))
+        if layout.vpp > 1:
+            shown.append(("vpp", layout.vpp))
+        sizes = " ".join(f"{dim}={size}" for dim, size in shown) or "one rank per group"
+        form = "mesh" if layout.mesh else "order"
+        roles = f" (roles {', '.join(f'{dim.name}={dim.role}' for dim in layout.mesh)})" if layout.mesh else ""
+        parts.append(Text(f"Layout: {sizes}, world size {layout.world_size}, {form} {layout.order_string}{roles}"))
     if report.placement_description:
         parts.append(Text(f"Placement: {report.placement_description}"))
     for note in report.assumptions:
@@ -123,4 +132,6 @@ def check_view(report: CheckReport) -> RenderableType:
             parts.append(Text(f"  export {name}={value}"))
         for flag in suggestion.flags:
             parts.append(Text(f"  {flag}"))
+        if suggestion.needs and any(flag.startswith(("--order", "--mesh")) for flag in suggestion.flags):
+            parts.append(Text(f"  started by: {suggestion.needs}"))
     return Group(*parts)

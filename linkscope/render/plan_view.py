@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.check_view import finding_view, format_seconds
-from topo.layout import DIMENSION_NAMES
+from topo.layout import GROUP_NAMES
 from topo.plan import Plan
 from topo.sizes import format_size_bytes
 
@@ -24,7 +24,9 @@ def _title(plan: Plan) -> str:
 
 def _summary_lines(plan: Plan) -> list[str]:
     return [
-        f"Pipeline bubble (p-1)/(m+p-1) = {plan.bubble:.1%} with m = {plan.microbatches} micro-batches",
+        (f"Pipeline bubble (p-1)/(v*m+p-1) = {plan.bubble:.1%} with m = {plan.microbatches} micro-batches, "
+         f"v = {plan.vpp} virtual stages" if plan.vpp > 1 else
+         f"Pipeline bubble (p-1)/(m+p-1) = {plan.bubble:.1%} with m = {plan.microbatches} micro-batches"),
         f"Memory per GPU: ~{format_size_bytes(plan.memory_per_gpu_bytes)} of {format_size_bytes(plan.memory_total_bytes)}",
         f"Communication per step (no overlap): {format_seconds(plan.report.step_time_s)}",
     ]
@@ -36,7 +38,7 @@ def plan_view(plan: Plan) -> RenderableType:
     for column in ("dim", "degree", "placement", "reason"):
         degrees.add_column(column)
     for degree in plan.degrees:
-        degrees.add_row(f"{degree.dim} ({DIMENSION_NAMES[degree.dim]})", str(degree.size), Text(degree.placement),
+        degrees.add_row(f"{degree.dim} ({GROUP_NAMES[degree.dim]})", str(degree.size), Text(degree.placement),
                         Text(degree.reason))
     traffic = Table(title="Communication per step", title_justify="left", show_edge=False)
     for column in ("dim", "collective", "calls/step", "bytes/step", "wants", "gets", "time/step", "risk"):
@@ -93,6 +95,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
             for r in plan.traffic
         ],
         "microbatches": plan.microbatches,
+        "vpp": plan.vpp,
         "bubble": plan.bubble,
         "memory_per_gpu_bytes": plan.memory_per_gpu_bytes,
         "memory_total_bytes": plan.memory_total_bytes,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from topo.errors import InputError
 from topo.formats.nccl_tests import BUS_FACTOR_OPS as OPS
-from topo.layout import build_groups, parse_sizes, resolve_layout
+from topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
 from topo.sizes import parse_size_bytes
 
 BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
@@ -100,7 +100,7 @@ def layout_groups(layout_text: str | None, world_size: int) -> tuple[tuple[str, 
         raise InputError(f"--layout {layout_text}: covers {layout.world_size} ranks, but --nproc is {world_size}")
     dims = []
     for dim, groups in build_groups(layout).items():
-        if layout.size(dim) > 1:
+        if dim in DIMENSIONS and layout.size(dim) > 1:
             specs = tuple(GroupSpec(f"{dim}{index}", dim, tuple(ranks)) for index, ranks in enumerate(groups))
             dims.append((dim, specs))
     if not dims:

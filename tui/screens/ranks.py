@@ -35,6 +35,9 @@ from tui.widgets.findings_table import FindingsTable
 from tui.widgets.rank_map import RankMap
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+"""Parallel dimensions the form offers, in Megatron's default order."""
+COLOUR_DIMS: tuple[str, ...] = (*DIMS, "etp", "edp", "dp_cp")
+"""Group sets the map can be coloured by: the form's dimensions, the expert grid's groups, the gradient group."""
 
 RANK_MAP_MAX_WIDTH = 64
 """Widest the rank map gets (columns); the findings list takes the rest."""
@@ -44,7 +47,6 @@ RANK_MAP_CHROME = 3
 AUTO_SUGGEST_MAX_RANKS = 512
 """Layouts up to this many ranks get a suggestion search after every check; larger ones on request
 (the search costs about a second at 8,192 ranks and would hold the interpreter while the form is edited)."""
-"""Parallel dimensions the form offers, in Megatron's default order."""
 
 
 class RanksView(Vertical):
@@ -86,7 +88,7 @@ class RanksView(Vertical):
             yield Label("nodes", classes="form-label")
             yield Input("1", id="nodes", type="integer", compact=True, classes="size-input")
             yield Label("colour", classes="form-label")
-            yield Select([(dim, dim) for dim in DIMS], id="colour-dim", value="tp", allow_blank=False, compact=True)
+            yield Select([(dim, dim) for dim in COLOUR_DIMS], id="colour-dim", value="tp", allow_blank=False, compact=True)
         with Horizontal(classes="form-row"):
             yield Label("order", classes="form-label")
             yield Input("tp-cp-ep-dp-pp", id="order", compact=True)
@@ -278,7 +280,7 @@ class RanksView(Vertical):
     def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
         event.stop()
         finding = event.finding
-        if finding.dim in DIMS and finding.ranks:
+        if finding.dim in COLOUR_DIMS and finding.ranks:
             self.query_one("#colour-dim", Select).value = finding.dim
             self._colour_dim = finding.dim
             self._draw_map()
@@ -307,7 +309,7 @@ class RanksView(Vertical):
     def action_next_dim(self) -> None:
         """Colour the map by the next dimension."""
         select = self.query_one("#colour-dim", Select)
-        select.value = DIMS[(DIMS.index(self._colour_dim) + 1) % len(DIMS)]
+        select.value = COLOUR_DIMS[(COLOUR_DIMS.index(self._colour_dim) + 1) % len(COLOUR_DIMS)]
 
     def action_search_suggestion(self) -> None:
         """Search for a better layout than the one on show."""
