@@ -58,6 +58,9 @@ def _register_collectives(sub: Any) -> None:
     add_collective_arguments(parser)
     parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
+    parser.add_argument("--reuse", action="store_true",
+                        help="instead of the sweep: all_reduce on one reused process group against a group created and "
+                        "destroyed for every call, per size (what re-creating communicators costs)")
     _common_options(parser)
     parser.set_defaults(run=run_collectives)
 
@@ -146,6 +149,8 @@ def run_collectives(args: argparse.Namespace) -> int:
     if backend == "nccl" and nproc > gpus:
         raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
     spec = spec_from_args(args, backend, nproc)
+    if args.reuse:
+        return _run_guarded(lambda: _reuse(args, spec))
 
     def body() -> int:
         from probes.bench.api import run_collectives as measure
@@ -392,3 +397,33 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
         console.print(Text(f"{finding.severity}: {finding.message}", style="bold red" if finding.severity == "error" else "bold"))
     for note in notes:
         console.print(Text(f"note: {note}"))
+
+
+def _reuse(args: argparse.Namespace, spec: Any) -> int:
+    """Run the communicator-reuse comparison and print it (table or JSON)."""
+    from probes.bench.api import run_reuse_experiment
+    from probes.bench.reuse import summarise_reuse
+
+    if args.layout or args.output:
+        raise InputError("--reuse compares group set-up on the whole world: drop --layout and -o")
+    with _progress(len(spec.sizes_bytes), f"reuse {spec.backend} x{spec.world_size}", not args.json) as update:
+        result = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done))
+    rows = summarise_reuse(result["rows"])
+    if args.json:
+        print(json.dumps({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size}, indent=2, allow_nan=False))
+        return EXIT_OK
+    from rich import box
+    from rich.table import Table
+
+    from linkscope.render.console import table_console
+    from topo.sizes import format_size_bytes
+
+    table = Table(title=f"all_reduce per call (us, slowest rank): reused group vs a new group per call, "
+                  f"{spec.backend} x{spec.world_size}", box=box.SIMPLE_HEAD)
+    for column in ("size", "reused", "new group per call", "group set-up", "slowdown"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(format_size_bytes(row["size_bytes"]), f"{row['reuse_us']:.1f}", f"{row['recreate_us']:.1f}",
+                      f"{row['group_setup_us']:.1f}", f"{row['slowdown']:.1f}x" if row["slowdown"] else "-")
+    table_console().print(table)
+    return EXIT_OK

@@ -187,6 +187,8 @@ def _spawned(job_dir: Path) -> int:
         init_ms = (time.perf_counter() - t0) * 1e3
         if job["kind"] == "step":
             from probes.bench.step import run_step_experiment as run_job
+        elif job["kind"] == "reuse":
+            from probes.bench.reuse import run_reuse_experiment as run_job
         else:
             run_job = run_collectives
         result = run_job(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step),
