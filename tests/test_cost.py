@@ -150,12 +150,13 @@ def test_unavailable_algorithm_is_bad_input() -> None:
 
 
 def test_nvlink_hop_uses_ncclss_per_link_constants() -> None:
-    """H100 NV18 = 18 x 20.6 GB/s, A100 NV12 = 12 x 20: what NCCL rings measure, not line rate."""
+    """H100 NV18 = 18 x 20.6 GB/s; A100 NV12 = 12 x 20 = 240, capped at 235 as NCCL's tuner caps sm80 rings:
+    what NCCL rings measure, not line rate."""
     model = CostModel()
     h100 = load_sample("dgx-h100").host
     a100 = load_sample("dgx-a100").host
     assert model.gpu_hop(h100, 0, 1).bandwidth_gbps == pytest.approx(18 * 20.6)
-    assert model.gpu_hop(a100, 0, 1).bandwidth_gbps == pytest.approx(12 * 20.0)
+    assert model.gpu_hop(a100, 0, 1).bandwidth_gbps == pytest.approx(235.0)
     assert model.gpu_hop(h100, 0, 1).link_class == "NV"
 
 
