@@ -271,7 +271,20 @@ class GroupPricer:
         return Hop(hop.alpha_us, hop.bandwidth_gbps / sharers, hop.link_class, f"{hop.label}, shared by {sharers} GPUs")
 
 
+MAX_NVLINKS_PER_GPU = 18
+"""Most NVLink ports a GPU has (H100, B200): more bonded links to its peers than this must go through switches."""
+
+
 def _is_switched(host: Host) -> bool:
-    """True when every GPU pair shows the same NVLink count: an NVSwitch box, where peers share a GPU's links."""
-    counts = {link.nvlink_count if link.kind is LinkKind.NVLINK else -1 for link in host.links}
-    return len(counts) == 1 and next(iter(counts)) > 0 and len(host.gpus) > 2
+    """True for an NVSwitch box, where every peer shares the GPU's links: the ports say so when the probe read
+    them (remote is a switch); otherwise every pair is NVLink and a GPU shows more links to its peers than it has."""
+    ports = [port for gpu in host.gpus for port in gpu.nvlinks if port.active and port.remote_type is not None]
+    if ports:
+        return any(port.remote_type == "switch" for port in ports)
+    if len(host.gpus) < 3 or any(link.kind is not LinkKind.NVLINK for link in host.links):
+        return False
+    per_gpu = [0] * len(host.gpus)
+    for link in host.links:
+        per_gpu[link.a] += link.nvlink_count
+        per_gpu[link.b] += link.nvlink_count
+    return max(per_gpu) > MAX_NVLINKS_PER_GPU
