@@ -149,3 +149,16 @@ def test_the_worked_example_keeps_one_ring_on_uniform_links() -> None:
     links = uniform_links(8, 1, (1.0, 300.0), (5.0, 12.5))
     assert links.intra_rings == 1
     assert round(collective_cost("all_reduce", links, GIB).time_s * 1e3, 2) == 6.28
+
+
+def test_pxn_sends_through_an_nvlink_peer_next_to_the_nic() -> None:
+    """GPU 1 reaches mlx5_0 through the CPU (NODE), but its NVLink peer GPU 0 sits under the NIC's switch:
+    NCCL's PXN moves the data over NVLink to GPU 0 and out, without the CPU path's loss."""
+    rows = ["X NV12", "NV12 X"]
+    pxn = host_from_matrix(rows, nic_tokens=["PIX", "NODE"], nic_gbit=200.0)
+    hop, name = CostModel().nic_hop(pxn, 1)
+    assert name == "mlx5_0" and "via PXN (GPU 0)" in hop.label
+    assert hop.bandwidth_gbps == pytest.approx(CostModel().nic_hop(pxn, 0)[0].bandwidth_gbps)
+    no_nvlink = host_from_matrix(["X PHB", "PHB X"], nic_tokens=["PIX", "NODE"], nic_gbit=200.0)
+    far, _ = CostModel().nic_hop(no_nvlink, 1)
+    assert "via NODE" in far.label and far.bandwidth_gbps < hop.bandwidth_gbps

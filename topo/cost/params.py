@@ -8,7 +8,8 @@ Moving b bytes over a hop costs `alpha + b / beta`. Defaults, and where they com
 - PCIe beta = the typical copy rate of the slower GPU's PCIe link, reduced for paths through
   the CPU and across sockets (:func:`topo.links.link_speed`).
 - Network beta = the typical rate of the GPU's nearest NIC port (:func:`topo.links.network_speed`),
-  reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch.
+  reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch, unless an NVLink peer
+  sits under the NIC's switch: NCCL's PXN then relays the traffic over NVLink instead of the CPU.
 - PCIe pairs without peer-to-peer (nvidia-smi topo -p2p `NS`, GeForce cards, most VMs): NCCL's SHM
   transport stages every chunk through host memory and reaches about two thirds of the GPU's PCIe
   copy rate (HOST_PATH_FRACTION); all GPUs of the ring share the host's memory (HOST_MEMORY_GBPS).
@@ -160,18 +161,32 @@ class CostModel:
             gbps = self._scaled("NET", network_speed(self.default_nic_gbit).typical_gbps)
             return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", f"network (no NIC known, {self.default_nic_gbit:g} Gb/s)"), ""
         turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
-        name, rate, path = nearest[turn % len(nearest)]
+        name, rate, path, column = nearest[turn % len(nearest)]
         gbps = network_speed(rate).typical_gbps
-        if self.nic_path_penalty:
+        relay = self._pxn_relay(host, gpu, column) if path not in ("PIX", "PXB") else None
+        if self.nic_path_penalty and relay is None:
             gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
         gbps = self._scaled("NET", gbps)
-        label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
+        if relay is not None:
+            label = f"{name} {rate:g} Gb/s via PXN (GPU {host.gpus[relay].index})"
+        else:
+            label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
         return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
 
-    def _nearest_nics(self, host: Host, gpu: int) -> list[tuple[str, float, str]]:
-        """(name, rate Gb/s, path class) of every active NIC at the best (path, rate) from `gpu`, in column order."""
+    def _pxn_relay(self, host: Host, gpu: int, column: int) -> int | None:
+        """The NVLink peer under the same PCIe switch as NIC `column` (PIX/PXB), through which NCCL's PXN
+        sends `gpu`'s network traffic instead of crossing the CPU; None when there is none."""
+        for peer in range(len(host.gpus)):
+            if peer == gpu or peer >= len(host.gpu_nic) or column >= len(host.gpu_nic[peer]):
+                continue
+            if host.gpu_nic[peer][column] in ("PIX", "PXB") and host.link(gpu, peer).kind is LinkKind.NVLINK:
+                return peer
+        return None
+
+    def _nearest_nics(self, host: Host, gpu: int) -> list[tuple[str, float, str, int]]:
+        """(name, rate Gb/s, path class, column) of every active NIC at the best (path, rate) from `gpu`, in column order."""
         best_key: tuple[int, float] | None = None
-        found: list[tuple[str, float, str]] = []
+        found: list[tuple[str, float, str, int]] = []
         for column, nic in enumerate(host.nics):
             if nic.state is not None and nic.state.upper() not in ("ACTIVE", "UP", "4: ACTIVE"):
                 continue
@@ -189,7 +204,7 @@ class CostModel:
             if best_key is None or key < best_key:
                 best_key, found = key, []
             if key == best_key:
-                found.append((name, rate, kind.value if kind.is_pcie else "PIX"))
+                found.append((name, rate, kind.value if kind.is_pcie else "PIX", column))
         return found
 
 
