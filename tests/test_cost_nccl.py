@@ -14,7 +14,6 @@ from topo.errors import InputError
 from topo.links import pcie_speed
 from topo.model import Host, P2PStatus
 from topo.placement import Placement
-from topo.rings import ring_hops
 from topo.samples import load_sample
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix
@@ -51,12 +50,21 @@ def test_disjoint_rings_use_every_link_once() -> None:
     found = disjoint_rings(range(8), count, lambda a, b: 20.0 * count(a, b))
     assert found is not None and found.widths == (2, 1)
     used: dict[tuple[int, int], int] = {}
-    for ring, width in zip(found.rings, found.widths, strict=True):
-        for a, b in ring_hops(ring):
+    for cycle, width in zip(found.cycles, found.widths, strict=True):
+        for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True):
             key = (min(a, b), max(a, b))
             used[key] = used.get(key, 0) + width
     assert all(used[key] <= count(*key) for key in used), "no link carries more rings than it has lanes"
     assert sum(used.values()) == 24, "all 24 NVLinks of the mesh carry a ring"
+
+
+def test_a_full_mesh_of_nv2_bonds_holds_three_rings() -> None:
+    """4 V100s with NV2 to every peer (6 links each): three one-link cycles use every link, 120 GB/s;
+    the widest cycle first would take one two-link cycle and strand the rest (80)."""
+    host = host_from_matrix(["X NV2 NV2 NV2", "NV2 X NV2 NV2", "NV2 NV2 X NV2", "NV2 NV2 NV2 X"],
+                            gpu_name="Tesla V100-SXM2-16GB")
+    links = _links(host, 4)
+    assert links.intra_gbps == pytest.approx(120.0) and links.intra_rings == 6
 
 
 def test_nvswitch_boxes_run_one_ring_on_the_gpus_links() -> None:

@@ -156,7 +156,7 @@ class GroupPricer:
         found = self.ring_set(host_class, positions)
         if found is not None and found.total_gbps > gbps:
             gbps, rings = found.total_gbps, found.channels
-            labels = list(dict.fromkeys(self.hop(host_class, a, b).label for ring in found.rings for a, b in ring_hops(ring)))
+            labels = list(dict.fromkeys(self.hop(host_class, a, b).label for a, b in found.hops()))
         if any(hop.via_host for hop in hops):
             gbps = min(gbps, HOST_MEMORY_GBPS / (2 * len(positions)))
         return gbps, alpha, slowest.label, slowest.link_class, rings, labels
