@@ -68,12 +68,14 @@ PUBLISHED: tuple[Published, ...] = (
               "all_reduce", 12 * GIB, 2, 1, 208.0, "sample:a100-pcie-nvbridge-4"),
     Published("8x A100 SXM, NVSwitch, sendrecv ring", "shared fixture nccl_tests/a100-8gpu-nvswitch-sendrecv-truncated.txt",
               "send_recv", 1 * GIB, 8, 1, 195.1, "sample:dgx-a100",
-              outlier="model limit: point-to-point runs fewer channels than collectives; the model prices one full NVLink hop"),
+              outlier=("a limit of the model: point-to-point runs fewer channels than collectives; "
+                       "the model prices one full NVLink hop")),
     Published("4x DGX-1 (V100 hybrid cube mesh), 4x EDR each", "NVIDIA/nccl-tests #29 (NVIDIA's GTC 2017 NCCL talk: ~40)",
               "all_reduce", 512 << 20, 32, 4, 40.0, "sample:dgx1-v100"),
     Published("4x 8 V100, 2 NVLinks, 4x EDR (not a DGX-1)", "NVIDIA/nccl-tests #29 (the reporter's own run: ~6)",
               "all_reduce", 512 << 20, 32, 4, 6.0, "sample:dgx1-v100",
-              outlier="the reporter's cluster, not a DGX-1: a fifth of what NCCL reaches on DGX-1s with the same 4 EDR"),
+              outlier=("misconfigured: the reporter's cluster, not a DGX-1, at a fifth of what NCCL reaches "
+                       "on DGX-1s with the same 4 EDR")),
     Published("2x 8 H200, 8x 400G RoCE each, bare metal", "shared fixture nccl_tests/h200-2node-16gpu-baremetal-all_reduce.txt "
               "(NVIDIA/nccl-tests #256)", "all_reduce", 9663676416, 16, 2, 488.81, "sample:dgx-h100"),
     Published("4x 8 H100, 8x 400G RoCE each", "NVIDIA/nccl #1221 (busbw ~320 from 3 nodes up, NVLS on or off)",
@@ -85,7 +87,7 @@ PUBLISHED: tuple[Published, ...] = (
     Published("2x RTX 2080 Ti, PCIe Gen3 switch, no P2P (cloud container)",
               "shared fixture nccl_tests/rtx2080ti-2gpu-pcie-no-p2p-5-collectives.txt", "all_reduce", GIB, 2, 1, 4.0,
               "tests/fixtures/real/topo/rtx2080ti-2gpu-pix-p2p-not-supported.txt", changes=("gpu=NVIDIA GeForce RTX 2080 Ti",),
-              outlier="its own staged copies run at 5.7 GB/s (p2p fixture), under half of Gen3 x16: a constrained host path"),
+              outlier="constrained host: its own staged copies run at 5.7 GB/s (p2p fixture), under half of Gen3 x16"),
     Published("2x RTX 2080 Ti, as above, calibrated with its measured copies",
               "shared fixtures nccl_tests/ and p2p/rtx2080ti-2gpu-p2pBandwidthLatencyTest-no-p2p.txt", "all_reduce", GIB, 2, 1,
               4.0, "tests/fixtures/real/topo/rtx2080ti-2gpu-pix-p2p-not-supported.txt",
@@ -136,7 +138,7 @@ def markdown_table(root: Path) -> str:
     for row in PUBLISHED:
         cost = price(row, root)
         ratio = cost.busbw_gbps / row.busbw_gbps
-        note = f" (outlier: {row.outlier})" if row.outlier else ""
+        note = f" (not held to {TOLERANCE:.0%}, {row.outlier})" if row.outlier else ""
         size = f"{row.size_bytes / GIB:g} GiB" if row.size_bytes >= GIB else f"{row.size_bytes >> 20} MiB"
         lines.append(f"| {row.machine}{note} | {row.op} {size}, {row.ranks} ranks | {row.busbw_gbps:g} | "
                      f"{cost.busbw_gbps:.0f} | {ratio:.2f} | {cost.algo} | {row.source} |")
