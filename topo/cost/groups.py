@@ -152,14 +152,15 @@ class GroupPricer:
         slowest = min(hops, key=lambda hop: hop.bandwidth_gbps)
         alpha = max(hop.alpha_us for hop in hops)
         labels = list(dict.fromkeys(hop.label for hop in hops))
-        gbps, rings = slowest.bandwidth_gbps, 1
+        gbps, rings, label = slowest.bandwidth_gbps, 1, slowest.label
         found = self.ring_set(host_class, positions)
         if found is not None and found.total_gbps > gbps:
             gbps, rings = found.total_gbps, found.channels
             labels = list(dict.fromkeys(self.hop(host_class, a, b).label for a, b in found.hops()))
+            label = f"{rings} rings over {' + '.join(sorted(labels, reverse=True))}"
         if any(hop.via_host for hop in hops):
             gbps = min(gbps, HOST_MEMORY_GBPS / (2 * len(positions)))
-        return gbps, alpha, slowest.label, slowest.link_class, rings, labels
+        return gbps, alpha, label, slowest.link_class, rings, labels
 
     def _compute(self, signature: Signature, count: int) -> GroupLinks:
         nodes = len(signature)
