@@ -72,10 +72,11 @@ def test_tp_larger_than_a_node_must_shrink() -> None:
 
 
 def test_hybrid_cube_mesh_tp8_rides_nvlink_only() -> None:
-    """DGX-1: some pairs are SYS, but the best 8-GPU ring is all NVLink, so no tp-slow-link."""
+    """DGX-1: some pairs are SYS, but the best 8-GPU ring is all NVLink, so no tp-slow-link; NCCL lays six
+    one-link rings over the NV2 and NV1 cycles, and the label says so."""
     report = _check("dgx1-v100", sizes=(("tp", 8),))
     assert "tp-slow-link" not in _codes(report)
-    assert report.costs[0].link_label == "NV2"
+    assert report.costs[0].link_label == "6 rings over NV2 + NV1"
 
 
 def test_nvlink_pairs_box_tp4_must_shrink() -> None:

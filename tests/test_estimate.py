@@ -84,3 +84,52 @@ def test_all_to_all_inside_a_node_is_bounded_by_each_gpus_bandwidth(capsys: pyte
     assert code == 0
     result = json.loads(out)
     assert result["time_s"] == pytest.approx(1e-6 + 7 / 8 * 2**30 / 300e9)
+
+
+def test_on_a_machine_the_json_names_algorithm_channels_and_links(capsys: pytest.CaptureFixture[str]) -> None:
+    """8 ranks on the DGX H100 sample: NVLS at 8 GiB (busbw ~480), a ring when forced (~370)."""
+    code, out, _ = run_cli(["estimate", "all_reduce", "--bytes", "8G", "--ranks", "8", "sample:dgx-h100", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["algo"] == "nvls" and data["busbw_gbps"] == pytest.approx(480, rel=0.02)
+    assert data["links"] == ["NVSwitch (NVLink SHARP)"] and data["channels"] == 1
+    assert {"ring", "tree", "nvls"} <= set(data["algorithms"])
+    _, ring, _ = run_cli(["estimate", "all_reduce", "sample:dgx-h100", "--bytes", "8G", "--ranks", "8", "--algo", "ring",
+                          "--json"], capsys)
+    assert json.loads(ring)["busbw_gbps"] == pytest.approx(370.7, rel=1e-3)
+
+
+def test_on_a_cube_mesh_the_rings_add_up(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "8", "sample:dgx1-v100", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["algo"] == "ring" and data["channels"] == 6
+    assert set(data["links"]) == {"NV1", "NV2"} and data["busbw_gbps"] == pytest.approx(120, rel=0.01)
+
+
+def test_two_nodes_ride_every_rail(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["estimate", "all_reduce", "--bytes", "9G", "--ranks", "16", "--nodes", "2", "sample:dgx-h100",
+                            "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["algo"] == "nvls_tree"
+    assert sum(1 for label in data["links"] if label.startswith("mlx5_")) == 8
+
+
+def test_the_table_names_where_the_ranks_sit(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "4", "sample:a100-pcie-nvbridge-4"], capsys)
+    assert code == 0 and "sample:a100-pcie-nvbridge-4" in out and "SYS" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["all_reduce", "--bytes", "1G", "--ranks", "12", "sample:dgx-h100"], "needs 12 GPUs per node"),
+        (["all_reduce", "--bytes", "1G", "--ranks", "9", "--nodes", "2", "sample:dgx-h100"], "spread evenly"),
+        (["all_reduce", "--bytes", "1G", "--ranks", "8", "sample:dgx-h100", "--intra", "1:300"], "--intra/--inter"),
+        (["all_reduce", "--bytes", "1G", "--ranks", "8", "sample:dgx-a100", "--algo", "nvls"], "not available"),
+        (["all_reduce", "--bytes", "1G", "--ranks", "8", "sample:nope"], "unknown sample"),
+        (["all_reduce", "--bytes", "1G", "--ranks", "8", "/nonexistent/topo.txt"], "/nonexistent/topo.txt"),
+    ],
+)
+def test_bad_input_on_a_machine_is_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["estimate", *argv], capsys)
+    assert_one_line_error(code, err, fragment)

@@ -200,6 +200,8 @@ class Capabilities:
     nvlink_fabric: str | None = None
     """NVSwitch fabric / NVLink domain state when NVML reports it."""
     torch_symmetric_memory: bool | None = None
+    sharp: bool | None = None
+    """True when the network switches reduce in flight (NVIDIA SHARP), which NCCL's CollNet uses."""
 
 
 @dataclass(frozen=True)

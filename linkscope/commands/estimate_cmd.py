@@ -1,7 +1,11 @@
-"""`linkscope estimate OP --bytes SIZE --ranks N`: the what-if calculator of the alpha-beta cost model.
+"""`linkscope estimate OP --bytes SIZE --ranks N [SOURCE]`: the predicted time of one collective.
 
+With SOURCE the ranks are placed on that machine (repeated `--nodes` times, the same number of
+ranks on each node, block order) and priced on the links they cross, as `check` prices a group;
+without it, on uniform `--intra` / `--inter` links (the alpha-beta what-if of DOMAIN.md).
 JSON (`--json`): `op`, `size_bytes`, `ranks`, `nodes`, `algo`, `time_s`, `algbw_gbps`, `busbw_gbps`
-(nccl-tests conventions) and `algorithms` (the time of each algorithm that applies).
+(nccl-tests conventions), `channels`, `links` (the links used) and `algorithms` (the time of each
+algorithm that applies).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from topo.cost.collectives import ALGORITHMS, OPS, collective_cost, parse_alpha_beta, uniform_links
+from topo.cost.collectives import ALGORITHMS, OPS, GroupLinks, algorithm_times, collective_cost, parse_alpha_beta, uniform_links
 from topo.errors import InputError
 from topo.sizes import format_size_bytes, parse_size_bytes
 
@@ -34,33 +38,83 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the `estimate` subcommand."""
     parser = subparsers.add_parser(
         "estimate",
-        help="what-if: predicted time, algbw and busbw of one collective on given links",
+        help="what-if: predicted time, algbw and busbw of one collective on a machine or on given links",
         description=(
-            "Predict one collective with the alpha-beta model: ranks spread evenly over nodes, each hop "
-            "inside a node costs the --intra latency and bandwidth, each hop between nodes the --inter ones "
-            "(bandwidth per GPU: each GPU has its own NIC rail). Ring, tree and hierarchical algorithms; "
-            "auto picks the cheapest. algbw and busbw follow nccl-tests."
+            "Predict one collective as NCCL would run it. With SOURCE the ranks are placed on that machine "
+            "(--nodes copies of it, the same number of ranks on each, block order) and priced on the links "
+            "they cross: several rings over direct NVLink meshes, NVLink SHARP on Hopper NVSwitch boxes, "
+            "NIC rails between nodes, host memory where PCIe has no P2P. Without SOURCE every hop inside a "
+            "node costs the --intra latency and bandwidth and every hop between nodes the --inter ones "
+            "(per GPU: each GPU has its own NIC rail). auto picks NCCL's cheapest algorithm for the size; "
+            "--algo forces one, as NCCL_ALGO does. algbw and busbw follow nccl-tests."
         ),
         epilog=(
             "examples:\n"
             "  linkscope estimate all_reduce --bytes 1G --ranks 8 --intra 1:300 --algo ring\n"
             "  linkscope estimate all_reduce --bytes 1G --ranks 8 --nodes 8 --inter 5:12.5 --algo ring\n"
-            "  linkscope estimate all_gather --bytes 64M --ranks 64 --nodes 8 --json"
+            "  linkscope estimate all_reduce --bytes 8G --ranks 8 sample:dgx-h100 --json\n"
+            "  linkscope estimate all_reduce --bytes 8G --ranks 16 --nodes 2 sample:dgx-h100"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("op", metavar="OP", help=f"collective: {', '.join(OPS)}")
+    parser.add_argument("source", nargs="?", metavar="SOURCE",
+                        help="machine to place the ranks on: snapshot JSON, `nvidia-smi topo -m` text, `-`, sample:NAME "
+                             "(default: uniform --intra/--inter links)")
     parser.add_argument("--bytes", required=True, metavar="SIZE",
                         help="buffer size: bytes, or 64K / 1M / 1G (powers of 1024), 1GiB, 1GB (10^9)")
     parser.add_argument("--ranks", required=True, type=int, metavar="N", help="ranks in the group")
     parser.add_argument("--nodes", type=int, default=1, metavar="K", help="nodes the ranks spread over evenly (default 1)")
-    parser.add_argument("--intra", default=DEFAULT_INTRA, metavar="ALPHA_US:GBPS",
-                        help=f"hop inside a node (default {DEFAULT_INTRA})")
-    parser.add_argument("--inter", default=DEFAULT_INTER, metavar="ALPHA_US:GBPS",
-                        help=f"hop between nodes, per GPU (default {DEFAULT_INTER})")
-    parser.add_argument("--algo", choices=ALGORITHMS, default="auto", help="algorithm (default auto: the cheapest)")
+    parser.add_argument("--intra", default=None, metavar="ALPHA_US:GBPS",
+                        help=f"without SOURCE: hop inside a node (default {DEFAULT_INTRA})")
+    parser.add_argument("--inter", default=None, metavar="ALPHA_US:GBPS",
+                        help=f"without SOURCE: hop between nodes, per GPU (default {DEFAULT_INTER})")
+    parser.add_argument("--algo", choices=ALGORITHMS, default="auto",
+                        help="algorithm (default auto: NCCL's cheapest for the size)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
+    _accept_source_after_options(parser)
+
+
+def _accept_source_after_options(parser: argparse.ArgumentParser) -> None:
+    """Let SOURCE follow the options (`estimate OP --bytes 1G --ranks 8 SOURCE`), as argparse's intermixed
+    parsing allows; the plain parser would have bound the optional SOURCE, empty, right after OP."""
+
+    class IntermixedParser(type(parser)):  # type: ignore[misc]
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            if self.__dict__.get("_intermixing"):
+                return super().parse_known_args(args, namespace)
+            self._intermixing = True
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._intermixing = False
+
+    parser.__class__ = IntermixedParser
+
+
+def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str]:
+    """The links a group of `ranks` crosses on `nodes` copies of the SOURCE machine, and where they sit."""
+    from topo.cost.groups import GroupPricer
+    from topo.cost.params import CostModel
+    from topo.placement import LayoutMismatch, cluster_hosts, place_ranks
+    from topo.sources import load_source
+
+    snapshot = load_source(spec)
+    hosts, classes = cluster_hosts(snapshot, nodes)
+    if ranks % len(hosts):
+        raise InputError(f"--ranks {ranks} does not spread evenly over {len(hosts)} node(s)")
+    per_node = ranks // len(hosts)
+    smallest = min(len(host.gpus) for host in hosts)
+    if per_node > smallest:
+        raise InputError(f"--ranks {ranks} over {len(hosts)} node(s) needs {per_node} GPUs per node; "
+                         f"{spec} has {smallest}")
+    devices = [gpu.index for gpu in hosts[0].gpus[:per_node]]
+    try:
+        placement = place_ranks(hosts, classes, ranks, "block", devices)
+    except LayoutMismatch as mismatch:
+        raise InputError(f"{spec}: {mismatch.message}") from None
+    return GroupPricer(placement, CostModel()).links(range(ranks)), f"on {snapshot.source or spec}, {placement.description}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,37 +127,43 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--ranks: must be at least 1, got {args.ranks}")
     if args.nodes < 1:
         raise InputError(f"--nodes: must be at least 1, got {args.nodes}")
-    links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra, "--intra"),
-                          parse_alpha_beta(args.inter, "--inter"))
+    if args.source is not None:
+        if args.intra is not None or args.inter is not None:
+            raise InputError("--intra/--inter describe links without a machine: drop them or drop SOURCE")
+        links, where = _links_on_source(args.source, args.ranks, args.nodes)
+    else:
+        links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra or DEFAULT_INTRA, "--intra"),
+                              parse_alpha_beta(args.inter or DEFAULT_INTER, "--inter"))
+        where = "on uniform links"
     cost = collective_cost(op, links, size_bytes, args.algo)
-    algorithms: dict[str, float] = {}
-    for algo in ("ring", "tree", "hierarchical"):
-        try:
-            algorithms[algo] = collective_cost(op, links, size_bytes, algo).time_s
-        except InputError:
-            continue
+    algorithms = algorithm_times(op, links, size_bytes)
     if args.json:
         print(json.dumps({
             "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": args.nodes, "algo": cost.algo,
             "time_s": cost.time_s, "algbw_gbps": cost.algbw_gbps, "busbw_gbps": cost.busbw_gbps,
-            "algorithms": algorithms,
+            "channels": cost.channels, "links": list(cost.links_used), "algorithms": algorithms,
         }, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from linkscope.render.check_view import format_seconds
 
-    table = Table(title=f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {args.nodes} node(s)",
-                  title_justify="left", show_edge=False)
+    title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {args.nodes} node(s)"
+    table = Table(title=Text(title), title_justify="left", show_edge=False)
     for column in ("algorithm", "time", "algbw", "busbw"):
         table.add_column(column, justify="left" if column == "algorithm" else "right")
-    for algo, time_s in algorithms.items():
+    for algo in algorithms:
         each = collective_cost(op, links, size_bytes, algo)
-        marker = " *" if each.algo == cost.algo else ""
-        table.add_row(each.algo + marker, format_seconds(time_s), f"{each.algbw_gbps:.1f} GB/s", f"{each.busbw_gbps:.1f} GB/s")
+        marker = " *" if algo == args.algo or (args.algo == "auto" and each.algo == cost.algo) else ""
+        table.add_row(each.algo + marker, format_seconds(each.time_s), f"{each.algbw_gbps:.1f} GB/s",
+                      f"{each.busbw_gbps:.1f} GB/s")
     console = Console()
     console.print(table)
+    console.print(Text(where))
+    if cost.links_used:
+        console.print(Text(f"links: {', '.join(cost.links_used)}; channels: {cost.channels}"))
     console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {cost.algbw_gbps:.2f} GB/s, "
                   f"busbw {cost.busbw_gbps:.2f} GB/s")
     return 0

@@ -2,14 +2,16 @@
 
 Peer copies set the bandwidth (and latency) of the GPU pairs they measured. Large all_reduce
 results then scale the link class that limits their ring (the network, for a result over more
-ranks than one host has), so that the model's predicted busbw matches the measured one
-(copy-engine copies run a little faster than NCCL rings).
+ranks than one host has), so that the model's prediction for that call, by the same pricing
+every figure uses (NVLS or a tree included), matches the measured busbw (copy-engine copies run a
+little faster than NCCL rings).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from topo.cost.collectives import collective_cost
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel
 from topo.model import Host, Measurements
@@ -17,6 +19,9 @@ from topo.placement import Placement
 
 CALIBRATION_MIN_BYTES = 64 * 1024 * 1024
 """Only collectives at least this large calibrate bandwidth (smaller ones are latency-bound)."""
+
+CALIBRATION_ROUNDS = 8
+"""Rescaling rounds per result: a scaled link can change which algorithm is cheapest."""
 
 
 def calibrate(model: CostModel, measurements: Measurements, host: Host) -> CostModel:
@@ -44,7 +49,7 @@ def calibrate(model: CostModel, measurements: Measurements, host: Host) -> CostM
         if previous is None or result.size_bytes > previous[0]:
             best[result.nranks] = (result.size_bytes, result.busbw_gbps, result.ranks)
     gpus = len(host.gpus)
-    for nranks, (_, busbw, ranks) in sorted(best.items()):
+    for nranks, (size_bytes, busbw, ranks) in sorted(best.items()):
         if nranks <= gpus:
             positions = tuple(position.get(rank, rank) for rank in ranks) if ranks else tuple(range(nranks))
             placement = Placement((host,), (0,), (0,) * nranks, positions, "calibration")
@@ -52,13 +57,13 @@ def calibrate(model: CostModel, measurements: Measurements, host: Host) -> CostM
             nodes = -(-nranks // gpus)
             placement = Placement((host,) * nodes, (0,) * nodes, tuple(r // gpus for r in range(nranks)),
                                   tuple(r % gpus for r in range(nranks)), "calibration")
-        links = GroupPricer(placement, replace(fitted, class_scale=scale)).links(range(nranks))
-        if nranks > gpus:
-            predicted, link_class = links.node_net_gbps, "NET"
-        else:
-            predicted, link_class = links.ring_gbps, links.bottleneck_class
-        if predicted <= 0 or predicted == float("inf"):
-            continue
-        scale[link_class] = scale.get(link_class, 1.0) * busbw / predicted
+        link_class = None
+        for _ in range(CALIBRATION_ROUNDS):
+            links = GroupPricer(placement, replace(fitted, class_scale=scale)).links(range(nranks))
+            link_class = link_class or ("NET" if nranks > gpus else links.bottleneck_class)
+            predicted = collective_cost("all_reduce", links, size_bytes).busbw_gbps
+            if predicted <= 0 or predicted == float("inf") or abs(predicted / busbw - 1) < 1e-3:
+                break
+            scale[link_class] = scale.get(link_class, 1.0) * busbw / predicted
     note = f"calibrated from {measurements.source}"
     return replace(fitted, class_scale=scale, sources=(*model.sources, note))

@@ -1,20 +1,23 @@
-"""Collective algorithms priced on a group's links: ring, tree, hierarchical, and `auto`.
+"""Collective algorithms priced on a group's links: ring, tree, NVLS, NVLS-tree, CollNet, hierarchical, `auto`.
 
-Formulas (DOMAIN.md, nccl-tests conventions), B = the buffer in bytes, n ranks over k nodes of g:
+Formulas (DOMAIN.md, nccl-tests conventions, NCCL's tuning model), B = the buffer in bytes, n ranks
+over k nodes of g:
 - ring all_reduce `2(n-1)` steps, all_gather / reduce_scatter `n-1` steps, each step moving
-  B/n over every hop at once, so a step costs the slowest hop's `alpha + (B/n)/beta`;
+  B/n over every hop at once, so a step costs the slowest hop's `alpha + (B/n)/beta`; beta is the
+  rings' sum where NCCL lays several rings over disjoint direct NVLinks (:mod:`topo.cost.channels`);
 - tree all_reduce (NCCL: a chain inside each node, a double binary tree between nodes): latency
   `2((g-1) alpha_intra + ceil(log2 k) alpha_net)`, bandwidth term `2B/beta`;
+- NVLS (NVLink SHARP, NVSwitch with NVLink 4+): the switch reduces and multicasts, all_reduce at
+  `B / nvls_gbps` after a fixed 25 us; across nodes NVLS-tree pipelines that with a tree between
+  nodes over all the node's rails (B per direction on two nodes, 2B beyond);
+- CollNet (SHARP in the network, when the snapshot says so): each node sends its buffer once;
 - hierarchical all_reduce: reduce_scatter inside the node, all_reduce of the B/g shard across
-  nodes (each GPU on its own rail), all_gather inside the node;
+  nodes (each GPU on its own rail), all_gather inside the node (a what-if; NCCL has no such algorithm,
+  so `auto` does not pick it);
 - all_to_all: every pair at once, bounded by the slowest pair, the GPU's egress (NVLink, PCIe) and the
   node's NICs for the bytes that leave the node;
 - broadcast: pipelined ring or tree; send/recv: one hop.
-
-Known limit: a ring is priced on its slowest hop, one ring per group. NCCL runs several rings over
-disjoint links, so on direct-NVLink boxes (the DGX-1 hybrid cube mesh) absolute NVLink times come
-out about 3x too slow; NVSwitch boxes, PCIe and the network are not affected, and comparisons
-between layouts on one box (what the checks use) hold.
+`auto` takes the cheapest of what NCCL would consider, as NCCL's tuner takes the lowest predicted time.
 """
 
 from __future__ import annotations
@@ -22,11 +25,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from topo.cost.params import (
+    COLLNET_LATENCY_US,
+    COLLNET_NET_FRACTION,
+    NVLS_GATHER_FRACTION,
+    NVLS_LATENCY_US,
+    NVLS_NET_LATENCY_US,
+)
 from topo.errors import InputError
 from topo.formats.nccl_tests import bus_factor
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
-ALGORITHMS: tuple[str, ...] = ("ring", "tree", "hierarchical", "auto")
+ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet", "hierarchical", "auto")
+"""What `--algo` accepts (NCCL_ALGO's names, plus linkscope's what-if `hierarchical`)."""
+NCCL_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet")
+"""The algorithms NCCL itself runs: the ones `auto` chooses among."""
 
 def format_gbps(value: float) -> str:
     """A bandwidth for people: `372 GB/s`, `5.8 GB/s`, `0.131 GB/s` (never a bare `0 GB/s`), `unbounded`."""
@@ -61,6 +74,15 @@ class GroupLinks:
     NVLinks plus its one PCIe link (shared by every PCIe peer); the smallest over the group's GPUs."""
     net_rails: int = 1
     """Distinct NICs (rails) node_net_gbps adds up, on the node where that sum is smallest."""
+    intra_rings: int = 1
+    """Directed rings (NCCL channels over distinct links) intra_gbps adds up: 1 on NVSwitch and PCIe,
+    6 on a DGX-1 hybrid cube mesh."""
+    nvls_gbps: float = 0.0
+    """NVLS all_reduce algbw inside a node; 0 where NVLink SHARP is not available (no NVSwitch, pre-Hopper)."""
+    collnet: bool = False
+    """True when the network reduces in the switches (SHARP), so NCCL's CollNet applies across nodes."""
+    links_used: tuple[str, ...] = ()
+    """The links the group's collectives ride, for people: ring hops and NICs (`NV18`, `mlx5_0 400 Gb/s`)."""
 
     @property
     def net_description(self) -> str:
@@ -99,6 +121,10 @@ class Cost:
     ranks: int
     algo: str
     time_s: float
+    channels: int = 1
+    """Rings (or trees) the algorithm runs at once over distinct links."""
+    links_used: tuple[str, ...] = ()
+    """The links it rides, for people."""
 
     @property
     def algbw_gbps(self) -> float:
@@ -164,6 +190,55 @@ def tree_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
     return depth_alpha_us * 1e-6 + size_bytes / beta
 
 
+def nvls_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
+    """NVLink SHARP inside one node (all_reduce, all_gather, reduce_scatter); across nodes only with CollNet.
+
+    None where NCCL has no NVLS: no NVLS-capable switch, one GPU per node, another op, or several
+    nodes without SHARP in the network.
+    """
+    g, k = links.gpus_per_node, links.nodes
+    if links.nvls_gbps <= 0 or g < 2 or op not in ("all_reduce", "all_gather", "reduce_scatter"):
+        return None
+    if k > 1 and not (links.collnet and op == "all_reduce"):
+        return None
+    if op == "all_reduce":
+        time = size_bytes / (links.nvls_gbps * 1e9)
+    else:
+        time = size_bytes * (g - 1) / g / (NVLS_GATHER_FRACTION * links.intra_gbps * 1e9)
+    latency_us = NVLS_LATENCY_US
+    if k > 1:
+        time = max(time, size_bytes / (COLLNET_NET_FRACTION * links.node_net_gbps * 1e9))
+        latency_us += COLLNET_LATENCY_US
+    return latency_us * 1e-6 + time
+
+
+def nvls_tree_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
+    """NVLS inside each node pipelined with a tree between nodes over all the node's rails (all_reduce).
+
+    Between two nodes each node sends its whole buffer once each way; beyond two, up and down the tree.
+    """
+    g, k = links.gpus_per_node, links.nodes
+    if links.nvls_gbps <= 0 or g < 2 or k < 2 or op != "all_reduce":
+        return None
+    net_bytes = size_bytes * (1 if k == 2 else 2)
+    time = max(size_bytes / (links.nvls_gbps * 1e9), net_bytes / (links.node_net_gbps * 1e9))
+    latency_us = NVLS_LATENCY_US + 2 * math.ceil(math.log2(k)) * NVLS_NET_LATENCY_US
+    return latency_us * 1e-6 + time
+
+
+def collnet_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
+    """SHARP reduction in the network switches (CollNet direct, all_reduce across nodes): each node
+    sends its buffer once and gets the result once, pipelined with the reduction inside the node."""
+    if not links.collnet or links.nodes < 2 or op != "all_reduce":
+        return None
+    time = size_bytes / (COLLNET_NET_FRACTION * links.node_net_gbps * 1e9)
+    latency_us = COLLNET_LATENCY_US
+    if links.gpus_per_node > 1:
+        time = max(time, size_bytes / (links.intra_gbps * 1e9))
+        latency_us += 2 * (links.gpus_per_node - 1) * links.intra_alpha_us
+    return latency_us * 1e-6 + time
+
+
 def hierarchical_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
     """Inside-node then across-node phases (None when the group is on one node or one GPU per node)."""
     g, k = links.gpus_per_node, links.nodes
@@ -196,29 +271,43 @@ def all_to_all_time_s(links: GroupLinks, size_bytes: int) -> float:
     return alpha_us * 1e-6 + time
 
 
+def algorithm_times(op: str, links: GroupLinks, size_bytes: int) -> dict[str, float]:
+    """The time of every algorithm that applies to `op` on these links, by name (ring always)."""
+    candidates: dict[str, float | None] = {
+        "ring": ring_time_s(op, links, size_bytes),
+        "tree": tree_time_s(op, links, size_bytes),
+        "nvls": nvls_time_s(op, links, size_bytes),
+        "nvls_tree": nvls_tree_time_s(op, links, size_bytes),
+        "collnet": collnet_time_s(op, links, size_bytes),
+        "hierarchical": hierarchical_time_s(op, links, size_bytes),
+    }
+    return {name: time for name, time in candidates.items() if time is not None}
+
+
 def collective_cost(op: str, links: GroupLinks, size_bytes: int, algo: str = "auto") -> Cost:
-    """The time of `op` over a group with `links`; `auto` picks the cheapest algorithm, as NCCL tries to."""
+    """The time of `op` over a group with `links`: the one pricing function of check, plan, estimate and
+    every expected figure. `auto` picks NCCL's cheapest algorithm for the size, as NCCL's tuner does;
+    another name forces it, as NCCL_ALGO does."""
     if op not in OPS:
         raise InputError(f"unknown operation {op!r} (known: {', '.join(OPS)})")
     if algo not in ALGORITHMS:
         raise InputError(f"--algo: {algo!r} is not one of {', '.join(ALGORITHMS)}")
-    candidates: dict[str, float | None] = {
-        "ring": ring_time_s(op, links, size_bytes),
-        "tree": tree_time_s(op, links, size_bytes),
-        "hierarchical": hierarchical_time_s(op, links, size_bytes),
-    }
+    times = algorithm_times(op, links, size_bytes)
     if algo == "auto":
-        name, time = min(((name, time) for name, time in candidates.items() if time is not None), key=lambda item: item[1])
+        name, time = min(((name, time) for name, time in times.items() if name in NCCL_ALGORITHMS), key=lambda item: item[1])
+    elif algo in times:
+        name, time = algo, times[algo]
     else:
-        chosen = candidates[algo]
-        if chosen is None:
-            raise InputError(f"--algo {algo}: not available for {op} over {links.ranks} ranks on {links.nodes} node(s)")
-        name, time = algo, chosen
+        raise InputError(f"--algo {algo}: not available for {op} over {links.ranks} ranks on {links.nodes} node(s)")
+    channels = links.intra_rings if name == "ring" and links.gpus_per_node > 1 else 1
+    used = links.links_used
+    if name in ("nvls", "nvls_tree"):
+        used = ("NVSwitch (NVLink SHARP)", *(label for label in used if not label.startswith("NV")))
     if op == "all_to_all" and name == "ring":
         name = "pairwise"
     if op == "send_recv":
         name = "p2p"
-    return Cost(op, size_bytes, links.ranks, name, time)
+    return Cost(op, size_bytes, links.ranks, name, time, channels, used)
 
 
 def uniform_links(ranks: int, nodes: int, intra: tuple[float, float], inter: tuple[float, float]) -> GroupLinks:

@@ -11,8 +11,10 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from topo.cost.channels import RingSet, disjoint_rings
 from topo.cost.collectives import GroupLinks
-from topo.cost.params import CostModel, Hop
+from topo.cost.params import HOST_MEMORY_GBPS, NVLS_ALLREDUCE_FRACTION, CostModel, Hop
+from topo.links import nvlink_generation
 from topo.model import Host, LinkKind
 from topo.placement import Placement
 from topo.rings import Ring, best_chain, best_ring, ring_hops
@@ -38,6 +40,7 @@ class GroupPricer:
         self._pair_hops: dict[tuple[int, int, int, int, bool], Hop] = {}
         self._chains: dict[Hop, GroupLinks] = {}
         self._switched: dict[int, bool] = {}
+        self._ring_sets: dict[tuple[int, tuple[int, ...]], RingSet | None] = {}
 
     def rebind(self, placement: Placement) -> GroupPricer:
         """A pricer for another placement on the same hosts, sharing every memo (hosts must match)."""
@@ -112,21 +115,69 @@ class GroupPricer:
         """What a collective over `ranks` rides (memoised by signature)."""
         return self.links_of(self.signature(ranks), len(ranks))
 
+    def ring_set(self, host_class: int, positions: tuple[int, ...]) -> RingSet | None:
+        """The rings NCCL lays over disjoint direct NVLinks through `positions` (None on NVSwitch and
+        PCIe boxes, or when no NVLink-only ring exists), memoised."""
+        key = (host_class, positions)
+        if key not in self._ring_sets:
+            found = None
+            if not self.switched(host_class):
+                host = self.host(host_class)
+
+                def links_between(a: int, b: int) -> int:
+                    link = host.link(a, b)
+                    return link.nvlink_count if link.kind is LinkKind.NVLINK else 0
+
+                found = disjoint_rings(positions, links_between, lambda a, b: self.hop(host_class, a, b).bandwidth_gbps)
+            self._ring_sets[key] = found
+        return self._ring_sets[key]
+
+    def nvls_gbps(self, host_class: int, ring_gbps: float) -> float:
+        """NVLS all_reduce algbw inside a host of this class for a group whose ring runs at `ring_gbps`
+        (0 where NCCL has no NVLS: no NVSwitch, or NVLink before generation 4)."""
+        if not self.switched(host_class):
+            return 0.0
+        host = self.host(host_class)
+        first = host.link(0, 1)
+        generation = first.nvlink_gen or min(nvlink_generation(gpu, first.nvlink_count) for gpu in host.gpus)
+        fraction = NVLS_ALLREDUCE_FRACTION.get(generation)
+        if fraction is None:
+            fraction = NVLS_ALLREDUCE_FRACTION[max(NVLS_ALLREDUCE_FRACTION)] if generation > 5 else 0.0
+        return fraction * ring_gbps
+
+    def _intra(self, host_class: int, positions: tuple[int, ...], closed: bool) -> tuple[float, float, str, str, int, list[str]]:
+        """(bandwidth, alpha, label, class, rings, hop labels) of the rings a group runs through `positions` of one host."""
+        ring = self.ring(host_class, positions, closed=closed)
+        hops = [self.hop(host_class, a, b) for a, b in ring_hops(ring)]
+        slowest = min(hops, key=lambda hop: hop.bandwidth_gbps)
+        alpha = max(hop.alpha_us for hop in hops)
+        labels = list(dict.fromkeys(hop.label for hop in hops))
+        gbps, rings, label = slowest.bandwidth_gbps, 1, slowest.label
+        found = self.ring_set(host_class, positions)
+        if found is not None and found.total_gbps > gbps:
+            gbps, rings = found.total_gbps, found.channels
+            labels = list(dict.fromkeys(self.hop(host_class, a, b).label for a, b in found.hops()))
+            label = f"{rings} rings over {' + '.join(sorted(labels, reverse=True))}"
+        if any(hop.via_host for hop in hops):
+            gbps = min(gbps, HOST_MEMORY_GBPS / (2 * len(positions)))
+        return gbps, alpha, label, slowest.link_class, rings, labels
+
     def _compute(self, signature: Signature, count: int) -> GroupLinks:
         nodes = len(signature)
         gpus_per_node = max(len(positions) for _, positions in signature)
         intra_gbps, intra_alpha, intra_label, intra_class = math.inf, 0.0, "", "NV"
-        pair_min, egress = math.inf, math.inf
+        pair_min, egress, rings, nvls = math.inf, math.inf, 1, math.inf
+        used: list[str] = []
         distinct = tuple(dict.fromkeys(signature))  # nodes alike in class and GPUs price alike
         for host_class, positions in distinct:
             if len(positions) < 2:
                 continue
-            ring = self.ring(host_class, positions, closed=nodes == 1)
-            for a, b in ring_hops(ring):
-                hop = self.hop(host_class, a, b)
-                intra_alpha = max(intra_alpha, hop.alpha_us)
-                if hop.bandwidth_gbps < intra_gbps:
-                    intra_gbps, intra_label, intra_class = hop.bandwidth_gbps, hop.label, hop.link_class
+            gbps, alpha, label, link_class, ring_count, labels = self._intra(host_class, positions, closed=nodes == 1)
+            intra_alpha = max(intra_alpha, alpha)
+            used.extend(labels)
+            if gbps < intra_gbps:
+                intra_gbps, intra_label, intra_class, rings = gbps, label, link_class, ring_count
+            nvls = min(nvls, self.nvls_gbps(host_class, gbps))
             for i, a in enumerate(positions):
                 for b in positions[i + 1 :]:
                     pair_min = min(pair_min, self.hop(host_class, a, b).bandwidth_gbps)
@@ -134,8 +185,11 @@ class GroupPricer:
                 egress = min(egress, self.hop(host_class, positions[0], positions[1]).bandwidth_gbps)
             else:
                 egress = min(egress, *(self._direct_egress(host_class, gpu, positions) for gpu in positions))
+        nvls = 0.0 if math.isinf(nvls) else nvls
+        collnet = nodes > 1 and all(bool(self.host(host_class).capabilities.sharp) for host_class, _ in distinct)
         links = GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                           pair_min_gbps=pair_min, egress_gbps=egress)
+                           pair_min_gbps=pair_min, egress_gbps=egress, intra_rings=rings, nvls_gbps=nvls,
+                           links_used=tuple(dict.fromkeys(used)))
         if nodes == 1:
             return links
         node_net, rank_net, net_alpha, net_label, rails = math.inf, math.inf, 0.0, "", 1
@@ -151,13 +205,15 @@ class GroupPricer:
                 aggregate += slowest.bandwidth_gbps * len(hops) / sharers
                 share = slowest.bandwidth_gbps / sharers
                 net_alpha = max(net_alpha, slowest.alpha_us)
+                used.append(slowest.label)
                 if share < rank_net:
                     rank_net = share
                     net_label = slowest.label + (f", shared by {sharers} GPUs" if sharers > 1 else "")
             if aggregate < node_net:
                 node_net, rails = aggregate, len(by_nic)
         return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails)
+                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails, rings, nvls, collnet,
+                          tuple(dict.fromkeys(used)))
 
     def _direct_egress(self, host_class: int, gpu: int, positions: tuple[int, ...]) -> float:
         """What `gpu` can send to the other `positions` at once on a box without NVSwitch: every direct
@@ -216,7 +272,20 @@ class GroupPricer:
         return Hop(hop.alpha_us, hop.bandwidth_gbps / sharers, hop.link_class, f"{hop.label}, shared by {sharers} GPUs")
 
 
+MAX_NVLINKS_PER_GPU = 18
+"""Most NVLink ports a GPU has (H100, B200): more bonded links to its peers than this must go through switches."""
+
+
 def _is_switched(host: Host) -> bool:
-    """True when every GPU pair shows the same NVLink count: an NVSwitch box, where peers share a GPU's links."""
-    counts = {link.nvlink_count if link.kind is LinkKind.NVLINK else -1 for link in host.links}
-    return len(counts) == 1 and next(iter(counts)) > 0 and len(host.gpus) > 2
+    """True for an NVSwitch box, where every peer shares the GPU's links: the ports say so when the probe read
+    them (remote is a switch); otherwise every pair is NVLink and a GPU shows more links to its peers than it has."""
+    ports = [port for gpu in host.gpus for port in gpu.nvlinks if port.active and port.remote_type is not None]
+    if ports:
+        return any(port.remote_type == "switch" for port in ports)
+    if len(host.gpus) < 3 or any(link.kind is not LinkKind.NVLINK for link in host.links):
+        return False
+    per_gpu = [0] * len(host.gpus)
+    for link in host.links:
+        per_gpu[link.a] += link.nvlink_count
+        per_gpu[link.b] += link.nvlink_count
+    return max(per_gpu) > MAX_NVLINKS_PER_GPU

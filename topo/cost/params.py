@@ -8,16 +8,23 @@ Moving b bytes over a hop costs `alpha + b / beta`. Defaults, and where they com
 - PCIe beta = the typical copy rate of the slower GPU's PCIe link, reduced for paths through
   the CPU and across sockets (:func:`topo.links.link_speed`).
 - Network beta = the typical rate of the GPU's nearest NIC port (:func:`topo.links.network_speed`),
-  reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch.
+  reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch, unless an NVLink peer
+  sits under the NIC's switch: NCCL's PXN then relays the traffic over NVLink instead of the CPU.
+- PCIe pairs without peer-to-peer (nvidia-smi topo -p2p `NS`, GeForce cards, most VMs): NCCL's SHM
+  transport stages every chunk through host memory and reaches about two thirds of the GPU's PCIe
+  copy rate (HOST_PATH_FRACTION); all GPUs of the ring share the host's memory (HOST_MEMORY_GBPS).
 - Alpha: NVLink 1 us and network 5 us as in the DOMAIN worked example; PCIe hops 2-5 us, between
   NCCL's LL and Simple hop latencies (tuning.cc `hwLat`) and the measured 14-19 us of PCIe copies
   without P2P.
+- NVLink SHARP (NVLS) and CollNet: their bandwidth shares and fixed latencies below, from NCCL's
+  tuning model and published nccl-tests figures (see :mod:`topo.cost.published`).
 Everything can be overridden from a JSON file and calibrated from measurements.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,6 +35,40 @@ from topo.model import Host, Link, LinkKind, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
 """Per-link NVLink bandwidth NCCL assumes for rings, by NVLink generation (topo.h SM70/80/90/100)."""
+
+NCCL_NVLINK_RING_CAP_GBPS: dict[int, float] = {3: 235.0}
+"""Ring bandwidth cap NCCL's tuning model puts on a GPU's NVLinks, by generation (tuning.cc: A100,
+sm80, at most 235 GB/s; measured 8x A100 ring busbw ~230)."""
+
+NVLS_ALLREDUCE_FRACTION: dict[int, float] = {4: 0.74, 5: 0.67}
+"""NVLS all_reduce algbw as a share of the GPU's NCCL NVLink ring bandwidth, by NVLink generation:
+8x H100 reach algbw ~275 (busbw ~480) of 18 x 20.6 = 370.8 GB/s (NCCL maintainer, nccl-tests #212);
+8x B300 reach algbw 483 of 18 x 40 = 720 (NVIDIA/nccl #2140). NVLS needs NVSwitch and NVLink 4+."""
+
+NVLS_GATHER_FRACTION = 0.85
+"""NVLS all_gather / reduce_scatter algbw as a share of the ring bandwidth (NCCL's Hopper NVLS
+efficiency in tuning.cc): below the ring's, so NCCL (and `auto`) keeps rings for them on one node."""
+
+NVLS_LATENCY_US = 25.0
+"""Fixed cost of an NVLS collective inside a node (NCCL tuning.cc NVLink NVLS Simple latency)."""
+
+NVLS_NET_LATENCY_US = 20.9
+"""Per tree level across nodes of NVLS-tree (NCCL tuning.cc network NVLSTree Simple latency)."""
+
+COLLNET_LATENCY_US = 31.0
+"""Fixed cost of a CollNet (SHARP) all_reduce across nodes (NCCL tuning.cc network CollNetDirect latency)."""
+
+COLLNET_NET_FRACTION = 0.9
+"""CollNet reaches 90% of the node's network bandwidth, each node sending its buffer once (tuning.cc)."""
+
+HOST_PATH_FRACTION = 0.68
+"""Share of a GPU's PCIe copy rate that NCCL's SHM transport (through host memory, no P2P) reaches:
+4x RTX 5090 (PCIe Gen5, 51.7 GB/s typical copies) all_reduce at 35 GB/s busbw (NVIDIA/nccl #1639)."""
+
+HOST_MEMORY_GBPS = 450.0
+"""Host memory traffic a 2-socket server sustains for GPU rings through host memory: every GPU writes
+and reads each chunk, so n GPUs at busbw b move 2 n b; 8x RTX 5090 plateau at 28 GB/s busbw
+(NVIDIA/nccl #1639: 8 x 2 x 28 = 448 GB/s), where 4 reach 35."""
 
 DEFAULT_ALPHA_US: dict[str, float] = {
     "NV": 1.0,
@@ -57,6 +98,8 @@ class Hop:
     """One of LINK_CLASSES."""
     label: str
     """For people: `NV18`, `SYS`, `mlx5_0 400 Gb/s`."""
+    via_host: bool = False
+    """True for a PCIe pair without peer-to-peer: every chunk is staged through host memory."""
 
 
 @dataclass(frozen=True)
@@ -94,11 +137,17 @@ class CostModel:
             generation = link.nvlink_gen or nvlink_generation(host.gpus[link.a], link.nvlink_count)
             per_link = self.nvlink_gbps_per_link.get(generation, NCCL_NVLINK_RING_GBPS_PER_LINK[4])
             link_class, gbps = "NV", per_link * link.nvlink_count
+            gbps = min(gbps, NCCL_NVLINK_RING_CAP_GBPS.get(generation, math.inf))
         else:
             link_class, gbps = link.kind.value, link_speed(host, link).typical_gbps
-        gbps = self._scaled(link_class, self.pair_gbps.get(key, gbps))
+        via_host = link.kind.is_pcie and link.p2p is not None and not link.p2p.any_ok
+        if key in self.pair_gbps:
+            gbps = self.pair_gbps[key] * (HOST_PATH_FRACTION if via_host else 1.0)
+        elif via_host:
+            gbps = min(gbps, gbps / PCIE_PATH_FACTOR[link.kind] * HOST_PATH_FRACTION)
+        gbps = self._scaled(link_class, gbps)
         alpha = self.pair_alpha_us.get(key, self.alpha_us.get(link_class, DEFAULT_ALPHA_US[link_class]))
-        return Hop(alpha, gbps, link_class, link.token)
+        return Hop(alpha, gbps, link_class, link.token, via_host)
 
     def nic_hop(self, host: Host, gpu: int) -> tuple[Hop, str]:
         """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name).
@@ -112,18 +161,32 @@ class CostModel:
             gbps = self._scaled("NET", network_speed(self.default_nic_gbit).typical_gbps)
             return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", f"network (no NIC known, {self.default_nic_gbit:g} Gb/s)"), ""
         turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
-        name, rate, path = nearest[turn % len(nearest)]
+        name, rate, path, column = nearest[turn % len(nearest)]
         gbps = network_speed(rate).typical_gbps
-        if self.nic_path_penalty:
+        relay = self._pxn_relay(host, gpu, column) if path not in ("PIX", "PXB") else None
+        if self.nic_path_penalty and relay is None:
             gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
         gbps = self._scaled("NET", gbps)
-        label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
+        if relay is not None:
+            label = f"{name} {rate:g} Gb/s via PXN (GPU {host.gpus[relay].index})"
+        else:
+            label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
         return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
 
-    def _nearest_nics(self, host: Host, gpu: int) -> list[tuple[str, float, str]]:
-        """(name, rate Gb/s, path class) of every active NIC at the best (path, rate) from `gpu`, in column order."""
+    def _pxn_relay(self, host: Host, gpu: int, column: int) -> int | None:
+        """The NVLink peer under the same PCIe switch as NIC `column` (PIX/PXB), through which NCCL's PXN
+        sends `gpu`'s network traffic instead of crossing the CPU; None when there is none."""
+        for peer in range(len(host.gpus)):
+            if peer == gpu or peer >= len(host.gpu_nic) or column >= len(host.gpu_nic[peer]):
+                continue
+            if host.gpu_nic[peer][column] in ("PIX", "PXB") and host.link(gpu, peer).kind is LinkKind.NVLINK:
+                return peer
+        return None
+
+    def _nearest_nics(self, host: Host, gpu: int) -> list[tuple[str, float, str, int]]:
+        """(name, rate Gb/s, path class, column) of every active NIC at the best (path, rate) from `gpu`, in column order."""
         best_key: tuple[int, float] | None = None
-        found: list[tuple[str, float, str]] = []
+        found: list[tuple[str, float, str, int]] = []
         for column, nic in enumerate(host.nics):
             if nic.state is not None and nic.state.upper() not in ("ACTIVE", "UP", "4: ACTIVE"):
                 continue
@@ -141,7 +204,7 @@ class CostModel:
             if best_key is None or key < best_key:
                 best_key, found = key, []
             if key == best_key:
-                found.append((name, rate, kind.value if kind.is_pcie else "PIX"))
+                found.append((name, rate, kind.value if kind.is_pcie else "PIX", column))
         return found
 
 
