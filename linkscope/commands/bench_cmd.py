@@ -410,7 +410,9 @@ def _reuse(args: argparse.Namespace, spec: Any) -> int:
         result = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done))
     rows = summarise_reuse(result["rows"])
     if args.json:
-        print(json.dumps({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size}, indent=2, allow_nan=False))
+        from linkscope.render.json_out import print_json
+
+        print_json({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size})
         return EXIT_OK
     from rich import box
     from rich.table import Table

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from topo.errors import InputError
@@ -96,12 +94,12 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     if spec.profile_dir:
         notes.append(f"profiler traces per mode under {spec.profile_dir} (linkscope trace DIR/MODE)")
     if args.json:
-        json.dump({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
-                             "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
-                   "backend": spec.backend, "nproc": spec.world_size,
-                   "modes": [summary.to_json() for summary in summaries], "notes": notes},
-                  sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from linkscope.render.json_out import print_json
+
+        print_json({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
+                              "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
+                    "backend": spec.backend, "nproc": spec.world_size,
+                    "modes": [summary.to_json() for summary in summaries], "notes": notes})
         return
     from rich import box
     from rich.table import Table

@@ -11,7 +11,6 @@ algorithm that applies).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from topo.cost.collectives import ALGORITHMS, OPS, GroupLinks, algorithm_times, collective_cost, parse_alpha_beta, uniform_links
@@ -138,11 +137,13 @@ def run(args: argparse.Namespace) -> int:
     cost = collective_cost(op, links, size_bytes, args.algo)
     algorithms = algorithm_times(op, links, size_bytes)
     if args.json:
-        print(json.dumps({
+        from linkscope.render.json_out import print_json
+
+        print_json({
             "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": args.nodes, "algo": cost.algo,
             "time_s": cost.time_s, "algbw_gbps": cost.algbw_gbps, "busbw_gbps": cost.busbw_gbps,
             "channels": cost.channels, "links": list(cost.links_used), "algorithms": algorithms,
-        }, indent=2))
+        })
         return 0
     from rich.console import Console
     from rich.table import Table

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from topo.errors import InputError
@@ -67,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         pricer = machine_pricer(open_source(args.source), traces, args.nodes, args.distribution, args.visible_devices)
     report = analyse(traces, pricer, args.exposed_share)
     if args.json:
-        json.dump(report.to_json(), sys.stdout, allow_nan=False)
-        sys.stdout.write("\n")
+        from linkscope.render.json_out import print_json
+
+        print_json(report.to_json(), indent=None)
     else:
         from linkscope.render.trace_view import print_trace_report
 

@@ -35,7 +35,10 @@ def run_reuse_experiment(spec_data: dict[str, Any], rank: int, local_rank: int, 
         tensor = torch.ones(max(1, size // DTYPE_BYTES[spec.dtype]), dtype=dtype, device=device)
         for _ in range(spec.warmup):
             dist.all_reduce(tensor, group=reused)
-        reuse_us = _per_call_us(lambda data=tensor: dist.all_reduce(data, group=reused), spec.iters, device)
+        def reused_group_call(data: Any = tensor) -> None:
+            dist.all_reduce(data, group=reused)
+
+        reuse_us = _per_call_us(reused_group_call, spec.iters, device)
         calls = min(spec.iters, RECREATED_CALLS_MAX)
 
         def fresh_group_call(data: Any = tensor) -> None:
