@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def write_trace(path: Path, rank: int, world: int, target_bytes: int) -> None:
     """A trace of `target_bytes` or a little more: steps of compute kernels and all_reduce kernels."""
     with path.open("w") as out:
-        out.write('{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": %d, "world_size": %d, '
-                  '"pg_config": [{"pg_name": "0", "pg_size": %d, "ranks": %s}]}, "traceEvents": [\n'
-                  % (rank, world, world, json.dumps(list(range(world)))))
+        info = {"backend": "nccl", "rank": rank, "world_size": world,
+                "pg_config": [{"pg_name": "0", "pg_size": world, "ranks": list(range(world))}]}
+        out.write(f'{{"schemaVersion": 1, "distributedInfo": {json.dumps(info)}, "traceEvents": [\n')
         written, clock, correlation, step, first = 0, 0.0, 0, 0, True
         group = "[" + ", ".join(map(str, range(world))) + "]"
         while written < target_bytes:
