@@ -200,26 +200,58 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
     links = pricer.links(range(placement.world_size))
     cost = collective_cost(op, links, result.size_bytes)
     judged = result.size_bytes >= COLLECTIVE_JUDGE_MIN_BYTES and result.busbw_gbps > 0
+    note = f"model: {cost.algo}"
+    if _without_p2p(placement):
+        note += "; no P2P between these GPUs: NCCL stages through host memory"
     return Expected("collective", subject, "busbw", result.busbw_gbps, cost.busbw_gbps, links.bottleneck_label,
-                    judged=judged, expected_time_us=cost.time_s * 1e6, note=f"model: {cost.algo}")
+                    judged=judged, expected_time_us=cost.time_s * 1e6, note=note)
+
+
+def _without_p2p(placement: Placement) -> bool:
+    """True when the snapshot says some GPU pair of a one-host group has no peer access."""
+    if len(placement.hosts) != 1:
+        return False
+    host, gpus = placement.hosts[0], sorted(set(placement.gpu_of_rank))
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1:]:
+            try:
+                p2p = host.link(a, b).p2p
+            except KeyError:
+                continue
+            if p2p is not None and (p2p.read, p2p.write) != (None, None) and not p2p.any_ok:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class RowExpectations:
+    """Per row of a Measurements, in its order, what the model expects (None where it cannot say)."""
+
+    collectives: tuple[Expected | None, ...] = ()
+    peer_copies: tuple[Expected | None, ...] = ()
+    host_copies: tuple[Expected | None, ...] = ()
+
+    def all(self) -> list[Expected]:
+        """Every known expectation: collectives, then peer copies, then host copies."""
+        return [row for row in (*self.collectives, *self.peer_copies, *self.host_copies) if row is not None]
+
+
+def row_expectations(measurements: Measurements, snapshot: Snapshot, model: CostModel | None = None) -> RowExpectations:
+    """What the model expects for each row of `measurements` on `snapshot` (aligned with the rows)."""
+    if not snapshot.hosts or not snapshot.host.gpus:
+        return RowExpectations((None,) * len(measurements.collectives), (None,) * len(measurements.peer_copies),
+                               (None,) * len(measurements.host_copies))
+    per_host = measurements.identity.gpu_count if measurements.identity is not None else None
+    return RowExpectations(
+        tuple(expect_collective(result, snapshot, model, per_host) for result in measurements.collectives),
+        tuple(expect_peer_copy(copy, host_of(snapshot, copy.host)) for copy in measurements.peer_copies),
+        tuple(expect_host_copy(copy, host_of(snapshot, copy.host)) for copy in measurements.host_copies),
+    )
 
 
 def expectations(measurements: Measurements, snapshot: Snapshot, model: CostModel | None = None) -> list[Expected]:
     """Every row of `measurements` that can be priced on `snapshot`: collectives, then peer copies, then host copies."""
-    if not snapshot.hosts or not snapshot.host.gpus:
-        return []
-    per_host = measurements.identity.gpu_count if measurements.identity is not None else None
-    found: list[Expected] = []
-    for result in measurements.collectives:
-        expected = expect_collective(result, snapshot, model, per_host)
-        if expected is not None:
-            found.append(expected)
-    for copy in measurements.peer_copies:
-        peer = expect_peer_copy(copy, host_of(snapshot, copy.host))
-        if peer is not None:
-            found.append(peer)
-    found.extend(expect_host_copy(copy, host_of(snapshot, copy.host)) for copy in measurements.host_copies)
-    return found
+    return row_expectations(measurements, snapshot, model).all()
 
 
 def summary(rows: Sequence[Expected]) -> str:
@@ -228,4 +260,4 @@ def summary(rows: Sequence[Expected]) -> str:
     if not judged:
         return "no row large enough to judge against the model"
     counts = ", ".join(f"{judged.count(name)} {name}" for name in VERDICTS if judged.count(name))
-    return f"{len(judged)} row(s) judged against the model: {counts}"
+    return f"{len(judged)} row(s) judged: {counts}"

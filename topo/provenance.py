@@ -46,10 +46,12 @@ def same_gpu_model(a: str, b: str) -> bool:
 
 def describe(identity: MeasuredOn | None) -> str:
     """`8x NVIDIA H200 on fs-207, fs-208 (nccl-tests)` for people; `an unknown machine` when nothing is known."""
-    if identity is None or identity.gpu_model is None:
-        tool = f" ({identity.tool})" if identity is not None and identity.tool else ""
-        return f"an unknown machine{tool}"
+    if identity is None:
+        return "an unknown machine"
     count = f"{identity.gpu_count}x " if identity.gpu_count else ""
+    if identity.gpu_model is None:
+        hosts = f" on {', '.join(identity.hosts[:4])}" if identity.hosts else ""
+        return f"an unstated GPU model{hosts}" + (f" ({identity.tool})" if identity.tool else "")
     hosts = f" on {', '.join(identity.hosts[:4])}" + (" ..." if len(identity.hosts) > 4 else "") if identity.hosts else ""
     tool = " ".join(part for part in (identity.tool, identity.tool_version) if part)
     return f"{count}{identity.gpu_model}{hosts}" + (f" ({tool})" if tool else "")
@@ -59,7 +61,7 @@ def check_identity(identity: MeasuredOn | None, snapshot: Snapshot) -> IdentityC
     """Whether measurements with `identity` may be used on `snapshot` (see the module docstring)."""
     name = snapshot.source or "the snapshot"
     if identity is None or identity.gpu_model is None:
-        return IdentityCheck(UNKNOWN, f"the measurements do not say what machine they ran on ({describe(identity)}); "
+        return IdentityCheck(UNKNOWN, f"the measurements do not say what GPUs they ran on ({describe(identity)}); "
                              f"assuming {name}")
     if not snapshot.hosts or not snapshot.host.gpus:
         return IdentityCheck(UNKNOWN, f"{name} describes no GPU to compare the measurements with")

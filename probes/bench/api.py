@@ -24,7 +24,7 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
     """Run a collective sweep on `spec.world_size` local workers; `on_progress(done, total)` per row step."""
     total = spec.steps
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
-    identity = bench_identity(f"linkscope bench collectives ({spec.backend})",
+    identity = bench_identity(f"linkscope bench collectives {spec.backend}",
                               processes=spec.world_size if spec.backend == "nccl" else None)
     try:
         result = run_workers("collectives", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress,
