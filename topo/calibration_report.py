@@ -73,8 +73,8 @@ def calibration_changes(measurements: Measurements, snapshot: Snapshot, base: Co
         a, b = positions.get(copy.src), positions.get(copy.dst)
         if copy.unidir_gbps is None or a is None or b is None or a == b or place is not host:
             continue
-        hop = model.gpu_hop(host, a, b)
-        by_link.setdefault(hop.label, []).append((copy.unidir_gbps, hop.bandwidth_gbps, fitted.gpu_hop(host, a, b).bandwidth_gbps))
+        hop, calibrated = model.gpu_hop(host, a, b), fitted.gpu_hop(host, a, b)
+        by_link.setdefault(hop.label, []).append((copy.unidir_gbps, hop.bandwidth_gbps, calibrated.bandwidth_gbps))
     for label, rows in by_link.items():
         changes.append(CalibrationChange(f"peer copies ({len(rows)} pairs, median)", label, "unidir",
                                          statistics.median(row[0] for row in rows), statistics.median(row[1] for row in rows),

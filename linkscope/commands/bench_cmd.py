@@ -202,7 +202,7 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
         snapshot = _expected_on(args, notes)
     else:
         notes.append("gloo runs on CPU processes: no GPU link to expect a figure from")
-    expected = [None] * len(result["rows"])
+    expected: list[Any] = [None] * len(result["rows"])
     if snapshot is not None:
         if args.expect is None and measurements.identity is not None:
             names = " / ".join(sorted({gpu.name for gpu in snapshot.host.gpus if gpu.name})) or None
