@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import Any
 
+from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
 from topo.cost.collectives import ALGORITHMS, OPS, collective_cost, parse_alpha_beta, uniform_links
 from topo.errors import InputError
 from topo.sizes import format_size_bytes, parse_size_bytes
@@ -60,12 +61,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help=f"hop between nodes, per GPU (default {DEFAULT_INTER})")
     parser.add_argument("--algo", choices=ALGORITHMS, default="auto", help="algorithm (default auto: the cheapest)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_sweep_argument(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Price the collective and print it."""
     op = _op_name(args.op)
+    if (status := run_sweep_if_asked(args, op)) is not None:
+        return status
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 1:
         raise InputError("--bytes: must be at least 1 byte")
