@@ -61,7 +61,8 @@ def run_sweep_if_asked(args: argparse.Namespace, op: str) -> int | None:
     if args.bytes is not None:
         raise InputError("--sweep replaces --bytes: give one of them")
     sizes = sweep_sizes(args.sweep)
-    links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra, "--intra"), parse_alpha_beta(args.inter, "--inter"))
+    intra, inter = parse_alpha_beta(args.intra, "--intra"), parse_alpha_beta(args.inter, "--inter")
+    links = uniform_links(args.ranks, args.nodes, intra, inter)
     rows = sweep_rows(op, links, sizes)
     if args.json:
         print(json.dumps({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}, indent=2))
