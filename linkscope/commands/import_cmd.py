@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
         description="Read results you already have into linkscope Measurements: nccl-tests logs (any collective, "
         "several runs in one file, truncated tables), nvbandwidth matrices and p2pBandwidthLatencyTest output. "
         "The format is detected from the content. A table that does not read cleanly is rejected with file:line. "
-        "With --attach SOURCE every row is shown next to what the cost model expects on SOURCE (expected GB/s, "
+        "With --expect SOURCE (or --attach SOURCE) every row is shown next to what the cost model expects on SOURCE "
+        "(expected GB/s, "
         "measured/expected, verdict ok / slow / far below); measurements of a different kind of machine (another "
         "GPU model, more GPUs than SOURCE has) are refused unless --force.",
         epilog="example: linkscope import all_reduce.log --attach sample:dgx-h100 -o box.json",
@@ -32,6 +33,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--attach", default=None, metavar="SOURCE",
                         help="compare every row with what SOURCE should deliver; with -o: write SOURCE's snapshot "
                         "carrying these measurements instead (opens in the app)")
+    parser.add_argument("--expect", default=None, metavar="SOURCE",
+                        help="compare every row with what SOURCE should deliver (default: the --attach SOURCE)")
     parser.add_argument("--force", action="store_true",
                         help="attach measurements of a different kind of machine anyway")
     parser.set_defaults(run=run)
@@ -52,17 +55,24 @@ def run(args: argparse.Namespace) -> int:
     expected = RowExpectations()
     if attached is not None:
         check_measured_on(attached, measurements, args.force, "--attach")
-        expected = row_expectations(measurements, attached)
+    against = attached
+    if args.expect is not None:
+        from linkscope.source import open_source
+
+        against = open_source(args.expect)
+        check_measured_on(against, measurements, args.force, "--expect")
+    if against is not None:
+        expected = row_expectations(measurements, against)
     if args.output:
         write_measurements(args.output, measurements, attached)
     if args.json:
         payload = json.loads(measurements_to_json(measurements))
-        if attached is not None:
-            payload["expected_on"] = attached.source
+        if against is not None:
+            payload["expected_on"] = against.source
             payload["expected"] = [row.to_json() for row in expected.all()]
         print(json.dumps(payload, indent=2))
     else:
-        _print(measurements, expected, attached.source if attached is not None else None)
+        _print(measurements, expected, against.source if against is not None else None)
     return 0
 
 
@@ -122,7 +132,7 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
     if against is not None:
         print_verdict_summary(console, expected.all(), against)
     else:
-        console.print(Text("note: --attach SOURCE compares every row with what that machine should deliver"))
+        console.print(Text("note: --expect SOURCE (or --attach) compares every row with what that machine should deliver"))
     for note in measurements.notes:
         console.print(Text(f"note: {note}"))
 
