@@ -60,6 +60,8 @@ def test_one_threshold_for_bench_findings_the_grid_and_the_verdict() -> None:
         assert ([f.code for f in findings] == ["copy-slow"]) is slow
         cell = gpu_cells(host, Measurements("t", peer_copies=copies))[0][1]
         assert cell.degraded is slow and cell.verdict == ("slow" if slow else "ok")
+        small = gpu_cells(host, Measurements("t", peer_copies=(PeerCopy(0, 1, 1 << 20, unidir_gbps=1.0),)))[0][1]
+        assert small.verdict is None and not small.degraded  # too small to judge, as bench p2p does not
         (row,) = expectations(Measurements("t", peer_copies=copies), snapshot)
         assert row.verdict == ("slow" if slow else "ok")
 

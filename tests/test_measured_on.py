@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from topo.codec import measurements_from_json, measurements_to_json, snapshot_from_json
+from topo.codec import measurements_from_json, measurements_to_json, snapshot_from_json, to_jsonable
 from topo.formats.measured_on import measured_on
 from topo.formats.results import read_measurements
 from topo.model import MeasuredOn, Measurements, PeerCopy
@@ -87,15 +87,9 @@ def test_old_measurements_file_without_identity_still_reads() -> None:
     data = json.loads(measurements_to_json(measurements))
     del data["measurements"]["identity"]
     assert measurements_from_json(json.dumps(data), "old.json") == measurements
-    snapshot = snapshot_from_json(json.dumps({**json.loads(json.dumps(_sample_json())), "measurements": data["measurements"]}))
+    sample = to_jsonable(load_sample("consumer-2gpu"))
+    snapshot = snapshot_from_json(json.dumps({**sample, "measurements": data["measurements"]}))
     assert snapshot.measurements is not None and snapshot.measurements.identity is None
-
-
-def _sample_json() -> dict[str, object]:
-    from topo.codec import to_jsonable
-
-    data: dict[str, object] = to_jsonable(load_sample("consumer-2gpu"))
-    return data
 
 
 def test_import_attach_refuses_h100_measurements_on_a_consumer_box(tmp_path: pathlib.Path,
