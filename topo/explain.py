@@ -19,7 +19,7 @@ from typing import Any
 from topo.cost import Cost, GroupLinks, collective_cost, uniform_links
 from topo.cost.collectives import format_gbps
 from topo.errors import InputError
-from topo.expect import verdict
+from topo.expect import SLOW_FRACTION, verdict
 from topo.formats.nccl_tests import bus_factor
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|ns)?\s*\Z")
@@ -73,6 +73,12 @@ class Fit:
         return verdict(self.speed_ratio)
 
     @property
+    def fits(self) -> bool:
+        """True when the observed time is within the shared threshold of the prediction, either way (a call much
+        faster than its links allow does not fit either: the ranks sit elsewhere, or the timing stopped early)."""
+        return SLOW_FRACTION <= self.speed_ratio <= 1 / SLOW_FRACTION
+
+    @property
     def distance(self) -> float:
         """How far the prediction is from the observed time (|log ratio|): the smallest explains it best."""
         return abs(math.log(self.speed_ratio))
@@ -80,7 +86,7 @@ class Fit:
     def to_json(self) -> dict[str, Any]:
         """The JSON form of `explain --json`."""
         return {"scenario": self.scenario.name, "link": link_name(self.scenario.links), "algo": self.cost.algo,
-                "predicted_s": self.cost.time_s, "speed_ratio": self.speed_ratio, "verdict": self.verdict,
+                "predicted_s": self.cost.time_s, "speed_ratio": self.speed_ratio, "verdict": self.verdict, "fits": self.fits,
                 "bottleneck_gbps": self.bottleneck_gbps, "implied_gbps": self.implied_gbps}
 
 

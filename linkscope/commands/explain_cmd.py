@@ -2,7 +2,7 @@
 
 The cost model run backwards (:mod:`topo.explain`). JSON (`--json`): `op`, `size_bytes`, `ranks`,
 `observed_s`, `observed_busbw_gbps`, `best` and `scenarios` (each `scenario`, `link`, `algo`,
-`predicted_s`, `speed_ratio`, `verdict`, `bottleneck_gbps`, `implied_gbps`) and, with a SOURCE,
+`predicted_s`, `speed_ratio`, `verdict`, `fits`, `bottleneck_gbps`, `implied_gbps`) and, with a SOURCE,
 `layout` (the same fields for the links the placed ranks cross, plus `placement`).
 Exit status: 0, or 1 when with a SOURCE the observed time is slow or far below what its layout's
 links should give; 2 bad input.
@@ -193,5 +193,8 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
             console.print(Text(f"Verdict: {each.verdict} - the time points at a slow link: "
                                f"{link_name(each.scenario.links)} (or what shares it) delivers about "
                                f"{each.speed_ratio:.0%} of what it should.", style="bold"))
-        else:
+        elif each.fits:
             console.print(Text("Verdict: ok - the time fits the links this layout crosses."))
+        else:
+            console.print(Text(f"Verdict: faster than the links this layout crosses allow ({each.speed_ratio:.3g}x): the "
+                               "ranks do not sit where this layout puts them, or the timing stopped early.", style="bold"))
