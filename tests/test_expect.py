@@ -147,3 +147,14 @@ def test_rows_not_on_the_snapshot_are_not_judged() -> None:
                                      collectives=(CollectiveResult("gather", 1 << 28, "float32", 1.0, 1.0, 1.0, 8),)),
                         load_sample("dgx-h100"))
     assert len(rows) == 1 and rows[0].verdict is None and rows[0].expected_gbps is None
+
+
+def test_a_layout_group_is_priced_on_the_nodes_its_ranks_ran_on() -> None:
+    """A dp group of ranks 0 and 8 (one per node, 8 GPUs each) crosses the network; ranks 2 and 3 do not."""
+    snapshot = load_sample("dgx-h100")
+    across = CollectiveResult("all_reduce", 1 << 28, "float32", 1.0, 1.0, 1.0, 2, ranks=(0, 8), group="dp0")
+    inside = dataclasses.replace(across, ranks=(2, 3), group="tp1")
+    far, near = expect_collective(across, snapshot), expect_collective(inside, snapshot)
+    assert far is not None and near is not None and far.subject.endswith("dp0")
+    assert "mlx5" in far.link and near.link == "NV18"
+    assert far.expected_gbps < near.expected_gbps  # type: ignore[operator]

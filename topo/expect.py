@@ -158,24 +158,21 @@ def _mapped(positions: Sequence[int | None] | None, device: int, host: Host) -> 
 
 
 def collective_placement(result: CollectiveResult, snapshot: Snapshot, gpus_per_host: int | None = None) -> Placement | None:
-    """Where the result's ranks ran: its listed ranks on one host, or block order over as many hosts as it
-    needs (`gpus_per_host` ranks each: what the measurements say, else the snapshot's GPU count)."""
+    """Where the result's ranks ran, in torchrun block order: rank r on node r // g, local GPU r % g, with g
+    the GPUs per host the measurements say (else the snapshot's count); its listed ranks, else 0..n-1."""
     host = snapshot.host
     gpus = len(host.gpus)
-    nranks = result.nranks or len(result.ranks)
-    if nranks < 2 or gpus == 0:
+    ranks = result.ranks or tuple(range(result.nranks or 0))
+    if len(ranks) < 2 or gpus == 0 or len(set(ranks)) != len(ranks):
         return None
     per_host = min(gpus_per_host or gpus, gpus)
-    if nranks <= per_host:
-        positions = tuple(_position(host, rank) for rank in result.ranks) if result.ranks else tuple(range(nranks))
-        if any(position is None for position in positions) or len(set(positions)) != len(positions):
-            return None
-        return Placement((host,), (0,), (0,) * nranks, tuple(p for p in positions if p is not None), "measured")
-    nodes = -(-nranks // per_host)
-    hosts = tuple(snapshot.hosts[node] if node < len(snapshot.hosts) else host for node in range(nodes))
-    classes = _classes(hosts)
-    return Placement(hosts, classes, tuple(rank // per_host for rank in range(nranks)),
-                     tuple(rank % per_host for rank in range(nranks)), "measured")
+    node_index = {node: index for index, node in enumerate(sorted({rank // per_host for rank in ranks}))}
+    hosts = tuple(snapshot.hosts[node] if node < len(snapshot.hosts) else host for node in range(len(node_index)))
+    positions = [_position(hosts[node_index[rank // per_host]], rank % per_host) for rank in ranks]
+    if any(position is None for position in positions):
+        return None
+    return Placement(hosts, _classes(hosts), tuple(node_index[rank // per_host] for rank in ranks),
+                     tuple(position for position in positions if position is not None), "measured")
 
 
 def _classes(hosts: tuple[Host, ...]) -> tuple[int, ...]:
