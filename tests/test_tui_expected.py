@@ -41,3 +41,17 @@ def test_plot_marks_the_expected_height() -> None:
     lines = plot_lines(((1024, 1.0), (4096, 2.0)), height=2, bar_width=3, expected=((1024, 2.0),))
     assert lines[0][2] == EXPECTED_MARK and EXPECTED_MARK not in "".join(lines[1:])
     assert EXPECTED_MARK not in "".join(plot_lines(((1024, 1.0), (4096, 2.0)), height=2))
+
+
+def test_link_detail_names_the_verdict_of_every_measured_pair() -> None:
+    from tui.link_cells import gpu_cells
+    from tui.widgets.link_detail import describe_gpu_pair
+
+    from tui_support import measured_copies, nvswitch_host
+
+    host = nvswitch_host()
+    cells = gpu_cells(host, measured_copies(degraded=(0, 3)))
+    assert "FAR BELOW" in str(describe_gpu_pair(host, cells[0][3]))
+    assert str(describe_gpu_pair(host, cells[0][1])).splitlines()[2].endswith("of typical  ok")
+    small = gpu_cells(host, measured_copies(degraded=(0, 3), size_bytes=1 << 20))
+    assert "too small to judge" in str(describe_gpu_pair(host, small[0][3]))

@@ -44,6 +44,10 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
             text.append(f" = {ratio:.0%} of typical", style="bold" if cell.degraded else "")
             if cell.degraded:
                 text.append(f"  {(cell.verdict or '').upper()}", style="bold reverse")
+            elif cell.verdict is not None:
+                text.append(f"  {cell.verdict}")
+            else:
+                text.append("  (copies too small to judge)")
     else:
         text.append("\nnot measured (Bench tab, or open a snapshot with measurements)")
     if link is not None and link.p2p is not None:
