@@ -3,7 +3,8 @@
 Exit status: 0 no finding at or above `--fail-on` (default warning), 1 there is one, 2 bad input.
 The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of ranks) and
 `findings` (each `code`, `severity`, `dim`, `ranks`, `message`, plus `link`, `cost_s`,
-`best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside.
+`best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside, and `calibration`
+(what fitting the model to the measurements changed, :mod:`topo.calibration_report`) when measurements were used.
 """
 
 from __future__ import annotations

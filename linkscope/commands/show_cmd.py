@@ -2,7 +2,8 @@
 
 The JSON form is a public contract (README, "linkscope show --json"): one object with the first
 host's `hostname`, `gpus`, `matrix`, `nics`, `gpu_nic`, `cpu_affinity`, `numa_affinity`, plus
-`source`, `gaps` and `hosts` (every host of the snapshot in that same per-host form).
+`source`, `gaps` and `hosts` (every host of the snapshot in that same per-host form), and `measurements`
+(`source`, `identity`, `expected`: every row next to what the model expects) when the snapshot carries some.
 """
 
 from __future__ import annotations
