@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probe",
     "check",
     "estimate",
+    "explain",
     "plan",
     "bench",
     "import",

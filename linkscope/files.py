@@ -65,6 +65,21 @@ def with_measurements(snapshot: Snapshot, measurements: Measurements) -> Snapsho
     return dataclasses.replace(snapshot, measurements=measurements)
 
 
+def check_measured_on(snapshot: Snapshot, measurements: Measurements, force: bool, flag: str) -> None:
+    """Refuse (InputError naming `flag`) measurements of a different kind of machine unless `force`;
+    another host of the same kind, unknown identity or a forced mismatch is a note on stderr."""
+    import sys
+
+    from topo.provenance import check_identity
+
+    verdict = check_identity(measurements.identity, snapshot)
+    if verdict.refused and not force:
+        raise InputError(f"{flag}: {verdict.message}")
+    if verdict.message:
+        forced = " (used anyway: --force)" if verdict.refused else ""
+        print(f"linkscope: note: {verdict.message.removesuffix(' (--force to use them anyway)')}{forced}", file=sys.stderr)
+
+
 def write_measurements(path: str, measurements: Measurements, attach_to: Snapshot | None = None) -> None:
     """Write measurements JSON to `path`; with `attach_to` (the snapshot --attach opened), write that
     snapshot carrying them."""

@@ -30,7 +30,9 @@ def test_import_attach_writes_a_snapshot_carrying_the_measurements(tmp_path: Pat
 
 def test_check_uses_measurements_a_snapshot_carries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "h200-measured.json"
-    assert main(["import", str(NCCL_TESTS), "--attach", "sample:dgx-h100", "-o", str(out)]) == 0
+    # H200 numbers on the H100 sample: another kind of machine, attached only with --force
+    assert main(["import", str(NCCL_TESTS), "--attach", "sample:dgx-h100", "-o", str(out)]) == 2
+    assert main(["import", str(NCCL_TESTS), "--attach", "sample:dgx-h100", "-o", str(out), "--force"]) == 0
     capsys.readouterr()
     assert main(["check", str(out), "--tp", "8", "--nodes", "2", "--json"]) == 0
     carried = json.loads(capsys.readouterr().out)

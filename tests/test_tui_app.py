@@ -45,7 +45,7 @@ def static_text(widget: Static) -> str:
 
 @async_test
 async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
-    """Moving onto a measured slow pair shows it as degraded; `n` switches to the GPU x NIC grid."""
+    """Moving onto a measured slow pair shows its verdict (120 of 391 GB/s: far below); `n` switches to the GPU x NIC grid."""
     snapshot = dataclasses.replace(small_snapshot(), measurements=measured_copies(degraded=(0, 3)))
     app = build_app(snapshot=snapshot, services=FakeServices())
     async with app.run_test(size=SIZE) as pilot:
@@ -57,7 +57,7 @@ async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
         detail = app.query_one(LinkDetail)
         assert detail.cell is not None and (detail.cell.row, detail.cell.col) == (0, 3)
         text = static_text(detail)
-        assert "DEGRADED" in text and "measured 120.0 GB/s" in text and "NV18" in text
+        assert "FAR BELOW" in text and "measured 120.0 GB/s" in text and "NV18" in text
         await pilot.press("down")
         await pilot.pause()
         assert "DEGRADED" not in static_text(detail)

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 SCHEMA_VERSION = 1
-"""Version of the snapshot JSON layout; the loader refuses any other value."""
+"""Version of the snapshot JSON layout; the loader refuses any other value. Fields added later carry
+defaults (e.g. `Measurements.identity`), so files written before them stay readable."""
 
 
 class LinkKind(str, enum.Enum):
@@ -306,6 +307,23 @@ class CollectiveResult:
 
 
 @dataclass(frozen=True)
+class MeasuredOn:
+    """What measurements were taken on, as far as their tool said: the machine kind and its names."""
+
+    gpu_model: str | None = None
+    """GPU product name as the tool printed it, e.g. `NVIDIA H100 80GB HBM3`; None when not stated."""
+    gpu_count: int | None = None
+    """GPUs the run used on each host (the most on any one host)."""
+    hosts: tuple[str, ...] = ()
+    """Host names in rank order, each once; empty when not stated."""
+    pci_bus_ids: tuple[str, ...] = ()
+    """PCI bus ids of the devices in device order (first host), as the tool printed them; empty when not stated."""
+    tool: str | None = None
+    """`nccl-tests`, `nvbandwidth`, `p2pBandwidthLatencyTest`, `linkscope bench`."""
+    tool_version: str | None = None
+
+
+@dataclass(frozen=True)
 class Measurements:
     """What benchmarks measured (ours or imported from other tools)."""
 
@@ -317,6 +335,8 @@ class Measurements:
     group_setup_ms: tuple[tuple[str, float], ...] = ()
     """Process-group creation time per group label."""
     notes: tuple[str, ...] = ()
+    identity: MeasuredOn | None = None
+    """The machine the numbers come from; None for files written before linkscope recorded it."""
 
 
 @dataclass(frozen=True)

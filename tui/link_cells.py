@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topo.links import DEGRADED_FRACTION, LINK_CLASS, LinkSpeed, link_speed, network_speed
+from topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
 from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
 
 
@@ -35,10 +36,16 @@ class GridCell:
         return self.measured_gbps / self.expected.typical_gbps
 
     @property
+    def verdict(self) -> str | None:
+        """`ok`, `slow` or `far below` (:func:`topo.expect.verdict`, shared with the command line); None when not
+        measured, or measured with copies too small to judge."""
+        judged = self.measured_size_bytes is None or self.measured_size_bytes >= COPY_JUDGE_MIN_BYTES
+        return verdict(self.ratio) if judged else None
+
+    @property
     def degraded(self) -> bool:
-        """True when a measurement fell below :data:`DEGRADED_FRACTION` of the typical figure."""
-        ratio = self.ratio
-        return ratio is not None and ratio < DEGRADED_FRACTION
+        """True when a measurement's verdict is below `ok`."""
+        return self.verdict is not None and is_below(self.ratio)
 
     @property
     def reduced(self) -> bool:

@@ -82,15 +82,17 @@ def _register_p2p(sub: Any) -> None:
     parser.add_argument("--samples", type=int, default=5, help="timed samples per measurement; the median is reported")
     parser.add_argument("--copies", type=int, default=4, help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
-    parser.add_argument("--expect", default=None, metavar="SOURCE",
-                        help="snapshot to take the expected link speeds from (default: probe this machine)")
     _common_options(parser)
     parser.set_defaults(run=run_p2p)
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--expect", default=None, metavar="SOURCE",
+                        help="snapshot to take the expected figures from (default: probe this machine); every result "
+                        "is shown next to it with its ratio and verdict (ok, slow below 75%%, far below 50%%)")
     parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
-    parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
+    parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory; "
+                        "--attach to a snapshot of a different kind of machine")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write Measurements JSON to FILE")
     parser.add_argument("--attach", default=None, metavar="SOURCE",
@@ -182,16 +184,47 @@ def _measure_then_report(measure: Callable[[], tuple[Any, dict[str, Any]]],
     return report(measurements, result)
 
 
-def _report_collectives(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
-    from probes.bench.results import stragglers
+def _expected_on(args: argparse.Namespace, notes: list[str]) -> Any:
+    """The snapshot expectations are priced on: --expect, else this machine probed; None (with a note) when it
+    cannot be opened."""
+    try:
+        from linkscope.source import open_source
 
-    notes = result["notes"]
+        snapshot = open_source(args.expect)
+    except InputError as exc:
+        notes.append(f"no expected figures: {exc}")
+        return None
+    return snapshot if snapshot.hosts and snapshot.host.gpus else None
+
+
+def _report_collectives(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
+    from dataclasses import replace
+
+    from probes.bench.results import stragglers
+    from topo.expect import row_expectations
+
+    notes = list(result["notes"])
     slow_groups = stragglers(result["rows"])
+    snapshot = None
+    if measurements.collectives and measurements.collectives[0].backend == "nccl":
+        snapshot = _expected_on(args, notes)
+    else:
+        notes.append("gloo runs on CPU processes: no GPU link to expect a figure from")
+    expected: list[Any] = [None] * len(result["rows"])
+    if snapshot is not None:
+        if args.expect is None and measurements.identity is not None:
+            names = " / ".join(sorted({gpu.name for gpu in snapshot.host.gpus if gpu.name})) or None
+            measurements = replace(measurements, identity=replace(measurements.identity, gpu_model=names))
+        expected = list(row_expectations(measurements, snapshot).collectives)
+    rows = [{**row, "expected_busbw_gbps": each.expected_gbps if each else None, "ratio": each.ratio if each else None,
+             "verdict": each.verdict if each else None, "link": each.link if each else None}
+            for row, each in zip(result["rows"], expected, strict=True)]
     if args.json:
-        print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
+        print(json.dumps({"rows": rows, "group_setup_ms": dict(result["setup_ms"]),
                           "stragglers": slow_groups, "notes": notes}, indent=2))
     else:
-        _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes)
+        _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes, expected,
+                           snapshot.source if snapshot is not None else None)
     _write_output(args, measurements)
     wrong = sum(row["wrong"] or 0 for row in result["rows"])
     if wrong:
@@ -211,31 +244,40 @@ def _check_output_options(args: argparse.Namespace) -> None:
 
 def _write_output(args: argparse.Namespace, measurements: Any) -> None:
     if args.output:
-        from linkscope.files import write_measurements
+        from linkscope.files import check_measured_on, write_measurements
+
+        if args.attached is not None:
+            check_measured_on(args.attached, measurements, args.force, "--attach")
 
         write_measurements(args.output, measurements, args.attached)
 
 
 def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], slow_groups: list[dict[str, Any]],
-                       notes: list[str]) -> None:
+                       notes: list[str], expected: list[Any], against: str | None) -> None:
     from rich import box
     from rich.table import Table
 
     from linkscope.render.console import table_console
+    from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
     from topo.sizes import format_size_bytes
 
     table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors", box=box.SIMPLE_HEAD)
     for column in ("op", "size", "dtype", "group", "time us", "algbw", "busbw", "wrong"):
         table.add_column(column, justify="right" if column not in ("op", "dtype", "group") else "left",
                          min_width=14 if column == "op" else None, overflow="fold")
-    for row in rows:
+    if against is not None:
+        add_expected_columns(table)
+    for row, each in zip(rows, expected, strict=True):
         group = row["group"]
         wrong = "-" if row["wrong"] is None else str(row["wrong"])
         table.add_row(row["op"], format_size_bytes(row["bytes"]), row["dtype"], group, f"{row['time_us']:.1f}",
                       f"{row['algbw_gbps']:.3f}", f"{row['busbw_gbps']:.3f}", wrong,
+                      *(expected_cells(each) if against is not None else ()),
                       style="bold red" if row["wrong"] else None)
     console = table_console()
     console.print(table)
+    if against is not None:
+        print_verdict_summary(console, [each for each in expected if each is not None], against)
     groups = {row["group"]: row["ranks"] for row in rows if row["group"] != "world"}
     if groups:
         console.print("groups: " + ", ".join(f"{label} {ranks}" for label, ranks in groups.items()), highlight=False)
@@ -302,7 +344,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
         notes.append(f"no expected link speeds: {exc}")
     host = snapshot.host if snapshot is not None and snapshot.hosts else None
     positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
-    host_rows = [{**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"]), "vs_local": ratio}
+    host_rows = [_with_verdict({**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"]), "vs_local": ratio})
                  for row, ratio in zip(result["host"], vs_local(result["host"]), strict=True)]
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
@@ -311,7 +353,8 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     findings = copy_findings(uni, copies, host_rows, result.get("refused", []))
     if args.json:
         rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,
-                 "ratio": u.ratio, "bidir_ratio": b.ratio} for row, u, b in zip(result["peer"], uni, bi, strict=True)]
+                 "ratio": u.ratio, "verdict": u.verdict, "bidir_ratio": b.ratio}
+                for row, u, b in zip(result["peer"], uni, bi, strict=True)]
         payload = {
             "devices": result["devices"],
             "peer": rows,
@@ -339,6 +382,16 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     return EXIT_OK
 
 
+def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
+    """A host-copy row with `ratio` (GB/s over expected) and its `verdict` (local copies of judged size only)."""
+    from topo.expect import COPY_JUDGE_MIN_BYTES, verdict
+
+    expected = row["expected_gbps"]
+    ratio = row["gbps"] / expected if expected else None
+    judged = row["local"] and (row.get("size_bytes") is None or row["size_bytes"] >= COPY_JUDGE_MIN_BYTES)
+    return {**row, "ratio": ratio, "verdict": verdict(ratio) if judged else None}
+
+
 def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:
     """Typical host<->GPU bandwidth of CUDA device `gpu`'s PCIe link, from the snapshot."""
     from topo.links import pcie_speed
@@ -347,6 +400,14 @@ def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | N
     if host is None or position is None:
         return None
     return pcie_speed(host.gpus[position]).typical_gbps
+
+
+def _verdict_text(verdict: str | None) -> Any:
+    from rich.text import Text
+
+    from linkscope.render.expected import VERDICT_STYLES
+
+    return Text(verdict or "-", style=VERDICT_STYLES.get(verdict or "", ""))
 
 
 def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: Any, notes: list[str]) -> None:
@@ -370,11 +431,12 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
             table.add_row(str(src), *("-" if v is None else fmt.format(v) for v in row))
         console.print(table)
     pairs = Table(title="peer copies (GB/s, us) against the expected link speed")
-    for column in ("pair", "link", "uni", "expect", "ratio", "bi", "ratio", "lat", "p2p", "data"):
-        pairs.add_column(column, justify="left" if column in ("pair", "link", "data") else "right", no_wrap=True)
+    for column in ("pair", "link", "uni", "expect", "ratio", "verdict", "bi", "ratio", "lat", "p2p", "data"):
+        pairs.add_column(column, justify="left" if column in ("pair", "link", "data", "verdict") else "right", no_wrap=True)
     for copy, u, b in zip(copies, uni, bi, strict=True):
         pairs.add_row(f"{copy.src}->{copy.dst}", Text(u.link_token or "?"), f"{copy.unidir_gbps:.1f}",
                       f"{u.expected.typical_gbps:.1f}" if u.expected else "-", f"{u.ratio:.2f}" if u.ratio else "-",
+                      _verdict_text(u.verdict),
                       f"{copy.bidir_gbps:.1f}", f"{b.ratio:.2f}" if b.ratio else "-", f"{copy.latency_us:.2f}",
                       {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
                       Text("ok" if copy.verified else "CORRUPTED", style="" if copy.verified else "bold red"))
@@ -382,13 +444,14 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
         console.print(pairs)
     if result["host"]:
         host = Table(title="host <-> GPU from pinned memory per NUMA node")
-        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "vs local", "expect", "data"):
-            host.add_column(column, justify="right" if column in ("GB/s", "vs local", "expect") else "left")
+        for column in ("GPU", "dir", "NUMA node", "local", "GB/s", "vs local", "expect", "ratio", "verdict", "data"):
+            host.add_column(column, justify="right" if column in ("GB/s", "vs local", "expect", "ratio") else "left")
         for row in result["host"]:
             expected = "-" if row["expected_gbps"] is None else f"{row['expected_gbps']:.1f}"
             penalty = "-" if row["vs_local"] is None else f"{row['vs_local']:.2f}"
             host.add_row(str(row["gpu"]), row["direction"], str(row["numa_node"]), "yes" if row["local"] else "no",
-                         f"{row['gbps']:.1f}", penalty, expected,
+                         f"{row['gbps']:.1f}", penalty, expected, "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
+                         _verdict_text(row["verdict"]),
                          Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
         console.print(host)
     for device in result["devices"]:

@@ -3,7 +3,8 @@
 Exit status: 0 no finding at or above `--fail-on` (default warning), 1 there is one, 2 bad input.
 The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of ranks) and
 `findings` (each `code`, `severity`, `dim`, `ranks`, `message`, plus `link`, `cost_s`,
-`best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside.
+`best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside, and `calibration`
+(what fitting the model to the measurements changed, :mod:`topo.calibration_report`) when measurements were used.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.files import load_measurements
+from linkscope.files import check_measured_on, load_measurements
 from linkscope.source import add_source_argument, open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
@@ -170,7 +171,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     add_model_arguments(parser)
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements JSON (linkscope bench/import -o) to calibrate the cost model "
-                        "(default: those the snapshot carries, if any)")
+                        "(default: those the snapshot carries, if any); what calibration changed is printed "
+                        "(`calibration` in --json); measurements of a different kind of machine are refused")
+    parser.add_argument("--force", action="store_true", help="use --measurements from a different kind of machine anyway")
     parser.add_argument("--cost-params", default=None, metavar="FILE",
                         help='JSON overrides of the link parameters, e.g. {"bandwidth_gbps": {"NET": 45}}')
     parser.add_argument("--suggest", action="store_true", help="search orders and device permutations for a faster layout")
@@ -186,19 +189,29 @@ def run(args: argparse.Namespace) -> int:
     default_slots = len(snapshot.host.gpus) if snapshot.hosts else 8
     request = request_from_args(args, default_slots)
     measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
+    changes = []
+    if measurements is not None:
+        check_measured_on(snapshot, measurements, args.force or not args.measurements, "--measurements")
+        from topo.calibration_report import calibration_changes
+
+        changes = calibration_changes(measurements, snapshot, request.cost_model)
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     if args.json:
         from linkscope.render.json_out import print_json
 
         large = report.layout is not None and report.layout.world_size > 4096
-        print_json(report.to_json(), indent=None, compact=large)
+        payload = report.to_json()
+        if measurements is not None:
+            payload["calibration"] = [change.to_json() for change in changes]
+        print_json(payload, indent=None, compact=large)
     else:
-        _print(report, args.suggest)
+        _print(report, args.suggest, [change.message for change in changes])
     return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK
 
 
-def _print(report: CheckReport, suggested: bool) -> None:
+def _print(report: CheckReport, suggested: bool, calibration: list[str]) -> None:
     from rich.console import Console
+    from rich.text import Text
 
     from linkscope.render.check_view import check_view
 
@@ -206,3 +219,5 @@ def _print(report: CheckReport, suggested: bool) -> None:
     console.print(check_view(report))
     if suggested and report.suggestion is None:
         console.print("\nSuggestion: none: no order, distribution or device permutation beats this layout by more than 1%.")
+    for line in calibration:
+        console.print(Text(f"calibration: {line}"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
 from topo.cost.collectives import ALGORITHMS, OPS, GroupLinks, algorithm_times, collective_cost, parse_alpha_beta, uniform_links
 from topo.errors import InputError
 from topo.sizes import format_size_bytes, parse_size_bytes
@@ -71,6 +72,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--algo", choices=ALGORITHMS, default="auto",
                         help="algorithm (default auto: NCCL's cheapest for the size)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_sweep_argument(parser)
     parser.set_defaults(run=run)
     _accept_source_after_options(parser)
 
@@ -119,6 +121,8 @@ def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str
 def run(args: argparse.Namespace) -> int:
     """Price the collective and print it."""
     op = _op_name(args.op)
+    if (status := run_sweep_if_asked(args, op)) is not None:
+        return status
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 1:
         raise InputError("--bytes: must be at least 1 byte")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
+from topo.expect import RowExpectations, row_expectations
 from topo.formats.results import read_measurements
 from topo.model import Measurements
 
@@ -17,21 +19,30 @@ def register(subparsers: Any) -> None:
         help="read nccl-tests, nvbandwidth or p2pBandwidthLatencyTest output into Measurements",
         description="Read results you already have into linkscope Measurements: nccl-tests logs (any collective, "
         "several runs in one file, truncated tables), nvbandwidth matrices and p2pBandwidthLatencyTest output. "
-        "The format is detected from the content. A table that does not read cleanly is rejected with file:line.",
-        epilog="example: linkscope import all_reduce.log --json > measurements.json",
+        "The format is detected from the content. A table that does not read cleanly is rejected with file:line. "
+        "With --expect SOURCE (or --attach SOURCE) every row is shown next to what the cost model expects on SOURCE "
+        "(expected GB/s, "
+        "measured/expected, verdict ok / slow / far below); measurements of a different kind of machine (another "
+        "GPU model, more GPUs than SOURCE has) are refused unless --force.",
+        epilog="example: linkscope import all_reduce.log --attach sample:dgx-h100 -o box.json",
     )
     parser.add_argument("file", metavar="FILE", help="a text file, or - for stdin")
     parser.add_argument("--op", default=None, help="collective of an nccl-tests table whose log does not name it")
     parser.add_argument("--json", action="store_true", help="print Measurements JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="write Measurements JSON to OUT")
     parser.add_argument("--attach", default=None, metavar="SOURCE",
-                        help="with -o: write SOURCE's snapshot carrying these measurements instead (opens in the app)")
+                        help="compare every row with what SOURCE should deliver; with -o: write SOURCE's snapshot "
+                        "carrying these measurements instead (opens in the app)")
+    parser.add_argument("--expect", default=None, metavar="SOURCE",
+                        help="compare every row with what SOURCE should deliver (default: the --attach SOURCE)")
+    parser.add_argument("--force", action="store_true",
+                        help="attach measurements of a different kind of machine anyway")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
-    from linkscope.files import open_output, write_measurements
+    from linkscope.files import check_measured_on, open_output, write_measurements
     from topo.codec import measurements_to_json
     from topo.sources import read_text_file
 
@@ -41,50 +52,87 @@ def run(args: argparse.Namespace) -> int:
     else:
         text, name = read_text_file(args.file), args.file
     measurements = read_measurements(text, name, args.op)
+    expected = RowExpectations()
+    if attached is not None:
+        check_measured_on(attached, measurements, args.force, "--attach")
+    against = attached
+    if args.expect is not None:
+        from linkscope.source import open_source
+
+        against = open_source(args.expect)
+        check_measured_on(against, measurements, args.force, "--expect")
+    if against is not None:
+        expected = row_expectations(measurements, against)
     if args.output:
         write_measurements(args.output, measurements, attached)
     if args.json:
-        print(measurements_to_json(measurements))
+        payload = json.loads(measurements_to_json(measurements))
+        if against is not None:
+            payload["expected_on"] = against.source
+            payload["expected"] = [row.to_json() for row in expected.all()]
+        print(json.dumps(payload, indent=2))
     else:
-        _print(measurements)
+        _print(measurements, expected, against.source if against is not None else None)
     return 0
 
 
-def _print(measurements: Measurements) -> None:
+def _print(measurements: Measurements, expected: RowExpectations, against: str | None) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from linkscope.render.console import table_console
+    from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
+    from topo.provenance import describe
     from topo.sizes import format_size_bytes
 
     console = table_console()
     console.print(Text(measurements.source, style="bold"))
+    console.print(Text(f"measured on {describe(measurements.identity)}"))
+    compare = against is not None
     if measurements.collectives:
         table = Table(title="collectives (time us, bandwidth GB/s)", box=box.SIMPLE_HEAD)
         for column in ("op", "size", "dtype", "ranks", "place", "time", "algbw", "busbw", "wrong"):
             table.add_column(column, justify="left" if column in ("op", "dtype", "place") else "right",
                              min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
-        for row in measurements.collectives:
+        if compare:
+            add_expected_columns(table)
+        for row, expect in zip(measurements.collectives, expected.collectives or [None] * len(measurements.collectives),
+                               strict=True):
             table.add_row(Text(row.op), format_size_bytes(row.size_bytes), Text(row.dtype), str(row.nranks or "?"),
                           "in" if row.in_place else "out", f"{row.time_us:g}", f"{row.algbw_gbps:.2f}",
-                          f"{row.busbw_gbps:.2f}", "N/A" if row.wrong is None else str(row.wrong))
+                          f"{row.busbw_gbps:.2f}", "N/A" if row.wrong is None else str(row.wrong),
+                          *(expected_cells(expect) if compare else ()))
         console.print(table)
     if measurements.peer_copies:
         table = Table(title="GPU peer copies")
         for column in ("src", "dst", "p2p", "uni (GB/s)", "bi (GB/s)", "latency (us)"):
             table.add_column(column, justify="right")
-        for copy in measurements.peer_copies:
+        if compare:
+            table.add_column("link")
+            add_expected_columns(table)
+        for copy, expect in zip(measurements.peer_copies, expected.peer_copies or [None] * len(measurements.peer_copies),
+                                strict=True):
+            extra = (Text(expect.link if expect else "?"), *expected_cells(expect)) if compare else ()
             table.add_row(str(copy.src), str(copy.dst), {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
-                          _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us))
+                          _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us), *extra)
         console.print(table)
     if measurements.host_copies:
         table = Table(title="host <-> GPU copies")
         for column in ("GPU", "direction", "GB/s"):
             table.add_column(column, justify="right")
-        for host in measurements.host_copies:
-            table.add_row(str(host.gpu), host.direction, f"{host.gbps:.2f}")
+        if compare:
+            table.add_column("link")
+            add_expected_columns(table)
+        for host, expect in zip(measurements.host_copies, expected.host_copies or [None] * len(measurements.host_copies),
+                                strict=True):
+            extra = (Text(expect.link if expect else "?"), *expected_cells(expect)) if compare else ()
+            table.add_row(str(host.gpu), host.direction, f"{host.gbps:.2f}", *extra)
         console.print(table)
+    if against is not None:
+        print_verdict_summary(console, expected.all(), against)
+    else:
+        console.print(Text("note: --expect SOURCE (or --attach) compares every row with what that machine should deliver"))
     for note in measurements.notes:
         console.print(Text(f"note: {note}"))
 

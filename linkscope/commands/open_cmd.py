@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.files import load_measurements, with_measurements
+from linkscope.files import check_measured_on, load_measurements, with_measurements
 from linkscope.source import add_source_argument
 from topo.errors import InputError
 from topo.sources import load_source
@@ -43,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--tab", choices=TAB_NAMES, default="links", help="the tab to start on (default: links)")
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements (linkscope bench/import -o) to show on SOURCE: measured GB/s on the Links grid, "
-                        "results on the Bench tab, calibrated costs on the Ranks tab")
+                        "results on the Bench tab, calibrated costs on the Ranks tab; refused when they come from a "
+                        "different kind of machine")
+    parser.add_argument("--force", action="store_true", help="use --measurements from a different kind of machine anyway")
     parser.add_argument("--trace", action="append", default=None, metavar="PATH",
                         help="a job's profiler traces (files or a directory; repeatable) for the Steps tab: exposed "
                         "communication per step and the collectives below their links' speed")
@@ -67,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     if args.measurements is not None:
         if snapshot is None:
             raise InputError("--measurements: name the SOURCE they were measured on (e.g. a `linkscope probe -o` file)")
-        snapshot = with_measurements(snapshot, load_measurements(args.measurements))
+        measurements = load_measurements(args.measurements)
+        check_measured_on(snapshot, measurements, getattr(args, "force", False), "--measurements")
+        snapshot = with_measurements(snapshot, measurements)
     from tui.app import build_app
 
     build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces).run()

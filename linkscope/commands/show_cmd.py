@@ -2,7 +2,8 @@
 
 The JSON form is a public contract (README, "linkscope show --json"): one object with the first
 host's `hostname`, `gpus`, `matrix`, `nics`, `gpu_nic`, `cpu_affinity`, `numa_affinity`, plus
-`source`, `gaps` and `hosts` (every host of the snapshot in that same per-host form).
+`source`, `gaps` and `hosts` (every host of the snapshot in that same per-host form), and `measurements`
+(`source`, `identity`, `expected`: every row next to what the model expects) when the snapshot carries some.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "class, the bandwidth each class should deliver, every GPU's CPU and NUMA affinity\n"
             "and PCIe/NVLink state, the NICs with their nearest GPUs, and what could not be read.\n"
             "--json prints one object: gpus, matrix, nics, gpu_nic, cpu_affinity, numa_affinity,\n"
-            "hostname, source, gaps, and hosts (every host, for multi-host snapshots)."
+            "hostname, source, gaps, and hosts (every host, for multi-host snapshots).\n"
+            "With measurements (carried by the snapshot, or --measurements FILE) every row is shown\n"
+            "next to what the cost model expects on this machine: expected GB/s, ratio, verdict\n"
+            "(`measurements` in --json)."
         ),
         epilog=(
             "examples:\n"
@@ -42,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     add_source_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (see the README for its fields)")
+    parser.add_argument("--measurements", default=None, metavar="FILE",
+                        help="measurements (linkscope bench/import -o, or raw tool output) to show against this machine")
+    parser.add_argument("--force", action="store_true", help="use --measurements from a different kind of machine anyway")
     parser.set_defaults(run=run)
 
 
@@ -90,18 +97,59 @@ def show_json(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def measurements_json(snapshot: Snapshot) -> dict[str, Any] | None:
+    """The `measurements` object of `show --json`: source, identity and every row next to its expectation."""
+    from topo.codec import to_jsonable
+    from topo.expect import expectations
+
+    measurements = snapshot.measurements
+    if measurements is None:
+        return None
+    return {"source": measurements.source, "identity": to_jsonable(measurements.identity),
+            "expected": [row.to_json() for row in expectations(measurements, snapshot)]}
+
+
 def run(args: argparse.Namespace) -> int:
     """Load SOURCE and print it as rich text or, with --json, as one JSON object."""
+    from linkscope.files import check_measured_on, load_measurements, with_measurements
+
     snapshot = open_source(args.source)
     if not snapshot.hosts:
         raise InputError(f"{args.source or 'this machine'}: the snapshot describes no host")
+    if args.measurements is not None:
+        snapshot = with_measurements(snapshot, load_measurements(args.measurements))
+    if snapshot.measurements is not None:
+        check_measured_on(snapshot, snapshot.measurements, args.force or args.measurements is None, "--measurements")
     if args.json:
-        json.dump(show_json(snapshot), sys.stdout, indent=2)
+        payload = show_json(snapshot)
+        if snapshot.measurements is not None:
+            payload["measurements"] = measurements_json(snapshot)
+        json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     from rich.console import Console
 
     from linkscope.render.view import snapshot_view
 
-    Console(highlight=False, emoji=False).print(snapshot_view(snapshot))
+    console = Console(highlight=False, emoji=False)
+    console.print(snapshot_view(snapshot))
+    if snapshot.measurements is not None:
+        _print_measurements(console, snapshot)
     return 0
+
+
+def _print_measurements(console: Any, snapshot: Snapshot) -> None:
+    """The snapshot's measurements that are large enough to judge, next to their expectations."""
+    from rich.text import Text
+
+    from linkscope.render.expected import expected_table, print_verdict_summary
+    from topo.expect import expectations
+    from topo.provenance import describe
+
+    assert snapshot.measurements is not None
+    rows = expectations(snapshot.measurements, snapshot)
+    console.print(Text(f"\nMeasurements: {snapshot.measurements.source}, measured on {describe(snapshot.measurements.identity)}"))
+    judged = [row for row in rows if row.verdict is not None]
+    if judged:
+        console.print(expected_table(judged, "measured against expected (rows large enough to judge)"))
+    print_verdict_summary(console, rows, snapshot.source or "this machine")

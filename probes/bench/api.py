@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.results import measurements_from_rows, order_rows
+from probes.bench.results import bench_identity, measurements_from_rows, order_rows
 from probes.bench.runner import BenchError, run_workers
 from probes.bench.spec import CollectiveSpec
 from probes.bench.step_spec import StepSpec
@@ -25,6 +25,8 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
     """Run a collective sweep on `spec.world_size` local workers; `on_progress(done, total)` per row step."""
     total = spec.steps
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
+    identity = bench_identity(f"linkscope bench collectives {spec.backend}",
+                              processes=spec.world_size if spec.backend == "nccl" else None)
     try:
         result = run_workers("collectives", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress,
                              cancel=cancel)
@@ -33,10 +35,10 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
         if rows:
             partial_notes = [*notes, f"run cut short ({exc}): {len(rows)} row(s) measured before it ended"]
             partial = {"rows": rows, "setup_ms": [], "notes": partial_notes}
-            exc.partial = (measurements_from_rows(rows, [], partial_notes), partial)
+            exc.partial = (measurements_from_rows(rows, [], partial_notes, identity=identity), partial)
         raise
     result["notes"] = [*notes, *result["notes"]]
-    return measurements_from_rows(result["rows"], result["setup_ms"], result["notes"]), result
+    return measurements_from_rows(result["rows"], result["setup_ms"], result["notes"], identity=identity), result
 
 
 def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int, copies: int, host: bool, timeout_s: float,
@@ -73,6 +75,7 @@ def _peer_results(result: dict[str, Any], notes: tuple[str, ...]) -> tuple[Measu
                                    verified=row.get("verified"), local=row.get("local"))
                           for row in result["host"]),
         notes=tuple(result["notes"]),
+        identity=bench_identity("linkscope bench p2p", result["devices"]),
     )
     return measurements, result
 

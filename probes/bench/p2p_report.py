@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo.errors import InputError
-from topo.links import DEGRADED_FRACTION, LinkSpeed, link_speed
+from topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from topo.links import LinkSpeed, link_speed
 from topo.model import Host, LinkKind, PeerCopy, parse_link_token
 
 _PAIR = re.compile(r"\s*(\d+)\s*-\s*(\d+)\s*\Z")
@@ -83,6 +84,11 @@ class PairCell:
             return None
         return self.measured_gbps / self.expected.typical_gbps
 
+    @property
+    def verdict(self) -> str | None:
+        """The shared verdict of the ratio (:func:`topo.expect.verdict`)."""
+        return verdict(self.ratio)
+
 
 def pair_cells(copies: Sequence[PeerCopy], host: Host | None, positions: Sequence[int | None],
                bidir: bool = False) -> list[PairCell]:
@@ -130,8 +136,8 @@ class CopyFinding:
     message: str
 
 
-SLOW_MIN_BYTES = 32 * 1024**2
-"""Smallest copy judged for speed: a smaller one spends a large share of its time on its fixed cost."""
+SLOW_MIN_BYTES = COPY_JUDGE_MIN_BYTES
+"""Smallest copy judged for speed (the rule of :mod:`topo.expect`)."""
 
 
 def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_rows: Sequence[dict[str, Any]],
@@ -140,8 +146,8 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
 
     Data that did not arrive intact is an error. A warning for GPUs joined by NVLink that CUDA
     gives no peer access (copies then go through host memory), and, for copies of SLOW_MIN_BYTES
-    or more, for a pair measured below DEGRADED_FRACTION of what its link typically delivers and
-    for a copy from the GPU's own NUMA node below that share of its PCIe link (remote nodes are
+    or more, for a pair whose verdict against what its link typically delivers is not `ok` (below
+    topo.expect.SLOW_FRACTION) and for such a copy from the GPU's own NUMA node against its PCIe link (remote nodes are
     expected to be slower). A pair CUDA refused to copy is a warning too.
     """
     findings = [CopyFinding("pair-not-measured", "warning", f"{row['src']}->{row['dst']}",
@@ -157,7 +163,7 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
                                         "so copies go through host memory"))
         ratio = cell.ratio
         judged = copy.size_bytes is None or copy.size_bytes >= SLOW_MIN_BYTES
-        if judged and ratio is not None and ratio < DEGRADED_FRACTION and cell.expected is not None:
+        if judged and is_below(ratio) and cell.expected is not None:
             findings.append(CopyFinding("copy-slow", "warning", path,
                                         f"{path} ({cell.link_token}): {cell.measured_gbps:.1f} GB/s is {ratio:.0%} of the "
                                         f"{cell.expected.typical_gbps:.1f} GB/s this link typically delivers"))
@@ -170,7 +176,7 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
                                         "copied data did not arrive intact"))
         expected = row.get("expected_gbps")
         judged = row.get("size_bytes") is None or row["size_bytes"] >= SLOW_MIN_BYTES
-        if judged and row["local"] and expected and row["gbps"] < DEGRADED_FRACTION * expected:
+        if judged and row["local"] and expected and is_below(row["gbps"] / expected):
             findings.append(CopyFinding("host-copy-slow", "warning", path,
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
                                         f"{row['gbps']:.1f} GB/s is {row['gbps'] / expected:.0%} of the {expected:.1f} GB/s "

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from probes.bench.spec import CollectiveSpec
-from topo.links import DEGRADED_FRACTION
-from topo.model import CollectiveResult, Measurements
+from topo.expect import COLLECTIVE_JUDGE_MIN_BYTES, is_below
+from topo.model import CollectiveResult, MeasuredOn, Measurements
 
 
 def collective_from_row(row: dict[str, Any]) -> CollectiveResult:
@@ -33,24 +33,48 @@ def collective_from_row(row: dict[str, Any]) -> CollectiveResult:
 
 
 def measurements_from_rows(rows: Sequence[dict[str, Any]], setup_ms: Sequence[tuple[str, float]],
-                           notes: Sequence[str], source: str = "linkscope bench collectives") -> Measurements:
+                           notes: Sequence[str], source: str = "linkscope bench collectives",
+                           identity: MeasuredOn | None = None) -> Measurements:
     """Collect a sweep's rows, group set-up times and notes into Measurements."""
     return Measurements(
         source=source,
         collectives=tuple(collective_from_row(row) for row in rows),
         group_setup_ms=tuple((label, float(ms)) for label, ms in setup_ms),
         notes=tuple(notes),
+        identity=identity,
+    )
+
+
+def bench_identity(tool: str, devices: Sequence[dict[str, Any]] = (), processes: int | None = None) -> MeasuredOn:
+    """What a run of ours measured: this host, the CUDA devices it drove (name, bus id) or its process
+    count, and this linkscope's version."""
+    import socket
+    from importlib import metadata
+
+    try:
+        version: str | None = metadata.version("linkscope")
+    except metadata.PackageNotFoundError:
+        version = None
+    names = sorted({str(device["name"]) for device in devices if device.get("name")})
+    bus_ids = tuple(str(device["pci_bus_id"]) for device in devices if device.get("pci_bus_id"))
+    return MeasuredOn(
+        gpu_model=" / ".join(names) or None,
+        gpu_count=len(devices) or processes,
+        hosts=(socket.gethostname(),),
+        pci_bus_ids=bus_ids if len(bus_ids) == len(devices) else (),
+        tool=tool,
+        tool_version=version,
     )
 
 
 
-STRAGGLER_MIN_BYTES = 1 << 20
+STRAGGLER_MIN_BYTES = COLLECTIVE_JUDGE_MIN_BYTES
 """Smallest size judged for stragglers: below it a collective is latency-bound and its busbw mostly noise."""
 
 
 def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (dimension, op, size of STRAGGLER_MIN_BYTES or more) run in several groups at once: the
-    slowest group, when its busbw is below DEGRADED_FRACTION of the fastest group's (a slower link
+    slowest group, when its busbw against the fastest group's earns a verdict below `ok` (topo.expect) (a slower link
     or contention in that group)."""
     runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for row in rows:
@@ -60,7 +84,7 @@ def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for (dim, op, size_bytes), groups in runs.items():
         slowest = min(groups, key=lambda row: row["busbw_gbps"])
         fastest = max(groups, key=lambda row: row["busbw_gbps"])
-        if len(groups) > 1 and fastest["busbw_gbps"] > 0 and slowest["busbw_gbps"] < DEGRADED_FRACTION * fastest["busbw_gbps"]:
+        if len(groups) > 1 and fastest["busbw_gbps"] > 0 and is_below(slowest["busbw_gbps"] / fastest["busbw_gbps"]):
             found.append({"dim": dim, "op": op, "bytes": size_bytes, "group": slowest["group"],
                           "busbw_gbps": slowest["busbw_gbps"], "fastest_group": fastest["group"],
                           "fastest_busbw_gbps": fastest["busbw_gbps"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from topo.errors import InputError
 from topo.model import Measurements
 
@@ -10,7 +12,15 @@ FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
 
 
 def read_measurements(text: str, name: str, op: str | None = None) -> Measurements:
-    """Detect which tool wrote `text` and parse it; InputError when it is none of them."""
+    """Detect which tool wrote `text` and parse it, with the machine its device lines name; InputError when
+    it is none of them."""
+    from topo.formats.measured_on import measured_on
+
+    measurements, tool = _read(text, name, op)
+    return dataclasses.replace(measurements, identity=measured_on(text, tool))
+
+
+def _read(text: str, name: str, op: str | None) -> tuple[Measurements, str]:
     from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
     from topo.formats.p2p_matrices import (
         looks_like_nvbandwidth,
@@ -22,9 +32,9 @@ def read_measurements(text: str, name: str, op: str | None = None) -> Measuremen
     if not text.strip():
         raise InputError(f"{name}: empty input")
     if looks_like_nccl_tests(text):
-        return read_nccl_tests(text, name, op)
+        return read_nccl_tests(text, name, op), "nccl-tests"
     if looks_like_p2p_bandwidth_latency_test(text):
-        return read_p2p_bandwidth_latency_test(text, name)
+        return read_p2p_bandwidth_latency_test(text, name), "p2pBandwidthLatencyTest"
     if looks_like_nvbandwidth(text):
-        return read_nvbandwidth(text, name)
+        return read_nvbandwidth(text, name), "nvbandwidth"
     raise InputError(f"{name}: not output of {', '.join(FORMATS)} (no result table found)")

@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
 from topo.errors import InputError
+from topo.expect import Expected, RowExpectations, row_expectations
 from topo.model import CollectiveResult, Measurements, PeerCopy, Snapshot
 from topo.sizes import format_size_bytes, parse_size_bytes
 from tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
@@ -61,6 +62,28 @@ def collective_points(results: Iterable[CollectiveResult], op: str) -> tuple[tup
         if result.op == op:
             by_size[result.size_bytes] = max(by_size.get(result.size_bytes, 0.0), result.busbw_gbps)
     return tuple(sorted(by_size.items()))
+
+
+VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold reverse red"}
+"""How each verdict of :func:`topo.expect.verdict` is shown in the table."""
+
+
+def expected_cells(expected: Expected | None) -> list[Text]:
+    """The expected GB/s, measured/expected and the verdict of one row (dashes where unknown)."""
+    if expected is None or expected.expected_gbps is None:
+        return [Text("-"), Text("-"), Text("-")]
+    ratio, verdict = expected.ratio, expected.verdict
+    return [Text(gbps_label(expected.expected_gbps)), Text("-" if ratio is None else f"{ratio:.0%}"),
+            Text(verdict or "-", style=VERDICT_STYLES.get(verdict or "", ""))]
+
+
+def expected_points(rows: Iterable[tuple[int | None, Expected | None]]) -> tuple[tuple[int, float], ...]:
+    """Per size, the mean of what the model expects for the rows of that size (the plot's markers)."""
+    by_size: dict[int, list[float]] = {}
+    for size, expected in rows:
+        if size is not None and expected is not None and expected.expected_gbps is not None:
+            by_size.setdefault(size, []).append(expected.expected_gbps)
+    return tuple((size, sum(values) / len(values)) for size, values in sorted(by_size.items()))
 
 
 class BenchView(Vertical):
@@ -225,8 +248,12 @@ class BenchView(Vertical):
         table: DataTable[Text] = self.query_one("#bench-table", DataTable)
         plot = self.query_one(BandwidthPlot)
         table.clear(columns=True)
+        expected = RowExpectations()
+        if self.snapshot is not None:
+            expected = row_expectations(measurements, self.snapshot)
         if measurements.peer_copies:
-            table.add_columns("src", "dst", "size", "GB/s", "bidir", "latency us", "data")
+            peer_expected = expected.peer_copies or (None,) * len(measurements.peer_copies)
+            table.add_columns("src", "dst", "size", "GB/s", "bidir", "latency us", "expect", "ratio", "verdict", "data")
             table.add_rows(
                 [
                     Text(f"GPU{copy.src}"),
@@ -235,16 +262,20 @@ class BenchView(Vertical):
                     Text(gbps_label(copy.unidir_gbps)),
                     Text(gbps_label(copy.bidir_gbps)),
                     Text(f"{copy.latency_us:.1f}" if copy.latency_us is not None else "-"),
+                    *expected_cells(each),
                     data_label(copy.verified),
                 ]
-                for copy in measurements.peer_copies
+                for copy, each in zip(measurements.peer_copies, peer_expected, strict=True)
             )
             plot.title = "peer copy GB/s (mean over pairs)"
             plot.points = peer_copy_points(measurements.peer_copies)
+            plot.expected = expected_points((copy.size_bytes, each) for copy, each in zip(measurements.peer_copies,
+                                                                                          peer_expected, strict=True))
             if not plot.points:
                 plot.empty_message = f"{measurements.source} does not say its buffer sizes: nothing to plot against size."
         elif measurements.collectives:
-            table.add_columns("op", "size", "time us", "algbw", "busbw", "ranks", "wrong")
+            collective_expected = expected.collectives or (None,) * len(measurements.collectives)
+            table.add_columns("op", "size", "time us", "algbw", "busbw", "ranks", "wrong", "expect", "ratio", "verdict")
             table.add_rows(
                 [
                     Text(result.op),
@@ -254,9 +285,13 @@ class BenchView(Vertical):
                     Text(gbps_label(result.busbw_gbps)),
                     Text("?" if result.nranks is None else str(result.nranks)),
                     Text("-" if result.wrong is None else str(result.wrong)),
+                    *expected_cells(each),
                 ]
-                for result in measurements.collectives
+                for result, each in zip(measurements.collectives, collective_expected, strict=True)
             )
             op = measurements.collectives[0].op
             plot.title = f"{op} busbw GB/s"
             plot.points = collective_points(measurements.collectives, op)
+            plot.expected = expected_points((result.size_bytes, each) for result, each in
+                                            zip(measurements.collectives, collective_expected, strict=True)
+                                            if result.op == op)

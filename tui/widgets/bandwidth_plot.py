@@ -14,22 +14,30 @@ EIGHTHS = " ▁▂▃▄▅▆▇█"
 """Block characters from empty to full, in eighths of a cell."""
 
 
-def plot_lines(points: tuple[tuple[int, float], ...], height: int, bar_width: int = 3) -> list[str]:
+EXPECTED_MARK = "◂"
+"""Drawn beside a bar at the height of what the model expects for that size."""
+
+
+def plot_lines(points: tuple[tuple[int, float], ...], height: int, bar_width: int = 3,
+               expected: tuple[tuple[int, float], ...] = ()) -> list[str]:
     """The plot as `height` text lines (bars, tallest first) plus an axis line of sizes.
 
     `points` are (size_bytes, GB/s) in size order; each bar is `bar_width` cells wide and its
-    height is proportional to the bandwidth, in eighths of a line.
+    height is proportional to the bandwidth, in eighths of a line. `expected` (size_bytes, GB/s)
+    puts :data:`EXPECTED_MARK` right of the bar of that size, on the line its figure reaches.
     """
     if not points or height < 1:
         return []
-    peak = max(gbps for _, gbps in points) or 1.0
+    marks = dict(expected)
+    peak = max([gbps for _, gbps in points] + [marks.get(size, 0.0) for size, _ in points]) or 1.0
     lines: list[str] = []
     for row in range(height, 0, -1):
         cells = []
-        for _, gbps in points:
+        for size, gbps in points:
             eighths = round(gbps / peak * height * 8)
             filled = min(max(eighths - (row - 1) * 8, 0), 8)
-            cells.append(EIGHTHS[filled] * (bar_width - 1) + " ")
+            mark = size in marks and max(1, -(-round(marks[size] / peak * height * 8) // 8)) == row
+            cells.append(EIGHTHS[filled] * (bar_width - 1) + (EXPECTED_MARK if mark else " "))
         lines.append("".join(cells))
     first, last = format_size_bytes(points[0][0]), format_size_bytes(points[-1][0])
     width = len(points) * bar_width
@@ -45,6 +53,8 @@ class BandwidthPlot(Widget):
 
     points: reactive[tuple[tuple[int, float], ...]] = reactive(())
     """(size_bytes, GB/s) per measured size, in size order."""
+    expected: reactive[tuple[tuple[int, float], ...]] = reactive(())
+    """(size_bytes, GB/s) the cost model expects per size; drawn as marks beside the bars."""
     title: reactive[str] = reactive("")
     """What the bars show, e.g. `all_reduce busbw`."""
     empty_message: reactive[str] = reactive("No results yet: run a benchmark to plot bandwidth against size.")
@@ -55,10 +65,11 @@ class BandwidthPlot(Widget):
         if not self.points:
             return Text(self.empty_message)
         peak = max(gbps for _, gbps in self.points)
-        text = Text(f"{self.title}  (peak {peak:.1f} GB/s)\n", style="bold")
+        marked = f", {EXPECTED_MARK} expected" if self.expected else ""
+        text = Text(f"{self.title}  (peak {peak:.1f} GB/s{marked})\n", style="bold")
         bar_style = self.get_component_rich_style("bandwidth-plot--bar", partial=True)
         axis_style = self.get_component_rich_style("bandwidth-plot--axis", partial=True)
-        lines = plot_lines(self.points, max(self.size.height - 3, 1))
+        lines = plot_lines(self.points, max(self.size.height - 3, 1), expected=self.expected)
         for line in lines[:-1]:
             text.append(line + "\n", style=bar_style)
         text.append(lines[-1], style=axis_style)

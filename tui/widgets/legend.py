@@ -7,13 +7,15 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
+from topo.expect import SLOW_FRACTION
+
 LEGEND_ENTRIES: tuple[tuple[str, str], ...] = (
     ("nvlink", " NV# NVLink "),
     ("switch", " PIX/PXB PCIe switch "),
     ("host", " PHB/NODE via CPU "),
     ("sys", " SYS across sockets "),
     ("reduced", " below the box's best "),
-    ("degraded", " !n measured < 75% of typical "),
+    ("degraded", f" !n measured < {SLOW_FRACTION:.0%} of typical "),
     ("ring", " *n ring hop "),
 )
 """(component class, label) per swatch, in the order shown."""

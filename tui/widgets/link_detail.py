@@ -6,7 +6,6 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from topo.links import DEGRADED_FRACTION
 from topo.model import Gpu, Host, LinkKind
 from tui.link_cells import GridCell
 
@@ -42,9 +41,13 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
         size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""
         text.append(f"\nmeasured {cell.measured_gbps:.1f} GB/s{size}")
         if ratio is not None:
-            text.append(f" = {ratio:.0%} of typical", style="bold" if ratio < DEGRADED_FRACTION else "")
-            if ratio < DEGRADED_FRACTION:
-                text.append("  DEGRADED", style="bold reverse")
+            text.append(f" = {ratio:.0%} of typical", style="bold" if cell.degraded else "")
+            if cell.degraded:
+                text.append(f"  {(cell.verdict or '').upper()}", style="bold reverse")
+            elif cell.verdict is not None:
+                text.append(f"  {cell.verdict}")
+            else:
+                text.append("  (copies too small to judge)")
     else:
         text.append("\nnot measured (Bench tab, or open a snapshot with measurements)")
     if link is not None and link.p2p is not None:

@@ -1,0 +1,117 @@
+"""`linkscope estimate OP --ranks N --sweep MIN:MAX`: the estimate over a range of sizes, as a table and a
+text plot of each algorithm's bus bandwidth (flat ring against hierarchical, where both apply).
+
+Small sizes are latency-bound, so an algorithm with fewer steps gains most there; large sizes are
+bandwidth-bound and every algorithm approaches its floor. JSON (`--json`): `op`, `ranks`, `nodes`,
+`sizes` (each `size_bytes`, `algo` (the cheapest), `time_s`, `busbw_gbps`, and `algorithms`: name ->
+`time_s`, `busbw_gbps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from topo.cost import GroupLinks, collective_cost, parse_alpha_beta, uniform_links
+from topo.errors import InputError
+from topo.formats.nccl_tests import bus_factor
+from topo.sizes import format_size_bytes, parse_size_bytes
+
+SWEEP_FACTOR = 2
+"""Sizes double from MIN to MAX, as nccl-tests' `-f 2`."""
+MAX_SWEEP_SIZES = 64
+PLOT_WIDTH = 40
+PLOT_MARKS = {"ring": "#", "tree": "+", "hierarchical": "="}
+
+
+def add_sweep_argument(parser: argparse.ArgumentParser) -> None:
+    """Register `--sweep MIN:MAX` (it replaces `--bytes`)."""
+    parser.add_argument("--sweep", default=None, metavar="MIN:MAX",
+                        help="instead of --bytes: every size from MIN to MAX (doubling), as a table and a plot of "
+                        "flat ring against hierarchical")
+    for action in parser._actions:
+        if action.dest == "bytes":
+            action.required = False
+
+
+def sweep_sizes(text: str) -> list[int]:
+    """`1K:1G` as the sizes from 1 KiB to 1 GiB, doubling; InputError naming --sweep otherwise."""
+    low_text, sep, high_text = text.partition(":")
+    if not sep:
+        raise InputError(f"--sweep: {text!r} is not MIN:MAX (example: 1K:1G)")
+    low, high = parse_size_bytes(low_text, "--sweep MIN"), parse_size_bytes(high_text, "--sweep MAX")
+    if low < 1 or high < low:
+        raise InputError(f"--sweep: {text!r} needs 1 <= MIN <= MAX")
+    sizes = [low]
+    while sizes[-1] * SWEEP_FACTOR <= high:
+        sizes.append(sizes[-1] * SWEEP_FACTOR)
+    if len(sizes) > MAX_SWEEP_SIZES:
+        raise InputError(f"--sweep: {text!r} spans {len(sizes)} sizes, at most {MAX_SWEEP_SIZES}")
+    return sizes
+
+
+def run_sweep_if_asked(args: argparse.Namespace, op: str) -> int | None:
+    """Print the sweep and return the exit status when `--sweep` was given; None otherwise (InputError when
+    neither --sweep nor --bytes was)."""
+    if args.sweep is None:
+        if args.bytes is None:
+            raise InputError("estimate: give --bytes SIZE or --sweep MIN:MAX")
+        return None
+    if args.bytes is not None:
+        raise InputError("--sweep replaces --bytes: give one of them")
+    sizes = sweep_sizes(args.sweep)
+    intra, inter = parse_alpha_beta(args.intra, "--intra"), parse_alpha_beta(args.inter, "--inter")
+    links = uniform_links(args.ranks, args.nodes, intra, inter)
+    rows = sweep_rows(op, links, sizes)
+    if args.json:
+        print(json.dumps({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}, indent=2))
+    else:
+        print("\n".join(sweep_lines(op, args.ranks, args.nodes, rows)))
+    return 0
+
+
+def sweep_rows(op: str, links: GroupLinks, sizes: list[int]) -> list[dict[str, Any]]:
+    """Per size: the cheapest algorithm and every algorithm's time and busbw."""
+    factor = bus_factor(op, links.ranks) if links.ranks > 1 else 0.0
+    rows = []
+    for size in sizes:
+        algorithms: dict[str, dict[str, float]] = {}
+        for algo in ("ring", "tree", "hierarchical"):
+            try:
+                cost = collective_cost(op, links, size, algo)
+            except InputError:
+                continue
+            algorithms[algo] = {"time_s": cost.time_s, "busbw_gbps": size / cost.time_s / 1e9 * factor if cost.time_s else 0.0}
+        best = collective_cost(op, links, size)
+        rows.append({"size_bytes": size, "algo": best.algo, "time_s": best.time_s,
+                     "busbw_gbps": algorithms.get(best.algo, {}).get("busbw_gbps", best.busbw_gbps), "algorithms": algorithms})
+    return rows
+
+
+def sweep_lines(op: str, ranks: int, nodes: int, rows: list[dict[str, Any]]) -> list[str]:
+    """The table (time per algorithm, the cheapest) and the plot (busbw bars per algorithm), as text lines."""
+    from linkscope.render.check_view import format_seconds
+
+    names = [name for name in ("ring", "tree", "hierarchical") if any(name in row["algorithms"] for row in rows)]
+    lines = [f"{op} over {ranks} ranks on {nodes} node(s): time per call", ""]
+    header = f"{'size':>9}  " + "  ".join(f"{name:>12}" for name in names) + "  cheapest"
+    lines += [header, "-" * len(header)]
+    for row in rows:
+        cells = [format_seconds(row["algorithms"][name]["time_s"]) if name in row["algorithms"] else "-" for name in names]
+        lines.append(f"{format_size_bytes(row['size_bytes']):>9}  " + "  ".join(f"{cell:>12}" for cell in cells)
+                     + f"  {row['algo']}")
+    peak = max((each["busbw_gbps"] for row in rows for each in row["algorithms"].values()), default=0.0) or 1.0
+    legend = ", ".join(f"{PLOT_MARKS[name]} {name}" for name in names)
+    lines += ["", f"busbw GB/s per size ({legend}; full width = {peak:.3g} GB/s)"]
+    for row in rows:
+        for number, name in enumerate(names):
+            if name not in row["algorithms"]:
+                continue
+            gbps = row["algorithms"][name]["busbw_gbps"]
+            label = format_size_bytes(row["size_bytes"]) if number == 0 else ""
+            bar = PLOT_MARKS[name] * max(1 if gbps > 0 else 0, round(gbps / peak * PLOT_WIDTH))
+            lines.append(f"{label:>9} {bar:<{PLOT_WIDTH}} {gbps:.3g}")
+    if "hierarchical" not in names:
+        lines.append("(no hierarchical algorithm here: it needs several nodes with several ranks each)")
+    return lines

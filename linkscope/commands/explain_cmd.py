@@ -1,0 +1,200 @@
+"""`linkscope explain OP --bytes SIZE --ranks N --time T [SOURCE]`: which links explain an observed time.
+
+The cost model run backwards (:mod:`topo.explain`). JSON (`--json`): `op`, `size_bytes`, `ranks`,
+`observed_s`, `observed_busbw_gbps`, `best` and `scenarios` (each `scenario`, `link`, `algo`,
+`predicted_s`, `speed_ratio`, `verdict`, `fits`, `bottleneck_gbps`, `implied_gbps`) and, with a SOURCE,
+`layout` (the same fields for the links the placed ranks cross, plus `placement`).
+Exit status: 0, or 1 when with a SOURCE the observed time is slow or far below what its layout's
+links should give; 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from linkscope.commands.estimate_cmd import DEFAULT_INTER, DEFAULT_INTRA, _op_name
+from topo.cost.collectives import ALGORITHMS
+from topo.errors import InputError
+from topo.explain import (
+    Fit,
+    Scenario,
+    describe_fit,
+    explain,
+    fit,
+    link_name,
+    observed_busbw_gbps,
+    parse_duration_s,
+    what_if_scenarios,
+)
+from topo.placement import DISTRIBUTIONS, parse_visible_devices
+
+DEFAULT_PCIE = "2:25.8"
+"""A PCIe Gen4 x16 path as peer copies reach it (~82% of 31.5 GB/s), 2 us per hop."""
+
+EXIT_OK, EXIT_FINDINGS = 0, 1
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `explain` subcommand."""
+    parser = subparsers.add_parser(
+        "explain",
+        help="the cost model backwards: which links and placement explain an observed collective time",
+        description=(
+            "Given how long one collective call took, find what explains it: every placement of the ranks\n"
+            "(all in one node on --intra, fewer per node down to one per node over --inter, one node over\n"
+            "--pcie) is priced with the cost model, the nearest prediction is the explanation, and the\n"
+            "bandwidth its slowest link would need for the observed time is shown. With a SOURCE the ranks\n"
+            "are placed on that machine (--nodes, --distribution, --visible-devices as for `check`) and\n"
+            "the time is judged against the links they cross: it fits, or it points at a slow link (exit 1)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope explain all_reduce --bytes 1G --ranks 8 --time 150ms\n"
+            "  linkscope explain all_reduce --bytes 1G --ranks 8 --time 150ms sample:dgx-h100\n"
+            "  linkscope explain all_gather --bytes 256M --ranks 16 --time 9ms sample:dgx-a100 --nodes 2 --json"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.__class__ = _intermixed(type(parser))
+    parser.add_argument("words", nargs="+", metavar="OP [SOURCE]",
+                        help="the collective (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv), "
+                        "then optionally the machine to place the ranks on: snapshot JSON, `nvidia-smi topo -m` text, "
+                        "sample:NAME")
+    parser.add_argument("--bytes", required=True, metavar="SIZE", help="buffer size: 1G, 256M, 1GiB, 1GB (10^9)")
+    parser.add_argument("--ranks", required=True, type=int, metavar="N", help="ranks in the group")
+    parser.add_argument("--time", required=True, metavar="T", help="observed time of one call: 150ms, 6.3ms, 0.15s, 40us")
+    parser.add_argument("--nodes", type=int, default=None, metavar="K",
+                        help="with SOURCE: nodes the ranks run on (default: as few as hold them)")
+    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="block", help="with SOURCE: rank placement")
+    parser.add_argument("--visible-devices", default=None, metavar="LIST", help="with SOURCE: CUDA_VISIBLE_DEVICES per node")
+    parser.add_argument("--intra", default=DEFAULT_INTRA, metavar="ALPHA_US:GBPS",
+                        help=f"what-if intra-node link (default {DEFAULT_INTRA}, NVLink)")
+    parser.add_argument("--inter", default=DEFAULT_INTER, metavar="ALPHA_US:GBPS",
+                        help=f"what-if network per GPU (default {DEFAULT_INTER}, 100 Gb/s)")
+    parser.add_argument("--pcie", default=DEFAULT_PCIE, metavar="ALPHA_US:GBPS",
+                        help=f"what-if PCIe path between GPUs (default {DEFAULT_PCIE}, Gen4 x16)")
+    parser.add_argument("--algo", choices=ALGORITHMS, default="auto", help="algorithm (default auto: the cheapest)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)
+
+
+def _intermixed(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentParser]:
+    """`base` reading positionals wherever they stand (`explain OP --bytes 1G ... SOURCE`): argparse would give
+    all positionals out at the first one."""
+
+    class Intermixed(base):  # type: ignore[valid-type, misc]
+        _inside = False
+
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            if self._inside:
+                return super().parse_known_args(args, namespace)
+            self._inside = True
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._inside = False
+
+    return Intermixed
+
+
+def _layout_fit(args: argparse.Namespace, op: str, size_bytes: int, observed_s: float) -> tuple[Fit, str]:
+    """The ranks placed on SOURCE, priced against the observed time, and the placement in words."""
+    from linkscope.source import open_source
+    from topo.cost import CostModel, GroupPricer
+    from topo.placement import cluster_hosts, place_ranks
+
+    snapshot = open_source(args.source)
+    if not snapshot.hosts or not snapshot.host.gpus:
+        raise InputError(f"{args.source}: the snapshot describes no GPU to place ranks on")
+    visible = parse_visible_devices(args.visible_devices) if args.visible_devices is not None else None
+    per_node = len(visible) if visible is not None else len(snapshot.host.gpus)
+    nodes = args.nodes if args.nodes is not None else max(len(snapshot.hosts), -(-args.ranks // per_node))
+    if nodes < 1:
+        raise InputError(f"--nodes: must be at least 1, got {nodes}")
+    hosts, classes = cluster_hosts(snapshot, nodes)
+    placement = place_ranks(hosts, classes, args.ranks, args.distribution, visible)
+    links = GroupPricer(placement, CostModel()).links(range(args.ranks))
+    return fit(op, Scenario(f"this layout on {snapshot.source or 'SOURCE'}", links), size_bytes, observed_s, args.algo), \
+        placement.description
+
+
+def run(args: argparse.Namespace) -> int:
+    """Explain the observed time; print the fits (or JSON)."""
+    from topo.cost.collectives import parse_alpha_beta
+    from topo.sizes import parse_size_bytes
+
+    if len(args.words) > 2:
+        raise InputError(f"explain: expected OP [SOURCE], got {' '.join(args.words)!r}")
+    op = _op_name(args.words[0])
+    args.source = args.words[1] if len(args.words) == 2 else None
+    size_bytes = parse_size_bytes(args.bytes, "--bytes")
+    if size_bytes < 1:
+        raise InputError("--bytes: must be at least 1 byte")
+    if args.ranks < 2:
+        raise InputError(f"--ranks: a collective needs at least 2 ranks, got {args.ranks}")
+    observed_s = parse_duration_s(args.time, "--time")
+    scenarios = what_if_scenarios(args.ranks, parse_alpha_beta(args.intra, "--intra"), parse_alpha_beta(args.inter, "--inter"),
+                                  parse_alpha_beta(args.pcie, "--pcie"))
+    fits = explain(op, size_bytes, args.ranks, observed_s, scenarios, args.algo)
+    layout: tuple[Fit, str] | None = None
+    if args.source is not None:
+        layout = _layout_fit(args, op, size_bytes, observed_s)
+    elif args.nodes is not None or args.visible_devices is not None or args.distribution != "block":
+        raise InputError("--nodes, --distribution and --visible-devices place ranks on a SOURCE: name one")
+    busbw = observed_busbw_gbps(op, size_bytes, args.ranks, observed_s)
+    if args.json:
+        payload: dict[str, Any] = {"op": op, "size_bytes": size_bytes, "ranks": args.ranks, "observed_s": observed_s,
+                                   "observed_busbw_gbps": busbw, "best": fits[0].to_json(),
+                                   "scenarios": [each.to_json() for each in fits], "layout": None}
+        if layout is not None:
+            payload["layout"] = {**layout[0].to_json(), "placement": layout[1]}
+        print(json.dumps(payload, indent=2))
+    else:
+        _print(op, size_bytes, args.ranks, observed_s, busbw, fits, layout)
+    slow = layout is not None and layout[0].verdict in ("slow", "far below")
+    return EXIT_FINDINGS if slow else EXIT_OK
+
+
+def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float, fits: list[Fit],
+           layout: tuple[Fit, str] | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from linkscope.render.check_view import format_seconds
+    from topo.sizes import format_size_bytes
+
+    console = Console(highlight=False, emoji=False)
+    console.print(Text(f"{op} of {format_size_bytes(size_bytes)} over {ranks} ranks in {format_seconds(observed_s)}: "
+                       f"busbw {busbw:.3g} GB/s", style="bold"))
+    best = fits[0]
+    console.print(Text(f"Best explained by {best.scenario.name}: {describe_fit(best)}."))
+    if best.speed_ratio > 2:
+        console.print(Text("No placement is that fast: check the timing (a call timed without synchronising the GPU "
+                           "returns before the data moved) and the size.", style="bold"))
+    fastest = min(fits, key=lambda each: each.cost.time_s)
+    if fastest is not best:
+        console.print(Text(f"With {fastest.scenario.name} it would take {format_seconds(fastest.cost.time_s)} "
+                           f"({observed_s / fastest.cost.time_s:.3g}x faster)."))
+    table = Table(title="what-if placements, nearest first", title_justify="left", show_edge=False)
+    for column in ("placement and links", "algo", "predicted", "observed / predicted"):
+        table.add_column(column, justify="left" if column in ("placement and links", "algo") else "right")
+    for each in fits:
+        table.add_row(Text(each.scenario.name), each.cost.algo, format_seconds(each.cost.time_s),
+                      f"{observed_s / each.cost.time_s:.3g}x")
+    console.print(table)
+    if layout is not None:
+        each, placement = layout
+        console.print(Text(f"\nOn {each.scenario.name.removeprefix('this layout on ')} ({placement}) the group crosses "
+                           f"{link_name(each.scenario.links)}: {describe_fit(each)}."))
+        if each.verdict in ("slow", "far below"):
+            console.print(Text(f"Verdict: {each.verdict} - the time points at a slow link: "
+                               f"{link_name(each.scenario.links)} (or what shares it) delivers about "
+                               f"{each.speed_ratio:.0%} of what it should.", style="bold"))
+        elif each.fits:
+            console.print(Text("Verdict: ok - the time fits the links this layout crosses."))
+        else:
+            console.print(Text(f"Verdict: faster than the links this layout crosses allow ({each.speed_ratio:.3g}x): the "
+                               "ranks do not sit where this layout puts them, or the timing stopped early.", style="bold"))
