@@ -99,7 +99,7 @@ def _scaled(links: GroupLinks, factor: float) -> GroupLinks:
     if links.bottleneck_class == "NET":
         return dataclasses.replace(links, node_net_gbps=links.node_net_gbps * factor,
                                    rank_net_gbps=links.rank_net_gbps * factor)
-    return dataclasses.replace(links, intra_gbps=links.intra_gbps * factor,
+    return dataclasses.replace(links, intra_gbps=links.intra_gbps * factor, nvls_gbps=links.nvls_gbps * factor,
                                pair_min_gbps=links.pair_min_gbps * factor, egress_gbps=links.egress_gbps * factor)
 
 
@@ -150,9 +150,11 @@ def _link_words(alpha_beta: tuple[float, float]) -> str:
 
 
 def fit(op: str, scenario: Scenario, size_bytes: int, observed_s: float, algo: str = "auto") -> Fit:
-    """Price `scenario` and find the bandwidth that would explain `observed_s` on it."""
+    """Price `scenario` and find the bandwidth that would explain `observed_s` on it: the bandwidth of the
+    slowest hop of a ring (the classic alpha-beta reading) unless an algorithm is forced."""
     cost = collective_cost(op, scenario.links, size_bytes, algo)
-    return Fit(scenario, cost, observed_s, implied_gbps(op, scenario.links, size_bytes, observed_s, algo))
+    implied_algo = "ring" if algo == "auto" else algo
+    return Fit(scenario, cost, observed_s, implied_gbps(op, scenario.links, size_bytes, observed_s, implied_algo))
 
 
 def explain(op: str, size_bytes: int, ranks: int, observed_s: float, scenarios: list[Scenario],

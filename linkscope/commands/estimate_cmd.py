@@ -121,11 +121,8 @@ def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str
 def run(args: argparse.Namespace) -> int:
     """Price the collective and print it."""
     op = _op_name(args.op)
-    if (status := run_sweep_if_asked(args, op)) is not None:
-        return status
-    size_bytes = parse_size_bytes(args.bytes, "--bytes")
-    if size_bytes < 1:
-        raise InputError("--bytes: must be at least 1 byte")
+    if args.sweep is None and args.bytes is None:
+        raise InputError("estimate: give --bytes SIZE or --sweep MIN:MAX")
     if args.ranks < 1:
         raise InputError(f"--ranks: must be at least 1, got {args.ranks}")
     if args.nodes < 1:
@@ -138,6 +135,11 @@ def run(args: argparse.Namespace) -> int:
         links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra or DEFAULT_INTRA, "--intra"),
                               parse_alpha_beta(args.inter or DEFAULT_INTER, "--inter"))
         where = "on uniform links"
+    if (status := run_sweep_if_asked(args, op, links)) is not None:
+        return status
+    size_bytes = parse_size_bytes(args.bytes, "--bytes")
+    if size_bytes < 1:
+        raise InputError("--bytes: must be at least 1 byte")
     cost = collective_cost(op, links, size_bytes, args.algo)
     algorithms = algorithm_times(op, links, size_bytes)
     if args.json:

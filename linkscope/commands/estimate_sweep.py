@@ -10,10 +10,9 @@ bandwidth-bound and every algorithm approaches its floor. JSON (`--json`): `op`,
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from topo.cost import GroupLinks, collective_cost, parse_alpha_beta, uniform_links
+from topo.cost import GroupLinks, collective_cost
 from topo.errors import InputError
 from topo.formats.nccl_tests import bus_factor
 from topo.sizes import format_size_bytes, parse_size_bytes
@@ -51,21 +50,17 @@ def sweep_sizes(text: str) -> list[int]:
     return sizes
 
 
-def run_sweep_if_asked(args: argparse.Namespace, op: str) -> int | None:
-    """Print the sweep and return the exit status when `--sweep` was given; None otherwise (InputError when
-    neither --sweep nor --bytes was)."""
+def run_sweep_if_asked(args: argparse.Namespace, op: str, links: GroupLinks) -> int | None:
+    """Print the sweep over `links` and return the exit status when `--sweep` was given; None otherwise."""
     if args.sweep is None:
-        if args.bytes is None:
-            raise InputError("estimate: give --bytes SIZE or --sweep MIN:MAX")
         return None
     if args.bytes is not None:
         raise InputError("--sweep replaces --bytes: give one of them")
-    sizes = sweep_sizes(args.sweep)
-    intra, inter = parse_alpha_beta(args.intra, "--intra"), parse_alpha_beta(args.inter, "--inter")
-    links = uniform_links(args.ranks, args.nodes, intra, inter)
-    rows = sweep_rows(op, links, sizes)
+    rows = sweep_rows(op, links, sweep_sizes(args.sweep))
     if args.json:
-        print(json.dumps({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}, indent=2))
+        from linkscope.render.json_out import print_json
+
+        print_json({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows})
     else:
         print("\n".join(sweep_lines(op, args.ranks, args.nodes, rows)))
     return 0
