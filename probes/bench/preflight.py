@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from probes.nvml import NvmlQuery, decode, load_pynvml
 
@@ -39,9 +40,9 @@ def cuda_device_count() -> int:
         return 0
 
 
-def read_gpu_states() -> list[GpuState] | None:
-    """Every GPU's state from NVML, or None when NVML is not available here."""
-    module = load_pynvml()
+def read_gpu_states(nvml: Any | None = None) -> list[GpuState] | None:
+    """Every GPU's state from NVML (pynvml, or a module with the same functions), or None when NVML is not available."""
+    module = nvml if nvml is not None else load_pynvml()
     if module is None:
         return None
     query = NvmlQuery(module)
