@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections.abc import Callable, Iterable
+import dataclasses
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from probes.sysfs import format_cpulist
-from topo.model import Gap, LinkKind, NvLinkPort, P2PStatus
+from topo.model import Gap, LinkKind, MigDevice, NvLinkPort, P2PStatus
 
 ERROR_REASONS: dict[int, str] = {
     1: "Uninitialized",
@@ -95,10 +97,13 @@ GENERATION_BY_CC_MAJOR: dict[int, int] = {6: 1, 7: 2, 8: 3, 9: 4, 10: 5}
 """NVLink generation of each GPU architecture (compute capability major): P100, V100, A100, H100, B200."""
 
 FI_NVLINK_LINK_COUNT = 91
+FI_NVSWITCH_CONNECTED_LINK_COUNT = 147
 FI_NVLINK_GET_STATE = 165
 FI_NVLINK_GET_VERSION = 166
-MAX_NVLINKS = 18
-"""Links asked for in the first batched field query; larger GPUs are read link by link."""
+MAX_NVLINKS = 36
+"""`NVML_NVLINK_MAX_LINKS` of current bindings: links asked for in the batched field queries."""
+SWITCH_REMOTE_SENTINEL = "FFFFFFFF:FF:FF.0"
+"""The remote PCI bus id drivers report for an NVLink into an NVSwitch (or a masked peer): no device."""
 CPU_SET_WORDS = 64
 """64-bit words in the CPU affinity mask (4096 CPUs)."""
 NODE_SET_WORDS = 4
@@ -242,6 +247,11 @@ class NvmlGpu:
     pcie_width_max: int | None = None
     fabric_state: str | None = None
     """NVSwitch fabric registration state (`nvidia-smi -q` "Fabric"), None when not reported."""
+    nvswitch_link_count: int | None = None
+    """NVLinks into NVSwitches (field `NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT`); None when not answered."""
+    mig_devices: tuple[MigDevice, ...] = ()
+    handle_s: float = 0.0
+    """Seconds the handle lookup took: the GPU's first touch, slow without the persistence daemon."""
 
 
 @dataclass
@@ -258,12 +268,17 @@ class NvmlFacts:
     ancestors: dict[tuple[int, int], LinkKind] = field(default_factory=dict)
     """Pair topology by NVML index (a < b), from `nvmlDeviceGetTopologyCommonAncestor`."""
     p2p: dict[tuple[int, int], P2PStatus] = field(default_factory=dict)
+    init_s: float | None = None
+    """Seconds `nvmlInit` took (seconds without the persistence daemon, milliseconds with it)."""
     done: bool = False
 
 
 def collect(query: NvmlQuery, facts: NvmlFacts) -> None:
     """Read everything the probe needs from NVML into `facts` (init, versions, GPUs, pairs, shutdown)."""
-    if query("nvmlInit") is None and query.last_reason is not None:
+    started_s = time.monotonic()
+    initialised = query("nvmlInit") is not None or query.last_reason is None
+    facts.init_s = time.monotonic() - started_s
+    if not initialised:
         facts.unavailable_reason = query.last_reason
         facts.done = True
         return
@@ -278,10 +293,11 @@ def collect(query: NvmlQuery, facts: NvmlFacts) -> None:
         facts.device_count = int(count)
         handles: dict[int, Any] = {}
         for index in range(facts.device_count):
+            started_s = time.monotonic()
             handle = query("nvmlDeviceGetHandleByIndex", index, subject=f"gpu {index}", gpu=index)
             if handle is None:
                 continue
-            gpu = _read_gpu(query, index, handle)
+            gpu = dataclasses.replace(_read_gpu(query, index, handle), handle_s=time.monotonic() - started_s)
             if index in query.lost_gpus:
                 continue
             handles[index] = handle
@@ -323,6 +339,8 @@ def _read_gpu(query: NvmlQuery, index: int, handle: Any) -> NvmlGpu:
     compute_capability = f"{capability[0]}.{capability[1]}" if capability is not None else None
     cpus = mask_to_numbers(cpu_mask) if cpu_mask is not None else set()
     nodes = mask_to_numbers(node_mask) if node_mask is not None else set()
+    nvlinks, switch_links = _read_nvlinks(query, index, handle, compute_capability)
+    mig_enabled = bool(mig[0]) if mig is not None else None
     return NvmlGpu(
         index=index,
         name=decode(name) if name is not None else "",
@@ -330,11 +348,13 @@ def _read_gpu(query: NvmlQuery, index: int, handle: Any) -> NvmlGpu:
         pci_bus_id=decode(pci.busId) if pci is not None else None,
         memory_total_bytes=int(memory.total) if memory is not None else None,
         compute_capability=compute_capability,
-        mig_enabled=bool(mig[0]) if mig is not None else None,
+        mig_enabled=mig_enabled,
+        mig_devices=_read_mig_devices(query, index, handle) if mig_enabled else (),
         cpu_affinity=format_cpulist(cpus) or None,
         numa_affinity=format_cpulist(nodes) or None,
         gpu_numa_id=int(gpu_numa) if gpu_numa is not None and int(gpu_numa) >= 0 else None,
-        nvlinks=_read_nvlinks(query, index, handle, compute_capability),
+        nvlinks=nvlinks,
+        nvswitch_link_count=switch_links,
         pcie_gen_current=_int_or_none(ask("nvmlDeviceGetCurrPcieLinkGeneration")),
         pcie_gen_max=_int_or_none(ask("nvmlDeviceGetMaxPcieLinkGeneration")),
         pcie_width_current=_int_or_none(ask("nvmlDeviceGetCurrPcieLinkWidth")),
@@ -358,31 +378,47 @@ def field_value(value: Any) -> int | float | None:
     return float(number) if kind == 0 else int(number)
 
 
-def nvlink_generation(raw: int | None, compute_capability: str | None) -> int | None:
-    """The NVLink generation from `nvmlDeviceGetNvLinkVersion`.
+def _architecture_generation(compute_capability: str | None) -> int | None:
+    try:
+        return GENERATION_BY_CC_MAJOR.get(int((compute_capability or "").split(".")[0]))
+    except ValueError:
+        return None
 
-    NVML answers with the `nvmlNvlinkVersion_t` enum, not a generation: A100s and RTX 3090s were
-    seen to report 5 (3.1); by the enum an H100 reports 6 (4.0) and a B200 7 (5.0). Older headers
-    documented the value as a plain "version", which misled other tools. As a guard for a driver
-    (or the `NVML_FI_DEV_NVLINK_GET_VERSION` field) answering a plain generation, a raw value that
-    equals the generation of the GPU's architecture wins when the enum reading contradicts it.
+
+def nvlink_generation(raw: int | None, compute_capability: str | None) -> int | None:
+    """The NVLink generation of a link whose `nvmlDeviceGetNvLinkVersion` answer is `raw`.
+
+    The answer is an `nvmlNvlinkVersion_t`, not a generation, and drivers are reported to number it
+    differently from the documented enum (A100 5 = 3.1, H100 7 where the enum says 6, B200 8 where it
+    says 7). So the GPU's architecture (compute capability major) decides whenever it is known, and
+    the NVML number only otherwise: a healthy H100 must never be priced as NVLink 5.
     """
     if raw is None:
         return None
+    from_architecture = _architecture_generation(compute_capability)
+    return from_architecture if from_architecture is not None else NVLINK_VERSION_GENERATIONS.get(raw)
+
+
+def nvlink_version_disagreement(raw: int | None, compute_capability: str | None) -> str | None:
+    """Why NVML's version answer and the architecture disagree (a gap reason), or None when they agree."""
+    from_architecture = _architecture_generation(compute_capability)
+    if raw is None or from_architecture is None:
+        return None
     from_enum = NVLINK_VERSION_GENERATIONS.get(raw)
-    try:
-        expected = GENERATION_BY_CC_MAJOR.get(int((compute_capability or "").split(".")[0]))
-    except ValueError:
-        expected = None
-    if expected is not None and from_enum != expected and raw == expected:
-        return raw
-    return from_enum
+    if from_enum == from_architecture:
+        return None
+    said = f"NVLink {from_enum} by nvmlNvlinkVersion_t" if from_enum is not None else "not in nvmlNvlinkVersion_t"
+    return (f"NVML answers version {raw} ({said}); compute capability {compute_capability} has NVLink "
+            f"{from_architecture}, which is used")
 
 
-def _read_nvlinks(query: NvmlQuery, index: int, handle: Any, compute_capability: str | None) -> tuple[NvLinkPort, ...]:
-    """Every NVLink of a GPU: one batched field query for count/state/version, then remote ends per active link."""
+def _read_nvlinks(
+    query: NvmlQuery, index: int, handle: Any, compute_capability: str | None
+) -> tuple[tuple[NvLinkPort, ...], int | None]:
+    """Every NVLink of a GPU and its NVSwitch link count: one batched field query for count, switch
+    links, state and version, then the remote end of each active link."""
     subject = f"gpu {index}"
-    fields = [(FI_NVLINK_LINK_COUNT, 0)]
+    fields = [(FI_NVLINK_LINK_COUNT, 0), (FI_NVSWITCH_CONNECTED_LINK_COUNT, 0)]
     for link in range(MAX_NVLINKS):
         fields += [(FI_NVLINK_GET_STATE, link), (FI_NVLINK_GET_VERSION, link)]
     values = query("nvmlDeviceGetFieldValues", handle, fields, subject=subject, gpu=index, expected=("NotSupported",))
@@ -393,8 +429,10 @@ def _read_nvlinks(query: NvmlQuery, index: int, handle: Any, compute_capability:
             batched[(field_id, scope)] = field_value(value)
         raw_count = batched.get((FI_NVLINK_LINK_COUNT, 0))
         count = int(raw_count) if raw_count is not None else None
+    switch_links = _int_or_none(batched.get((FI_NVSWITCH_CONNECTED_LINK_COUNT, 0)))
     limit = count if count is not None else getattr(query.nvml, "NVML_NVLINK_MAX_LINKS", MAX_NVLINKS)
     ports: list[NvLinkPort] = []
+    disagreement: str | None = None
     for link in range(limit):
         link_subject = f"gpu {index}, link {link}"
         state = batched.get((FI_NVLINK_GET_STATE, link))
@@ -414,11 +452,41 @@ def _read_nvlinks(query: NvmlQuery, index: int, handle: Any, compute_capability:
         if active:
             remote = query("nvmlDeviceGetNvLinkRemotePciInfo", handle, link, subject=link_subject, gpu=index)
             remote_bus = decode(remote.busId) if remote is not None else None
+            if remote_bus is not None and remote_bus.upper() == SWITCH_REMOTE_SENTINEL:
+                remote_bus = None  # an NVSwitch (or a masked peer): not a PCI device to match GPUs by
             kind = query("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link, subject=link_subject, gpu=index)
             remote_type = REMOTE_TYPES.get(int(kind)) if kind is not None else None
+        disagreement = disagreement or nvlink_version_disagreement(_int_or_none(version), compute_capability)
         generation = nvlink_generation(_int_or_none(version), compute_capability)
         ports.append(NvLinkPort(link, active, generation, remote_bus, remote_type))
-    return tuple(ports)
+    if disagreement is not None:
+        query.gaps.append(Gap(f"nvmlDeviceGetNvLinkVersion({subject})", disagreement))
+    return tuple(ports), switch_links
+
+
+def _read_mig_devices(query: NvmlQuery, index: int, handle: Any) -> tuple[MigDevice, ...]:
+    """The MIG devices of a MIG-enabled GPU (`nvidia-smi -L`), in MIG index order."""
+    subject = f"gpu {index}"
+    slots = query("nvmlDeviceGetMaxMigDeviceCount", handle, subject=subject, gpu=index)
+    devices = []
+    for slot in range(int(slots or 0)):
+        mig_subject = f"gpu {index}, MIG {slot}"
+        mig = query("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot, subject=mig_subject, gpu=index,
+                    expected=("NotFound",))
+        if mig is None:
+            continue
+
+        def ask(function: str, mig: Any = mig, mig_subject: str = mig_subject) -> Any | None:
+            return query(function, mig, subject=mig_subject, gpu=index)
+
+        uuid, memory = ask("nvmlDeviceGetUUID"), ask("nvmlDeviceGetMemoryInfo")
+        devices.append(MigDevice(
+            uuid=decode(uuid) if uuid is not None else None,
+            gpu_instance_id=_int_or_none(ask("nvmlDeviceGetGpuInstanceId")),
+            compute_instance_id=_int_or_none(ask("nvmlDeviceGetComputeInstanceId")),
+            memory_total_bytes=int(memory.total) if memory is not None else None,
+        ))
+    return tuple(devices)
 
 
 def _read_fabric_state(query: NvmlQuery, index: int, handle: Any) -> str | None:
@@ -431,7 +499,8 @@ def _read_fabric_state(query: NvmlQuery, index: int, handle: Any) -> str | None:
                  expected=("NotSupported", "FunctionNotFound"))
     if done is None:
         return None
-    state = FABRIC_STATES.get(int(info.state))
+    # nvml.h declares the state one byte wide; pynvml reads four, so the padding after it must go
+    state = FABRIC_STATES.get(int(info.state) & 0xFF)
     if state is None or state == "Not Supported":
         return None
     if state == "Completed" and int(getattr(info, "status", 0)) != 0:
