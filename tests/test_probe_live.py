@@ -37,7 +37,8 @@ def test_first_reading_has_no_rates_then_deltas_give_gbps() -> None:
     assert gpu.nvlink_tx_gbps == pytest.approx(180.0, rel=1e-6)
     assert gpu.nvlink_rx_gbps == pytest.approx(180.0, rel=1e-6)
     assert len(gpu.links) == 18 and gpu.links[0].tx_gbps == pytest.approx(10.0, rel=1e-6)
-    assert dict(gpu.nvlink_error_deltas) == {"crc_flit": 3, "crc_data": 3, "replay": 3, "recovery": 3}
+    # the per-link error fields are read first: 3 new errors of each kind on each of 18 links
+    assert dict(gpu.nvlink_error_deltas) == {"replay": 54, "recovery": 54, "crc": 54}
     assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_width_current, gpu.pcie_width_max) == (5, 5, 16, 16)
     assert second.gaps == ()
 
