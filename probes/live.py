@@ -288,7 +288,8 @@ class LiveSampler:
         """The GPU's rate in one direction (TX or RX field) and each active link's rate, GB/s."""
         per_link = [raw.get((field_id, link)) for link in state.active_links]
         aggregate = raw.get((field_id, SCOPE_ALL_LINKS))
-        # some drivers put the GPU's total on every per-link counter: then no link's own traffic is known
+        # some drivers put the GPU's total on every per-link counter: then no link's own traffic is known,
+        # and without the aggregate counter neither is the total
         same = len(per_link) > 1 and bool(per_link[0]) and all(value == per_link[0] for value in per_link) and (
             aggregate is None or aggregate == per_link[0])
         if same:
@@ -297,9 +298,10 @@ class LiveSampler:
                 "every link reports the same counter (the GPU total): per-link traffic unknown"))
         rates = [self._rate(state, (field_id, link), value, interval)
                  for link, value in zip(state.active_links, per_link, strict=True)]
-        if aggregate is not None or same:
-            total_value = aggregate if aggregate is not None else per_link[0]
-            total = self._rate(state, (field_id, SCOPE_ALL_LINKS), total_value, interval)
+        if aggregate is not None:
+            total = self._rate(state, (field_id, SCOPE_ALL_LINKS), aggregate, interval)
+        elif same:
+            total = None  # equal links without an aggregate: the sum may be n times the truth, one link 1/n
         else:
             known = bool(rates) and all(rate is not None for rate in rates)
             total = sum(rate or 0.0 for rate in rates) if known else None

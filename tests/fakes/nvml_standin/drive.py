@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
         fake = scenario.fake()
         changed(fake)
         os.environ[DESCRIPTION_VARIABLE] = str(description)
-        results.append(run(scenario, fake, pynvml, changed))
+        results.append(run(scenario, fake, pynvml, changed, workdir))
     json.dump(results, sys.stdout)
     sys.stdout.flush()
     os._exit(0)  # a call hung inside the stand-in must not hold the interpreter's exit

@@ -52,7 +52,18 @@ def with_36_links(host: Host) -> Host:
     return dataclasses.replace(host, gpus=tuple(gpus), links=links)
 
 
-VARIANTS: dict[str, Callable[[Host], Host]] = {"mig": with_mig, "links36": with_36_links}
+def with_two_partitions(host: Host) -> Host:
+    """The NVSwitch fabric split in two (GPUs 0-3 and 4-7): P2P over NVLink answers NS across the split."""
+    half = len(host.gpus) // 2
+    links = tuple(
+        dataclasses.replace(link, p2p=dataclasses.replace(link.p2p, nvlink="NS"))
+        if link.p2p is not None and (link.a < half) != (link.b < half) else link
+        for link in host.links
+    )
+    return dataclasses.replace(host, links=links)
+
+
+VARIANTS: dict[str, Callable[[Host], Host]] = {"mig": with_mig, "links36": with_36_links, "partitioned": with_two_partitions}
 
 
 @dataclass(frozen=True)
@@ -123,18 +134,27 @@ def _software(host: Host) -> SoftwareFacts:
                          torch_symmetric_memory=host.capabilities.torch_symmetric_memory)
 
 
-def run(scenario: Scenario, fake: FakeNvml, module: Any, changed: Callable[[FakeNvml], None]) -> Any:
+def _sysfs_root(scenario: Scenario, host: Host, workdir: Path) -> Path:
+    """The fake sysfs tree of the scenario's sample, written once per work directory (no variant touches PCI)."""
+    root = workdir / f"sysfs-{scenario.sample}"
+    if not root.exists():
+        staging = Path(tempfile.mkdtemp(dir=workdir))
+        build_sysfs(staging, host)
+        staging.rename(root)
+    return root
+
+
+def run(scenario: Scenario, fake: FakeNvml, module: Any, changed: Callable[[FakeNvml], None], workdir: Path) -> Any:
     """Run `scenario` over NVML `module` (the fake itself, or the real pynvml over the C stand-in).
 
     `changed(fake)` is called whenever the fake's state moves on (live counters), so the C stand-in's
-    description can be rewritten. Returns the result as JSON.
+    description can be rewritten; `workdir` keeps the fake sysfs trees. Returns the result as JSON.
     """
     host = fake.host
     if scenario.run == "probe":
-        with tempfile.TemporaryDirectory() as directory:
-            root = build_sysfs(Path(directory) / "root", host)
-            snapshot = probe_host(nvml=module, sysfs_root=str(root), hostname=host.hostname,
-                                  budget_s=scenario.budget_s, software=_software(host))
+        root = _sysfs_root(scenario, host, workdir)
+        snapshot = probe_host(nvml=module, sysfs_root=str(root), hostname=host.hostname,
+                              budget_s=scenario.budget_s, software=_software(host))
         result = to_jsonable(snapshot)
         result.pop("created")
         return result
