@@ -12,10 +12,10 @@ The module object is a parameter everywhere, so tests hand in a fake with the sa
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable
-import dataclasses
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any

@@ -119,6 +119,10 @@ _FABRIC_STATE_CODE = {"Not Started": 1, "In Progress": 2, "Completed": 3}
 _P2P_FIELDS = ("read", "write", "nvlink", "atomics")
 
 
+_Refusal = NVMLError
+"""A field's error answer (the class attribute `FakeNvml.NVMLError` shadows the name inside the class)."""
+
+
 @dataclass
 class DriverQuirks:
     """How this fake's driver answers where real drivers are reported to differ (both fakes honour each)."""
@@ -583,7 +587,7 @@ class FakeNvml:
         value.value = FakeValue(ullVal=number, uiVal=number & 0xFFFFFFFF)
         return value
 
-    def _field_number(self, gpu: Gpu, field_id: int, scope: int) -> int | NVMLError:
+    def _field_number(self, gpu: Gpu, field_id: int, scope: int) -> int | _Refusal:
         """One field's answer for one GPU: a number, or the NVMLError its `nvmlReturn` carries."""
         quirks = self.quirks
         active = [port.link for port in gpu.nvlinks if port.active]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,8 @@ def _describe_gpu(fake: FakeNvml, out: _Writer, handle: FakeHandle) -> None:
             continue
         mig_device = _device(mig)
         for function in ("nvmlDeviceGetUUID", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId"):
-            out.answer(f"{function}.{mig_device}", lambda f=function: getattr(fake, f)(mig))
-        out.answer(f"nvmlDeviceGetMemoryInfo.{mig_device}", lambda: fake.nvmlDeviceGetMemoryInfo(mig),
+            out.answer(f"{function}.{mig_device}", partial(getattr(fake, function), mig))
+        out.answer(f"nvmlDeviceGetMemoryInfo.{mig_device}", partial(fake.nvmlDeviceGetMemoryInfo, mig),
                    lambda m: f"{m.total}:{m.free}:{m.used}")
 
 
@@ -167,10 +168,10 @@ def describe(fake: FakeNvml) -> str:
                     continue
                 pair = f"{a.index}.{b.index}"
                 out.answer(f"nvmlDeviceGetTopologyCommonAncestor.{pair}",
-                           lambda a=a, b=b: fake.nvmlDeviceGetTopologyCommonAncestor(a, b))
+                           partial(fake.nvmlDeviceGetTopologyCommonAncestor, a, b))
                 for index in P2P_INDICES:
                     out.answer(f"nvmlDeviceGetP2PStatus.{pair}.{index}",
-                               lambda a=a, b=b, i=index: fake.nvmlDeviceGetP2PStatus(a, b, i))
+                               partial(fake.nvmlDeviceGetP2PStatus, a, b, index))
         _describe_faults(fake, out)
     finally:
         fake.describing = False

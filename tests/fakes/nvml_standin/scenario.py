@@ -117,8 +117,11 @@ class Scenario:
     def from_json(cls, data: dict[str, Any]) -> Scenario:
         """The inverse of :meth:`to_json`."""
         tuples = {"fail", "lost", "hang", "processes", "memory_used_bytes"}
-        return cls(**{key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if key in tuples else value
-                      for key, value in data.items()})
+        fields: dict[str, Any] = {
+            key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if key in tuples else value
+            for key, value in data.items()
+        }
+        return cls(**fields)
 
 
 class _Clock:
