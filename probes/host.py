@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probes.capabilities import SoftwareFacts, read_software
-from probes.nvml import NvmlFacts, NvmlGpu, NvmlQuery, ProbeAbandoned, collect, load_pynvml
+from probes.nvml import NvmlFacts, NvmlGpu, collect, load_pynvml
+from probes.nvml_query import NvmlQuery, ProbeAbandoned
 from probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
 from topo.links import nvlink_pair_count
 from topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, Versions

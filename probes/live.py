@@ -30,15 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from probes.nvml import (
-    FI_NVLINK_GET_STATE,
-    FI_NVLINK_LINK_COUNT,
-    MAX_NVLINKS,
-    NvmlQuery,
-    field_value,
-    load_pynvml,
-    nvlink_up,
-)
+from probes.nvlink import FI_NVLINK_GET_STATE, FI_NVLINK_LINK_COUNT, MAX_NVLINKS, nvlink_up
+from probes.nvml import load_pynvml
+from probes.nvml_query import NvmlQuery, field_value
 from topo.model import Gap
 
 FI_NVLINK_TX_KIB = 138
