@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from probes.nvlink import FI_NVLINK_GET_STATE, FI_NVLINK_LINK_COUNT, MAX_NVLINKS, nvlink_up
@@ -120,7 +120,7 @@ class _GpuState:
     """Whether the TX/RX counters answer scopeId UINT_MAX (None until the first reading)."""
     error_fields: tuple[tuple[str, int, bool], ...] | None = None
     """(kind, field id, per link) of the error counters this GPU answers; None until known."""
-    reported: set[str] | None = None
+    reported: set[str] = field(default_factory=set)
     """Quirks already reported as gaps for this GPU (each once)."""
 
 
@@ -236,8 +236,6 @@ class LiveSampler:
         return fields
 
     def _gap_once(self, query: NvmlQuery, state: _GpuState, key: str, gap: Gap) -> None:
-        if state.reported is None:
-            state.reported = set()
         if key not in state.reported:
             state.reported.add(key)
             query.gaps.append(gap)

@@ -30,6 +30,7 @@ from fakes.fake_nvml import (
     NVML_ERROR_GPU_IS_LOST,
     NVML_ERROR_LIB_RM_VERSION_MISMATCH,
     NVML_ERROR_NO_PERMISSION,
+    NVML_ERROR_NOT_SUPPORTED,
 )
 from fakes.nvml_standin import build, compiler
 from fakes.nvml_standin.scenario import Scenario, run
@@ -61,6 +62,8 @@ SCENARIOS: dict[str, Scenario] = {
     "switch-sentinel": Scenario("dgx-h100", quirks={"switch_remote_sentinel": True}),
     "switch-sentinel-degraded": Scenario("dgx-h100-degraded", quirks={"switch_remote_sentinel": True}),
     "switch-no-count-field": Scenario("dgx-h100-degraded", quirks={"switch_link_count_field": False}),
+    "switch-type-unknown": Scenario("dgx-h100-degraded", quirks={"switch_remote_sentinel": True},
+                                    fail=(("nvmlDeviceGetNvLinkRemoteDeviceType", NVML_ERROR_NOT_SUPPORTED, None),)),
     "switch-partitioned": Scenario("dgx-h100", variant="partitioned", quirks={"switch_remote_sentinel": True}),
     "fabric-padding": Scenario("dgx-h100", quirks={"fabric_state_padding": True}),
     "idle-pcie": Scenario("pcie-l40s-8", quirks={"idle_pcie_gen": 1}),
@@ -211,6 +214,11 @@ def test_nvswitch_pairs_come_from_the_switch_link_count_not_remote_bus_ids(real:
     degraded = snapshot_of(real["switch-sentinel-degraded"]).host
     assert degraded.link(3, 0).token == "NV16" and degraded.link(0, 1).token == "NV18"
     assert snapshot_of(real["switch-no-count-field"]).host.link(3, 0).token == "NV16"
+    # remote device type unreadable and every remote bus id the sentinel: the switch link count still tells
+    unknown = snapshot_of(real["switch-type-unknown"])
+    assert unknown.host.link(3, 0).token == "NV16" and unknown.host.link(0, 7).token == "NV18"
+    assert {port.remote_type for gpu in unknown.host.gpus for port in gpu.nvlinks} == {None}
+    assert any(gap.subject.startswith("nvmlDeviceGetNvLinkRemoteDeviceType") for gap in unknown.gaps)
     split = snapshot_of(real["switch-partitioned"]).host
     assert split.link(0, 3).token == "NV18" and split.link(4, 7).token == "NV18"
     assert split.link(0, 4).kind is not LinkKind.NVLINK and split.link(3, 7).kind is not LinkKind.NVLINK
