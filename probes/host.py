@@ -227,10 +227,10 @@ def _slow_start_notes(nvml: NvmlResult, budget_s: float) -> list[str]:
     """Say when NVML was slow to start (no persistence daemon) and when the snapshot is partial."""
     facts = nvml.facts
     lines = []
-    slow_touch = max((gpu.handle_s for gpu in facts.gpus), default=0.0)
+    slow_touch = max((gpu.read_s for gpu in facts.gpus), default=0.0)
     if (facts.init_s or 0.0) > SLOW_START_S or slow_touch > SLOW_START_S:
         lines.append(
-            f"NVML was slow to start (nvmlInit {facts.init_s or 0.0:.1f} s, first touch of a GPU up to {slow_touch:.1f} s): "
+            f"NVML was slow to start (nvmlInit {facts.init_s or 0.0:.1f} s, reading one GPU up to {slow_touch:.1f} s): "
             "the persistence daemon (nvidia-persistenced) is probably not running, so every NVML client pays "
             "the GPUs' initialisation"
         )

@@ -86,8 +86,8 @@ class NvmlGpu:
     nvswitch_link_count: int | None = None
     """NVLinks into NVSwitches (field `NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT`); None when not answered."""
     mig_devices: tuple[MigDevice, ...] = ()
-    handle_s: float = 0.0
-    """Seconds the handle lookup took: the GPU's first touch, slow without the persistence daemon."""
+    read_s: float = 0.0
+    """Seconds reading this GPU took, its first touch included (slow without the persistence daemon)."""
 
 
 @dataclass
@@ -133,7 +133,7 @@ def collect(query: NvmlQuery, facts: NvmlFacts) -> None:
             handle = query("nvmlDeviceGetHandleByIndex", index, subject=f"gpu {index}", gpu=index)
             if handle is None:
                 continue
-            gpu = dataclasses.replace(_read_gpu(query, index, handle), handle_s=time.monotonic() - started_s)
+            gpu = dataclasses.replace(_read_gpu(query, index, handle), read_s=time.monotonic() - started_s)
             if index in query.lost_gpus:
                 continue
             handles[index] = handle
