@@ -290,3 +290,31 @@ def test_a_slow_nvml_start_is_reported_not_silent(real: dict[str, Any], python_f
         notes = [value for key, value in result["meta"] if key == "note"]
         assert any(note.startswith("partial snapshot") and "--budget" in note for note in notes), notes
         assert len(result["hosts"][0]["gpus"]) < 8
+
+
+def _resolved_symbol(function: str) -> str:
+    """The C symbol the installed pynvml resolves for `function`, read from its source (one delegation deep)."""
+    import inspect
+    import re
+
+    import pynvml
+
+    source = inspect.getsource(getattr(pynvml, function))
+    found = re.search(r'_nvmlGetFunctionPointer\("(\w+)"\)', source)
+    if found:
+        return found.group(1)
+    delegate = re.search(r"(?:return\s+)?(nvml\w+)\(", source.split(":", 1)[1])
+    assert delegate, function
+    return _resolved_symbol(delegate.group(1))
+
+
+def test_the_stand_in_is_keyed_by_the_symbols_the_installed_pynvml_calls() -> None:
+    from fakes.fake_nvml import FakeNvml
+    from fakes.nvml_standin import SOURCE
+    from fakes.nvml_standin.describe import c_symbol
+
+    exported = SOURCE.read_text()
+    for function in sorted(name for name in dir(FakeNvml) if name.startswith("nvml")):
+        symbol = _resolved_symbol(function)
+        assert c_symbol(function) == symbol, function
+        assert f"{symbol}(" in exported or f"UINT_GETTER({symbol})" in exported, symbol
