@@ -318,3 +318,21 @@ def test_the_stand_in_is_keyed_by_the_symbols_the_installed_pynvml_calls() -> No
         symbol = _resolved_symbol(function)
         assert c_symbol(function) == symbol, function
         assert f"{symbol}(" in exported or f"UINT_GETTER({symbol})" in exported, symbol
+
+
+def test_linkscope_probe_budget_flag_over_the_stand_in(libraries: dict[str, Path], tmp_path: Path) -> None:
+    """`linkscope probe --budget` over the real pynvml: a box without the persistence daemon is reported partial."""
+    from fakes.nvml_standin.describe import write_description
+
+    fake = Scenario("dgx-h100", first_touch_s=0.4).fake()
+    description = write_description(fake, tmp_path / "machine.txt")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(libraries["current"]), LINKSCOPE_NVML_DESCRIPTION=str(description),
+               PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "linkscope", "probe", "--budget", "1", "--json"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    snapshot = json.loads(done.stdout)["snapshot"]
+    notes = [value for key, value in snapshot["meta"] if key == "note"]
+    assert any(note.startswith("partial snapshot: NVML did not finish within the 1 s budget") for note in notes), notes
+    assert 0 < len(snapshot["hosts"][0]["gpus"]) < 8
+    assert snapshot["hosts"][0]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
