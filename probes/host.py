@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probes.capabilities import SoftwareFacts, read_software
-from probes.nvml import NvmlFacts, NvmlGpu, NvmlQuery, ProbeAbandoned, collect, load_pynvml
+from probes.nvml import NvmlFacts, NvmlGpu, collect, load_pynvml
+from probes.nvml_query import NvmlQuery, ProbeAbandoned
 from probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
 from topo.links import nvlink_pair_count
 from topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, Versions
 from topo.pcipath import classify_pci_pair
+
+SLOW_START_S = 1.0
+"""`nvmlInit` or a GPU's first touch slower than this means no persistence daemon, and is reported."""
 
 DEFAULT_BUDGET_S = 10.0
 """How long the NVML part of a probe may take before it is abandoned: generous, because `nvmlInit`
@@ -108,6 +112,7 @@ def _gpu_from_nvml(found: NvmlGpu, device: PciDevice | None) -> Gpu:
         memory_total_bytes=found.memory_total_bytes,
         compute_capability=found.compute_capability,
         mig_enabled=found.mig_enabled,
+        mig_devices=found.mig_devices,
         nvlinks=found.nvlinks,
         pcie_gen_current=found.pcie_gen_current,
         pcie_gen_max=found.pcie_gen_max,
@@ -155,12 +160,14 @@ def _gpus(nvml: NvmlResult, sysfs: SysfsFacts, notes: _Notes) -> tuple[Gpu, ...]
 
 def _links(gpus: tuple[Gpu, ...], nvml: NvmlResult, notes: _Notes) -> tuple[Link, ...]:
     links = []
+    switch_links = {gpu.index: gpu.nvswitch_link_count for gpu in nvml.facts.gpus}
     for a, gpu_a in enumerate(gpus):
         for b in range(a + 1, len(gpus)):
             gpu_b = gpus[b]
             pair = (gpu_a.index, gpu_b.index)
             p2p = nvml.facts.p2p.get(pair)
-            count = nvlink_pair_count(gpu_a, gpu_b)
+            count = nvlink_pair_count(gpu_a, gpu_b, (switch_links.get(gpu_a.index), switch_links.get(gpu_b.index)),
+                                      p2p.nvlink if p2p is not None else None)
             if count:
                 versions = [p.version for g in (gpu_a, gpu_b) for p in g.nvlinks if p.active and p.version is not None]
                 links.append(Link(a, b, LinkKind.NVLINK, count, max(versions) if versions else None, p2p))
@@ -214,6 +221,25 @@ def _fabric_state(nvml: NvmlResult) -> str | None:
     if not states:
         return None
     return states[0] if len(states) == 1 else "mixed: " + ", ".join(states)
+
+
+def _slow_start_notes(nvml: NvmlResult, budget_s: float) -> list[str]:
+    """Say when NVML was slow to start (no persistence daemon) and when the snapshot is partial."""
+    facts = nvml.facts
+    lines = []
+    slow_touch = max((gpu.read_s for gpu in facts.gpus), default=0.0)
+    if (facts.init_s or 0.0) > SLOW_START_S or slow_touch > SLOW_START_S:
+        lines.append(
+            f"NVML was slow to start (nvmlInit {facts.init_s or 0.0:.1f} s, reading one GPU up to {slow_touch:.1f} s): "
+            "the persistence daemon (nvidia-persistenced) is probably not running, so every NVML client pays "
+            "the GPUs' initialisation"
+        )
+    if nvml.timed_out and facts.device_count is not None:
+        lines.append(
+            f"partial snapshot: NVML did not finish within the {budget_s:g} s budget ({len(facts.gpus)} of "
+            f"{facts.device_count} GPUs read; pairs and P2P status may be missing); rerun with a larger --budget"
+        )
+    return lines
 
 
 def _unavailable_note(nvml: NvmlResult, module_missing: bool, budget_s: float) -> str | None:
@@ -289,6 +315,7 @@ def probe_host(
     note = _unavailable_note(nvml_result, module is None, budget_s)
     if note:
         notes.lines.append(note)
+    notes.lines.extend(_slow_start_notes(nvml_result, budget_s))
     host = build_host(hostname or socket.gethostname(), nvml_result, sysfs, facts, notes)
     if not host.gpus:
         notes.lines.append("no NVIDIA GPU found on this machine: showing NUMA nodes and NICs only")

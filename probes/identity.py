@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Host, parse_link_token
+from topo.model import PCIE_KINDS_NEAR_TO_FAR, Host, MigDevice, parse_link_token
 
 VisibleDevices = list[int] | list[str]
 
@@ -95,6 +95,8 @@ class IdentityRow:
     nearest_nics: tuple[str, ...]
     nearest_nic_token: str | None
     """Legend class of the path to the nearest NIC(s) (`PIX`, `NODE`...)."""
+    mig_devices: tuple[MigDevice, ...] = ()
+    """A MIG-enabled GPU's MIG devices: what `CUDA_VISIBLE_DEVICES=MIG-...` selects, one at a time."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ def identity_table(host: Host, env: Mapping[str, str] | None = None) -> Identity
                 cpu_affinity=gpu.cpu_affinity,
                 nearest_nics=nics,
                 nearest_nic_token=token,
+                mig_devices=gpu.mig_devices,
             )
         )
     return IdentityTable(tuple(rows), device_order, raw_visible, tuple(notes))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -146,3 +147,22 @@ def test_rows_carry_bus_id_uuid_numa_and_cpus() -> None:
     assert (row.nvml_index, row.pci_bus_id, row.uuid, row.numa_node, row.cpu_affinity) == (
         5, gpu.pci_bus_id, gpu.uuid, gpu.numa_node, gpu.cpu_affinity)
     assert row.nearest_nics == ("mlx5_5",)
+
+
+def test_mig_devices_are_probed_and_listed_in_the_identity_json(tmp_path: Path) -> None:
+    """A MIG-enabled GPU's MIG devices come from NVML into the snapshot and the `probe --json` identity rows."""
+    from linkscope.commands.probe_cmd import identity_json
+    from topo.model import Snapshot
+
+    from fakes import FakeNvml
+    from fakes.nvml_standin.scenario import with_mig
+    from probe_support import probe_fake
+
+    host = with_mig(load_sample("dgx-a100").host)
+    sample = Snapshot(hosts=(host,))
+    probed = probe_fake(tmp_path, sample, FakeNvml(host)).host
+    assert probed.gpus[0].mig_devices == host.gpus[0].mig_devices and len(host.gpus[0].mig_devices) == 2
+    rows = identity_json(identity_table(probed, env={}))["rows"]
+    assert [mig["gpu_instance_id"] for mig in rows[0]["mig_devices"]] == [1, 2]
+    assert rows[0]["mig_devices"][0]["uuid"] == host.gpus[0].mig_devices[0].uuid
+    assert rows[1]["mig_devices"] == []

@@ -37,7 +37,8 @@ def test_first_reading_has_no_rates_then_deltas_give_gbps() -> None:
     assert gpu.nvlink_tx_gbps == pytest.approx(180.0, rel=1e-6)
     assert gpu.nvlink_rx_gbps == pytest.approx(180.0, rel=1e-6)
     assert len(gpu.links) == 18 and gpu.links[0].tx_gbps == pytest.approx(10.0, rel=1e-6)
-    assert dict(gpu.nvlink_error_deltas) == {"crc_flit": 3, "crc_data": 3, "replay": 3, "recovery": 3}
+    # the per-link error fields are read first: 3 new errors of each kind on each of 18 links
+    assert dict(gpu.nvlink_error_deltas) == {"replay": 54, "recovery": 54, "crc": 54}
     assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_width_current, gpu.pcie_width_max) == (5, 5, 16, 16)
     assert second.gaps == ()
 
@@ -116,3 +117,33 @@ def test_links_whose_state_field_says_traffic_disabled_are_not_sampled() -> None
     reading = LiveSampler(fake, per_link=True, with_pcie=False).read()
     assert [rate.link for rate in reading.gpus[0].links] == list(range(1, 18))
     assert len(reading.gpus[1].links) == 18
+
+
+def test_without_the_aggregate_counter_distinct_links_are_summed() -> None:
+    """A driver that refuses scopeId UINT_MAX: the total is the sum of the per-link rates."""
+    from fakes.fake_nvml import DriverQuirks
+
+    fake = FakeNvml.from_snapshot(load_sample("dgx-a100"), DriverQuirks(aggregate_throughput=False))
+    clock = Clock()
+    sampler = LiveSampler(fake, clock=clock, with_pcie=False)
+    sampler.read()
+    for link in range(12):
+        fake.counters.nvlink_tx_kib[(0, link)] = (link + 1) * 1_000_000
+        fake.counters.nvlink_rx_kib[(0, link)] = 1_000_000
+    clock.now_s += 1.0
+    gpu = sampler.read().gpus[0]
+    assert gpu.nvlink_tx_gbps == pytest.approx(78 * 1_000_000 * 1024 / 1e9)
+    assert gpu.nvlink_rx_gbps is None, "equal links without an aggregate: the total is unknown"
+    assert gpu.links == ()
+
+
+def test_totals_are_read_from_the_aggregate_scope_only_unless_per_link_is_asked() -> None:
+    fake = FakeNvml.from_snapshot(load_sample("dgx-a100"))
+    sampler = LiveSampler(fake, with_pcie=False)
+    sampler.read()
+    asked: list[object] = []
+    original = fake.nvmlDeviceGetFieldValues
+    fake.nvmlDeviceGetFieldValues = lambda handle, ids: asked.extend(ids) or original(handle, ids)  # type: ignore[method-assign]
+    sampler.read()
+    throughput = {scope for field_id, scope in asked if field_id in (138, 139)}  # type: ignore[misc]
+    assert throughput == {0xFFFFFFFF}

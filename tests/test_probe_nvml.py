@@ -11,17 +11,18 @@ from pathlib import Path
 import pynvml
 import pytest
 
+from probes import nvlink as probe_nvlink
 from probes import nvml as probe_nvml
 from probes.capabilities import read_software, read_torch_version_file
 from probes.host import probe_host
 from probes.live import LiveSampler
-from probes.nvml import (
+from probes.nvlink import nvlink_generation
+from probes.nvml_query import (
     ERROR_REASONS,
     NvmlQuery,
     decode,
     field_value,
     mask_to_numbers,
-    nvlink_generation,
 )
 from topo.model import LinkKind
 from topo.samples import load_sample
@@ -80,19 +81,19 @@ def test_constants_agree_with_pynvml() -> None:
         "read": 0, "write": pynvml.NVML_P2P_CAPS_INDEX_WRITE,
         "nvlink": pynvml.NVML_P2P_CAPS_INDEX_NVLINK, "atomics": pynvml.NVML_P2P_CAPS_INDEX_ATOMICS,
     }
-    assert probe_nvml.REMOTE_TYPES == {
+    assert probe_nvlink.REMOTE_TYPES == {
         pynvml.NVML_NVLINK_DEVICE_TYPE_GPU: "gpu",
         pynvml.NVML_NVLINK_DEVICE_TYPE_IBMNPU: "ibmc",
         pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH: "switch",
     }
     assert probe_nvml.FABRIC_STATES[pynvml.NVML_GPU_FABRIC_STATE_COMPLETED] == "Completed"
-    assert probe_nvml.FI_NVLINK_LINK_COUNT == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT
-    assert probe_nvml.FI_NVLINK_GET_STATE == pynvml.NVML_FI_DEV_NVLINK_GET_STATE
-    assert probe_nvml.FI_NVLINK_GET_VERSION == pynvml.NVML_FI_DEV_NVLINK_GET_VERSION
+    assert probe_nvlink.FI_NVLINK_LINK_COUNT == pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT
+    assert probe_nvlink.FI_NVLINK_GET_STATE == pynvml.NVML_FI_DEV_NVLINK_GET_STATE
+    assert probe_nvlink.FI_NVLINK_GET_VERSION == pynvml.NVML_FI_DEV_NVLINK_GET_VERSION
     assert probe_nvml.AFFINITY_SCOPE_NODE == pynvml.NVML_AFFINITY_SCOPE_NODE
     generations = {"1_0": 1, "2_0": 2, "2_2": 2, "3_0": 3, "3_1": 3, "4_0": 4, "5_0": 5, "6_0": 6}
     for suffix, generation in generations.items():
-        assert probe_nvml.NVLINK_VERSION_GENERATIONS[getattr(pynvml, f"NVML_NVLINK_VERSION_{suffix}")] == generation
+        assert probe_nvlink.NVLINK_VERSION_GENERATIONS[getattr(pynvml, f"NVML_NVLINK_VERSION_{suffix}")] == generation
 
 
 def test_fake_offers_only_functions_and_codes_that_pynvml_has() -> None:
@@ -274,7 +275,7 @@ def test_p2p_read_index_is_not_taken_from_pynvml() -> None:
 
 
 def test_nvlink_state_constants_agree_with_pynvml() -> None:
-    assert probe_nvml.NVLINK_STATE_UP == {
+    assert probe_nvlink.NVLINK_STATE_UP == {
         pynvml.NVML_NVLINK_STATE_INACTIVE: False,
         pynvml.NVML_NVLINK_STATE_ACTIVE: True,
         pynvml.NVML_NVLINK_STATE_SLEEP: True,
@@ -289,7 +290,7 @@ def test_nvlink_state_constants_agree_with_pynvml() -> None:
     ids=["inactive", "active", "sleep", "traffic-disabled", "unknown", "unread"],
 )
 def test_nvlink_up_decodes_the_state_field(state: int | None, up: bool) -> None:
-    assert probe_nvml.nvlink_up(state) is up
+    assert probe_nvlink.nvlink_up(state) is up
 
 
 def test_probe_reads_the_nvlink_state_field_enum_not_a_truth_value(tmp_path: Path) -> None:

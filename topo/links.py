@@ -133,15 +133,28 @@ def network_speed(rate_gbit_per_s: float) -> LinkSpeed:
     return LinkSpeed(spec, spec * NETWORK_TYPICAL_FRACTION, f"{rate_gbit_per_s:g} Gb/s NIC")
 
 
-def nvlink_pair_count(gpu_a: Gpu, gpu_b: Gpu) -> int:
+def nvlink_pair_count(
+    gpu_a: Gpu,
+    gpu_b: Gpu,
+    switch_links: tuple[int | None, int | None] = (None, None),
+    p2p_nvlink: str | None = None,
+) -> int:
     """Bonded NVLinks between two GPUs, from their active ports (what nvidia-smi shows as `NV<n>`).
 
-    Links to another GPU count when their remote is that GPU; on an NVSwitch fabric every pair
-    of switch-attached GPUs gets the smaller of the two GPUs' active switch links.
+    Links to another GPU count when their remote is that GPU. Through NVSwitches a remote bus id
+    names no GPU (drivers answer the sentinel FFFFFFFF:FF:FF.0), so every pair of switch-attached
+    GPUs gets the smaller of the two GPUs' switch link counts: `switch_links` as NVML counts them
+    (NVSWITCH_CONNECTED_LINK_COUNT), else their active switch ports; none when the pair's P2P NVLink
+    status (`p2p_nvlink`, a `topo -p2p` token) says they cannot reach each other over NVLink.
     """
     direct = sum(
-        1 for port in gpu_a.nvlinks if port.active and port.remote_type == "gpu" and port.remote_pci_bus_id == gpu_b.pci_bus_id
+        1 for port in gpu_a.nvlinks
+        if port.active and port.remote_type == "gpu" and port.remote_pci_bus_id is not None
+        and port.remote_pci_bus_id == gpu_b.pci_bus_id
     )
-    switched_a = sum(1 for port in gpu_a.nvlinks if port.active and port.remote_type == "switch")
-    switched_b = sum(1 for port in gpu_b.nvlinks if port.active and port.remote_type == "switch")
-    return direct + min(switched_a, switched_b)
+    counts = []
+    for gpu, counted in zip((gpu_a, gpu_b), switch_links, strict=True):
+        ports = sum(1 for port in gpu.nvlinks if port.active and port.remote_type == "switch")
+        counts.append(counted if counted is not None else ports)
+    switched = min(counts) if p2p_nvlink in (None, "OK") else 0
+    return direct + switched

@@ -113,6 +113,17 @@ class NvLinkPort:
 
 
 @dataclass(frozen=True)
+class MigDevice:
+    """One MIG device (a GPU instance and compute instance) of a MIG-enabled GPU (`nvidia-smi -L`)."""
+
+    uuid: str | None = None
+    """`MIG-...`: what CUDA_VISIBLE_DEVICES names to select it."""
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    memory_total_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class Gpu:
     """One GPU as NVML, sysfs and nvidia-smi describe it."""
 
@@ -132,6 +143,8 @@ class Gpu:
     memory_total_bytes: int | None = None
     compute_capability: str | None = None
     mig_enabled: bool | None = None
+    mig_devices: tuple[MigDevice, ...] = ()
+    """The MIG devices of a MIG-enabled GPU, in NVML's MIG index order."""
     nvlinks: tuple[NvLinkPort, ...] = ()
     pcie_gen_current: int | None = None
     pcie_gen_max: int | None = None

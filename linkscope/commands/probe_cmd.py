@@ -46,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the snapshot JSON to FILE")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                        help="give up on NVML after this many seconds (default 10)")
+                        help="give up on NVML after this many seconds (default 10); without the persistence daemon NVML "
+                             "can need seconds per GPU, and a probe cut short says it is partial")
     parser.add_argument("--with-torch", action="store_true",
                         help="import torch to ask it for the NCCL version (slow: seconds)")
     parser.set_defaults(run=run)
@@ -69,6 +70,11 @@ def identity_json(table: IdentityTable) -> dict[str, Any]:
                 "cpu_affinity": row.cpu_affinity,
                 "nearest_nics": list(row.nearest_nics),
                 "nearest_nic_link": row.nearest_nic_token,
+                "mig_devices": [
+                    {"uuid": mig.uuid, "gpu_instance_id": mig.gpu_instance_id,
+                     "compute_instance_id": mig.compute_instance_id, "memory_total_bytes": mig.memory_total_bytes}
+                    for mig in row.mig_devices
+                ],
             }
             for row in table.rows
         ],
@@ -97,6 +103,9 @@ def _identity_view(table: IdentityTable) -> RenderableType:
             Text(nics or "-"),
             Text(row.name or "-"),
         )
+        for mig in row.mig_devices:
+            view.add_row(Text(""), Text(""), Text(f"MIG GI {mig.gpu_instance_id} CI {mig.compute_instance_id}"),
+                         Text(mig.uuid or "-"), Text(""), Text(""), Text(""), Text(""))
     visible = "unset" if table.visible_devices is None else repr(table.visible_devices)
     lines = [Text(f"CUDA_DEVICE_ORDER={table.device_order}  CUDA_VISIBLE_DEVICES={visible}", style="dim")]
     lines += [Text(note, style="yellow") for note in table.notes]

@@ -1,6 +1,6 @@
 """Before a GPU benchmark: is there a CUDA GPU, and are the GPUs to be used idle with memory free?
 
-GPU state comes from NVML through :mod:`probes.nvml`'s query wrapper (compute processes, free
+GPU state comes from NVML through the query wrapper of :mod:`probes.nvml_query` (compute processes, free
 memory), so the check creates no CUDA context. torch is imported lazily, only to count devices.
 """
 
@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from probes.nvml import NvmlQuery, decode, load_pynvml
+from probes.nvml import load_pynvml
+from probes.nvml_query import NvmlQuery, decode
 
 MIN_FREE_BYTES = 2 * 1024**3
 """A GPU with less free memory than this is refused (without --force)."""
@@ -39,9 +41,9 @@ def cuda_device_count() -> int:
         return 0
 
 
-def read_gpu_states() -> list[GpuState] | None:
-    """Every GPU's state from NVML, or None when NVML is not available here."""
-    module = load_pynvml()
+def read_gpu_states(nvml: Any | None = None) -> list[GpuState] | None:
+    """Every GPU's state from NVML (pynvml, or a module with the same functions), or None when NVML is not available."""
+    module = nvml if nvml is not None else load_pynvml()
     if module is None:
         return None
     query = NvmlQuery(module)

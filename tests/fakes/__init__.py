@@ -3,7 +3,7 @@
 Import as `from fakes import FakeNvml, build_sysfs` (pytest puts `tests/` on the path).
 """
 
-from .fake_nvml import FakeNvml, NVMLError
+from .fake_nvml import DriverQuirks, FakeNvml, NVMLError
 from .fake_sysfs import build_sysfs
 
-__all__ = ["FakeNvml", "NVMLError", "build_sysfs"]
+__all__ = ["DriverQuirks", "FakeNvml", "NVMLError", "build_sysfs"]
