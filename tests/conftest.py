@@ -1,14 +1,20 @@
-"""Suite-wide settings: in CI, the torch-backed benchmark tests must run, not skip."""
+"""Suite-wide settings: in CI, the tests that need torch or a C compiler must run, not skip."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 
 import pytest
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Refuse to run in CI without torch, so tests that need it cannot silently skip."""
-    if os.environ.get("CI") and importlib.util.find_spec("torch") is None:
+    """Refuse to run in CI without torch or a C compiler, so the tests that need them cannot silently skip."""
+    if not os.environ.get("CI"):
+        return
+    if importlib.util.find_spec("torch") is None:
         pytest.exit("CI=true but torch is not installed: run `pip install torch==2.13.0` first", returncode=2)
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.exit("CI=true but no C compiler (cc/gcc): the NVML stand-in tests need one (.ci/run installs gcc)",
+                    returncode=2)
