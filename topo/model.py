@@ -301,6 +301,12 @@ class CollectiveResult:
     """Label of the group in a layout run, e.g. `tp0`; None for the whole world."""
     in_place: bool = False
     backend: str | None = None
+    op_source: str | None = None
+    """How an imported row's op was found: `command` (the `*_perf` command line), `header` (nccl-tests'
+    own `# Collective test starting/concluded` line), `inferred` (from the columns) or `given` (--op)."""
+    nranks_source: str | None = None
+    """How an imported row's rank count was found: `rank lines` (`# Rank N` lines), `threads x gpus x
+    processes`, or `busbw/algbw` (the printed ratio for the op); None when measured here or unknown."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
 
 def read_measurements(text: str, name: str, op: str | None = None) -> Measurements:
     """Detect which tool wrote `text` and parse it; InputError when it is none of them."""
-    from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
+    from topo.formats.nccl_tests import known_op, looks_like_nccl_tests, read_nccl_tests
     from topo.formats.p2p_matrices import (
         looks_like_nvbandwidth,
         looks_like_p2p_bandwidth_latency_test,
@@ -19,6 +19,8 @@ def read_measurements(text: str, name: str, op: str | None = None) -> Measuremen
         read_p2p_bandwidth_latency_test,
     )
 
+    if op is not None:
+        known_op(op)
     if not text.strip():
         raise InputError(f"{name}: empty input")
     if looks_like_nccl_tests(text):
