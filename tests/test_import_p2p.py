@@ -97,7 +97,8 @@ Device to Device Latency SM GPU(row) <-> GPU(column) (ns)
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   0   1\n0  N/A  1.0\n1  2.0\n", "m.txt:4: expected 2 values"),
+    ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   0   1   2\n0  N/A  1.0  1.0\n1  2.0\n2  1.0  1.0  N/A\n",
+     "m.txt:4: expected 3 values"),
     ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   0   1\n0  N/A  x1.0\n1  2.0 N/A\n",
      "m.txt:3: 'x1.0' is not a number"),
     ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\nnothing here\n", "m.txt:2: expected a row of column numbers"),
@@ -110,7 +111,7 @@ def test_nvbandwidth_rejects_malformed_matrices(text: str, message: str) -> None
 
 @pytest.mark.parametrize(("text", "message"), [
     ("Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n   D\\D     0      1\n     0 1.0 -2.0\n",
-     "m.txt:3: '-2.0' is not a non-negative number"),
+     "m.txt:3: '-2.0' is below the minimum 0"),
     ("P2P=Enabled Latency (P2P Writes) Matrix (us)\n   CPU     0      1\n     0   2.35   2.56\n",
      "expected the GPU latency table"),
     ("[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\n", "m.txt: no p2pBandwidthLatencyTest matrix"),
