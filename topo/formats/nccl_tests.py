@@ -464,9 +464,8 @@ def _results(table: _Table, name: str, given: str | None, label: str | None, not
     facts = _facts(table)
     nranks, nranks_source = table.context.nranks()
     op, op_source = (given, "given") if given else (table.context.op, table.context.op_source)
-    where = f"{name}:{table.first_line}"
     if op is None:
-        op = _inferred_op(facts, nranks, where, notes)
+        op = _inferred_op(facts, nranks, name, table.first_line, notes)
         op_source = "inferred"
     elif op not in SIGNATURES:
         notes.append(f"{op} table (line {table.first_line}): nccl-tests defines no busbw factor for it; busbw not checked")
@@ -509,8 +508,9 @@ def _ranks_of(op: str, facts: list[RowFacts]) -> int | None:
     return ranks_from_ratio(op, facts)
 
 
-def _inferred_op(facts: list[RowFacts], nranks: int | None, where: str, notes: list[str]) -> str:
+def _inferred_op(facts: list[RowFacts], nranks: int | None, name: str, first_line: int, notes: list[str]) -> str:
     candidates = candidate_ops(facts, nranks)
+    where = f"line {first_line}"
     if len(candidates) == 1:
         notes.append(f"{where}: no command line names this table's collective; its columns say {candidates[0]}")
         return candidates[0]
@@ -520,5 +520,5 @@ def _inferred_op(facts: list[RowFacts], nranks: int | None, where: str, notes: l
                      "op shown as both, give --op to choose")
         return "|".join(candidates)
     said = f"could be {' or '.join(candidates)}" if candidates else "fits no collective's columns"
-    raise InputError(f"{where}: cannot tell which collective this table is (no `*_perf` command or `# Collective test` "
+    raise InputError(f"{name}:{first_line}: cannot tell which collective this table is (no `*_perf` command or `# Collective test` "
                      f"line names it, and its columns {said}); give --op")
