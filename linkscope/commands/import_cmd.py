@@ -62,13 +62,18 @@ def _print(measurements: Measurements) -> None:
     console.print(Text(measurements.source, style="bold"))
     if measurements.collectives:
         table = Table(title="collectives (time us, bandwidth GB/s)", box=box.SIMPLE_HEAD)
-        for column in ("op", "size", "dtype", "ranks", "place", "time", "algbw", "busbw", "wrong"):
-            table.add_column(column, justify="left" if column in ("op", "dtype", "place") else "right",
-                             min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
+        grouped = any(row.group for row in measurements.collectives)
+        columns = ("from",) * grouped + ("op", "op from", "size", "dtype", "ranks", "ranks from", "place", "time",
+                                         "algbw", "busbw", "wrong")
+        for column in columns:
+            table.add_column(column, justify="left" if column in ("from", "op", "op from", "dtype", "ranks from", "place")
+                             else "right", min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
         for row in measurements.collectives:
-            table.add_row(Text(row.op), format_size_bytes(row.size_bytes), Text(row.dtype), str(row.nranks or "?"),
-                          "in" if row.in_place else "out", f"{row.time_us:g}", f"{row.algbw_gbps:.2f}",
-                          f"{row.busbw_gbps:.2f}", "N/A" if row.wrong is None else str(row.wrong))
+            cells = [Text(row.op), Text(row.op_source or "-"), format_size_bytes(row.size_bytes), Text(row.dtype),
+                     str(row.nranks or "?"), Text(row.nranks_source or "-"), "in" if row.in_place else "out",
+                     f"{row.time_us:g}", f"{row.algbw_gbps:.2f}", f"{row.busbw_gbps:.2f}",
+                     "N/A" if row.wrong is None else str(row.wrong)]
+            table.add_row(*([Text(row.group or "-")] * grouped + cells))
         console.print(table)
     if measurements.peer_copies:
         table = Table(title="GPU peer copies")

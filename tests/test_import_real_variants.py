@@ -1,0 +1,105 @@
+"""Real nccl-tests and p2pBandwidthLatencyTest outputs as people paste them: tails without a header,
+half-written last rows, the 2021 table format, fragments, P2P Reads matrices, editor line numbers.
+Every expected value below was read off the fixture files by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from topo.formats.nccl_tests import read_nccl_tests
+from topo.formats.p2p_matrices import read_p2p_bandwidth_latency_test
+from topo.formats.results import read_measurements
+from topo.model import CollectiveResult, Measurements
+
+from bench_support import FIXTURES, cli_main
+
+NCCL = FIXTURES / "nccl_tests"
+P2P = FIXTURES / "p2p"
+
+
+def _read(name: str) -> Measurements:
+    path = NCCL / name
+    return read_nccl_tests(path.read_text(), name)
+
+
+def _row(m: Measurements, size: int, in_place: bool) -> CollectiveResult:
+    rows = [r for r in m.collectives if r.size_bytes == size and r.in_place == in_place]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_tail_without_header_takes_its_op_from_the_footer_and_ranks_from_busbw() -> None:
+    """rccl-tests tail: busbw/algbw = 1.875 = 2(n-1)/n only for n = 16."""
+    m = _read("rccl-16rank-all_reduce-tail-no-header.txt")
+    assert len(m.collectives) == 8
+    row = _row(m, 17179869184, True)
+    assert (row.op, row.time_us, row.algbw_gbps, row.busbw_gbps, row.wrong) == ("all_reduce", 89189, 192.62, 361.17, 0)
+    assert {(r.op_source, r.nranks, r.nranks_source) for r in m.collectives} == {("header", 16, "busbw/algbw")}
+
+
+def test_tail_with_half_written_last_row_infers_the_op() -> None:
+    m = _read("mooncake-8rank-all_reduce-tail-half-written-row.txt")
+    assert [r.size_bytes for r in m.collectives if not r.in_place] == [32768 << i for i in range(11)]
+    row = _row(m, 33554432, False)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps) == (195.40, 171.72, 300.51)
+    assert {(r.op, r.op_source, r.nranks) for r in m.collectives} == {("all_reduce", "inferred", 8)}
+    assert "line 16: half-written last row dropped (4 of 13 columns)" in m.notes
+
+
+def test_header_without_preamble_is_inferred_all_reduce_on_16_ranks() -> None:
+    m = _read("hpe-all_reduce-header-without-preamble-half-written-row.txt")
+    assert len(m.collectives) == 18
+    row = _row(m, 268435456, False)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps, row.nranks) == (5533.4, 48.51, 90.96, 16)
+    assert row.op == "all_reduce" and row.op_source == "inferred"
+    assert "line 16: half-written last row dropped (1 of 13 columns)" in m.notes
+
+
+def test_2021_broadcast_table_with_root_and_error_columns() -> None:
+    m = _read("v100-pcie-2node-broadcast-2021-old-format-root-error.txt")
+    assert len(m.collectives) == 2
+    out = _row(m, 8, False)
+    assert (out.op, out.op_source, out.time_us, out.busbw_gbps, out.wrong) == ("broadcast", "command", 45.82, 0.0, None)
+    assert (out.nranks, out.nranks_source) == (2, "rank lines")  # two `# Rank` lines without `Group`
+    assert _row(m, 8, True).time_us == 38.17
+    assert any("older format" in note and "error" in note for note in m.notes)
+    assert "line 21: half-written last row dropped (3 of 12 columns)" in m.notes
+
+
+def test_current_format_with_version_line_and_half_written_row() -> None:
+    m = _read("gb10-2node-all_reduce-version-line-half-written-row.txt")
+    assert [r.size_bytes for r in m.collectives if r.in_place] == [8192, 16384, 32768, 65536]
+    row = _row(m, 65536, False)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps, row.wrong) == (67.93, 0.96, 0.96, 0)
+    assert {(r.op, r.op_source, r.nranks, r.nranks_source) for r in m.collectives} == \
+        {("all_reduce", "header", 2, "rank lines")}
+
+
+def test_p2p_fragment_keeps_enabled_and_disabled_apart_and_skips_reads() -> None:
+    path = P2P / "6gpu-p2pBandwidthLatencyTest-p2p-reads-fragment-half-written.txt"
+    m = read_p2p_bandwidth_latency_test(path.read_text(), path.name)
+    assert len(m.peer_copies) == 60  # 30 ordered pairs x (P2P=Enabled writes, P2P=Disabled)
+    by_key = {(c.src, c.dst, c.p2p_enabled): c for c in m.peer_copies}
+    assert len(by_key) == 60  # no pair appears twice with the same label
+    assert by_key[(0, 1, False)].unidir_gbps == 20.10
+    assert by_key[(0, 1, None)].unidir_gbps == 9.90      # the Writes matrix, not the Reads one (also 9.90)
+    assert by_key[(3, 2, None)].unidir_gbps == 10.23     # Reads says 10.45 here
+    assert by_key[(4, 3, False)].unidir_gbps == 20.43
+    assert all(c.bidir_gbps is None for c in m.peer_copies)  # the cut-short bidirectional matrix is not read
+    assert "line 32: half-written last row dropped" in m.notes
+    assert any("P2P Reads figures not recorded" in note for note in m.notes)
+
+
+def test_p2p_latency_fragment_pasted_with_editor_line_numbers() -> None:
+    path = P2P / "4gpu-p2pBandwidthLatencyTest-latency-editor-line-numbers.txt"
+    m = read_measurements(path.read_text(), path.name)
+    by_key = {(c.src, c.dst, c.p2p_enabled): c.latency_us for c in m.peer_copies}
+    assert len(by_key) == 24
+    assert (by_key[(0, 1, False)], by_key[(1, 0, False)], by_key[(3, 2, False)]) == (14.95, 11.09, 16.72)
+    assert (by_key[(0, 1, None)], by_key[(2, 3, None)], by_key[(3, 0, None)]) == (2.31, 2.31, 1.84)
+
+
+def test_cli_shows_how_the_op_was_found(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["import", str(NCCL / "mooncake-8rank-all_reduce-tail-half-written-row.txt")]) == 0
+    out = capsys.readouterr().out
+    assert "inferred" in out and "busbw/algbw" in out and "half-written last row dropped" in out
