@@ -374,7 +374,7 @@ def _finish(table: _Table, name: str, notes: list[str]) -> None:
         words = line.text.split()
         fused = _NCCL_LOG.search(line.text) is not None
         last = position == len(table.candidates) - 1
-        if fused or (broken and not is_integer(words[0])):
+        if fused or (broken and len(words) != columns.width):
             notes.append(f"line {line.number}: a row cut apart by NCCL log lines, dropped")
             broken = True
             continue
