@@ -8,13 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from topo.errors import InputError
-from topo.formats.results import read_measurements
-from topo.model import Measurements
-from topo.sources import parse_source_text
-
-from bench_support import FIXTURES
 from variant_support import (
     PREFIX_STYLES,
     RANK_STYLES,
@@ -24,6 +17,13 @@ from variant_support import (
     interleaved,
     prefixed,
 )
+
+from topo.errors import InputError
+from topo.formats.results import read_measurements
+from topo.model import Measurements
+from topo.sources import parse_source_text
+
+from bench_support import FIXTURES
 
 
 def _reads(path: Path) -> bool:

@@ -60,7 +60,7 @@ def cut_after_word(text: str, line_index: int, words_kept: int) -> str:
     """`text` ending inside line `line_index`, after `words_kept` of its words (a process killed mid-write)."""
     lines = text.split("\n")
     kept = lines[line_index].split()[:words_kept]
-    return "\n".join(lines[:line_index] + ["   " + "   ".join(kept)])
+    return "\n".join([*lines[:line_index], "   " + "   ".join(kept)])
 
 
 def fused_with_log(text: str, line_index: int, words_kept: int) -> str:
@@ -70,4 +70,4 @@ def fused_with_log(text: str, line_index: int, words_kept: int) -> str:
     words = lines[line_index].split()
     head, tail = "   ".join(words[:words_kept]), "   ".join(words[words_kept:])
     log = "h100-worker-1:497888:497888 [0] NCCL INFO 8192 Bytes -> Algo 0 proto 0 time 25.874907"
-    return "\n".join(lines[:line_index] + [head + "  " + log, log, "   " + tail] + lines[line_index + 1:])
+    return "\n".join([*lines[:line_index], head + "  " + log, log, "   " + tail, *lines[line_index + 1:]])

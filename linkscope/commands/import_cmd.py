@@ -16,12 +16,17 @@ def register(subparsers: Any) -> None:
         "import",
         help="read nccl-tests, nvbandwidth or p2pBandwidthLatencyTest output into Measurements",
         description="Read results you already have into linkscope Measurements: nccl-tests logs (any collective, "
-        "several runs in one file, truncated tables), nvbandwidth matrices and p2pBandwidthLatencyTest output. "
-        "The format is detected from the content. A table that does not read cleanly is rejected with file:line.",
+        "table formats since 2019, several runs or ranks in one file, tails without a header, NCCL log lines "
+        "between rows), nvbandwidth matrices and p2pBandwidthLatencyTest output, also fragments. The format is "
+        "detected from the content; launcher/logging prefixes, colours and quotes are ignored. The op of an "
+        "nccl-tests table comes from its command line, nccl-tests' own header, --op, or its columns, and the "
+        "output says which. A table that does not read cleanly is rejected with file:line.",
         epilog="example: linkscope import all_reduce.log --json > measurements.json",
     )
     parser.add_argument("file", metavar="FILE", help="a text file, or - for stdin")
-    parser.add_argument("--op", default=None, help="collective of an nccl-tests table whose log does not name it")
+    parser.add_argument("--op", default=None,
+                        help="collective of every nccl-tests table (overrides what the log says; all_reduce, "
+                        "all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv)")
     parser.add_argument("--json", action="store_true", help="print Measurements JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="write Measurements JSON to OUT")
     parser.add_argument("--attach", default=None, metavar="SOURCE",
@@ -69,10 +74,11 @@ def _print(measurements: Measurements) -> None:
             table.add_column(column, justify="left" if column in ("from", "op", "op from", "dtype", "ranks from", "place")
                              else "right", min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
         for row in measurements.collectives:
-            cells = [Text(row.op), Text(row.op_source or "-"), format_size_bytes(row.size_bytes), Text(row.dtype),
-                     str(row.nranks or "?"), Text(row.nranks_source or "-"), "in" if row.in_place else "out",
-                     f"{row.time_us:g}", f"{row.algbw_gbps:.2f}", f"{row.busbw_gbps:.2f}",
-                     "N/A" if row.wrong is None else str(row.wrong)]
+            cells: list[Text | str] = [
+                Text(row.op), Text(row.op_source or "-"), format_size_bytes(row.size_bytes), Text(row.dtype),
+                str(row.nranks or "?"), Text(row.nranks_source or "-"), "in" if row.in_place else "out",
+                f"{row.time_us:g}", f"{row.algbw_gbps:.2f}", f"{row.busbw_gbps:.2f}",
+                "N/A" if row.wrong is None else str(row.wrong)]
             table.add_row(*([Text(row.group or "-")] * grouped + cells))
         console.print(table)
     if measurements.peer_copies:

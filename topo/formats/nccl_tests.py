@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass, field
 
 from topo.errors import InputError
-from topo.formats import non_negative_number
 from topo.formats.lines import Line, clean_lines
 from topo.formats.nccl_tests_infer import (
     BYTES_PER_ELEMENT,
@@ -29,8 +28,17 @@ from topo.formats.nccl_tests_infer import (
     candidate_ops,
     ranks_from_ratio,
 )
+from topo.formats.nccl_tests_rows import (
+    NCCL_LOG,
+    NCCL_TYPES,
+    Columns,
+    Row,
+    header_columns,
+    read_rows,
+    row_columns,
+)
 from topo.model import CollectiveResult, Measurements
-from topo.numbers import is_decimal, is_integer, parse_float, parse_int
+from topo.numbers import is_decimal, is_integer
 
 __all__ = ["BUS_FACTOR_OPS", "PERF_TO_OP", "algbw_gbps", "bus_factor", "busbw_gbps", "known_op",
            "launcher_processes", "looks_like_nccl_tests", "read_nccl_tests"]
@@ -49,23 +57,13 @@ PERF_TO_OP: dict[str, str] = {
 }
 """nccl-tests binary name (without `_perf`) -> linkscope op name."""
 
-NCCL_TYPES: dict[str, str] = {
-    "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
-    "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
-    "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2",
-}
-
 BUS_FACTOR_OPS: tuple[str, ...] = tuple(SIGNATURES)
 """Ops whose busbw factor nccl-tests defines (and linkscope's own benchmarks use)."""
-
-REDOPS = frozenset({"sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "none"})
 
 _PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?:_mpi)?(?=[ \t]|$)")
 """The binary on a command line (not in a loader warning such as `.../all_reduce_perf: /usr/lib/...`)."""
 _RUN_LINE = re.compile(r"#[ \t]*Collective test (?P<when>starting|concluded):[ \t]*(?P<op>\w{1,40}?)(?:_perf)?(?:_mpi)?[ \t]*$")
 _RANK_LINE = re.compile(r"#?[ \t]*Rank[ \t]+(?P<rank>\d{1,9})[ \t]+(?:Group[ \t]+\d{1,9}[ \t]+)?Pid[ \t]+\d{1,10}[ \t]+on[ \t]")
-_NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
-"""NCCL_DEBUG lines that can land between the rows of a table; they are skipped, not read."""
 _NTHREAD = re.compile(r"#?[ \t]*nThread[ \t]+(\d{1,6})[ \t]+nGpus[ \t]+(\d{1,6})")
 _GPUS_FLAG = re.compile(r"(?:^|[ \t])(?:-g|--ngpus)(?:=|[ \t]*)(\d{1,6})\b")
 _THREADS_FLAG = re.compile(r"(?:^|[ \t])(?:-t|--nthreads)(?:=|[ \t]*)(\d{1,6})\b")
@@ -75,8 +73,6 @@ LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
     "orterun": ("-np", "--np", "-n", "--n", "-c"), "srun": ("-n", "--ntasks"),
 }
 """Launchers that start the nccl-tests binary in several processes, and their process-count flags."""
-_LABEL_NAMES = ("redop", "root")
-_GROUP_NAMES = ("time", "algbw", "busbw")
 
 
 def known_op(op: str) -> str:
@@ -100,69 +96,16 @@ def busbw_gbps(op: str, nranks: int, size_bytes: int, time_us: float) -> float:
     return algbw_gbps(size_bytes, time_us) * bus_factor(op, nranks)
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """The columns of a table: optional `redop` and `root`, then one or two (time, algbw, busbw, check) groups."""
-
-    redop: bool
-    root: bool
-    groups: int
-    check: str = "#wrong"
-    """`#wrong` (a count) or, in 2019-2021 tables, `error` (the largest numeric error)."""
-
-    @property
-    def width(self) -> int:
-        return 3 + self.redop + self.root + 4 * self.groups
-
-
-def _header_columns(text: str) -> _Columns | None:
-    """The columns a header line names, or None when `text` is no nccl-tests header."""
-    words = text.lstrip("#").split()
-    if words[:3] != ["size", "count", "type"]:
-        return None
-    rest = words[3:]
-    labels = [word for word in rest[:2] if word in _LABEL_NAMES]
-    rest = rest[len(labels):]
-    if labels not in ([], ["redop"], ["root"], ["redop", "root"]) or len(rest) not in (4, 8):
-        return None
-    checks = {rest[3], *rest[7:8]}
-    if any(rest[i:i + 3] != list(_GROUP_NAMES) for i in range(0, len(rest), 4)) or len(checks) != 1 \
-            or not checks <= {"#wrong", "error"}:
-        return None
-    return _Columns("redop" in labels, "root" in labels, len(rest) // 4, checks.pop())
-
-
-def _row_columns(words: list[str]) -> _Columns | None:
-    """The columns a header-less row has (a tail without its header), read from its shape."""
-    if len(words) < 7 or words[2] not in NCCL_TYPES:
-        return None
-    labels = len(words) - 3
-    groups = 2 if labels >= 8 else 1
-    labels -= 4 * groups
-    if labels == 2 and words[3] in REDOPS and is_integer(words[4]):
-        columns = _Columns(True, True, groups)
-    elif labels == 1 and words[3] in REDOPS:
-        columns = _Columns(True, False, groups)
-    elif labels == 1 and is_integer(words[3]):
-        columns = _Columns(False, True, groups)
-    elif labels == 0:
-        columns = _Columns(False, False, groups)
-    else:
-        return None
-    check = words[columns.width - 1]
-    return columns if is_integer(check) or check == "N/A" else _Columns(columns.redop, columns.root, groups, "error")
-
-
 def looks_like_nccl_tests(text: str) -> bool:
     """True when `text` holds an nccl-tests table header, or rows shaped like one (a tail)."""
     for line in clean_lines(text):
         stripped = line.text.strip()
         if not stripped:
             continue
-        if "size" in stripped and _header_columns(stripped) is not None:
+        if "size" in stripped and header_columns(stripped) is not None:
             return True
         words = stripped.split()
-        if is_integer(words[0]) and _row_columns(words) is not None:
+        if is_integer(words[0]) and row_columns(words) is not None:
             return True
     return False
 
@@ -195,23 +138,11 @@ class _Context:
 
 
 @dataclass
-class _Row:
-    line: int
-    size: int
-    count: int
-    dtype: str
-    redop: str | None
-    root: int | None
-    groups: list[tuple[float, float, float, int | None]]
-    error: float | None = None
-
-
-@dataclass
 class _Table:
-    columns: _Columns
+    columns: Columns
     first_line: int
     context: _Context
-    rows: list[_Row] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
     candidates: list[Line] = field(default_factory=list)
     zero_rows: int = 0
 
@@ -292,7 +223,7 @@ def _streams(lines: list[Line]) -> list[tuple[str | None, list[Line]]]:
 
 
 def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
-    """The tables of one stream, with the context above each; rows are checked in :func:`_finish`."""
+    """The tables of one stream, with the context above each; rows are read by :func:`read_rows`."""
     tables: list[_Table] = []
     context = _Context()
     table: _Table | None = None
@@ -306,18 +237,18 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
             if first_is_number:
                 table.candidates.append(line)
                 continue
-            if _NCCL_LOG.search(stripped) or _UNITS.match(stripped) or stripped == "#" or \
+            if NCCL_LOG.search(stripped) or _UNITS.match(stripped) or stripped == "#" or \
                     (stripped.startswith("#") and "out-of-place" in stripped):
                 continue
-            _finish(table, name, notes)
+            table.rows, table.zero_rows = read_rows(table.candidates, table.columns, name, notes)
             table = None
-        if "size" in stripped and (columns := _header_columns(stripped)) is not None:
+        if "size" in stripped and (columns := header_columns(stripped)) is not None:
             table = _Table(columns, line.number, context)
             tables.append(table)
             context = _closed(context)
             continue
-        if first_is_number and is_integer(words[0]) and not _NCCL_LOG.search(stripped) and \
-                (columns := _row_columns(words)) is not None:
+        if first_is_number and is_integer(words[0]) and not NCCL_LOG.search(stripped) and \
+                (columns := row_columns(words)) is not None:
             table = _Table(columns, line.number, context)
             table.candidates.append(line)
             tables.append(table)
@@ -325,7 +256,7 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
             continue
         context = _read_context(stripped, line.text, context, tables)
     if table is not None:
-        _finish(table, name, notes)
+        table.rows, table.zero_rows = read_rows(table.candidates, table.columns, name, notes)
     return tables
 
 
@@ -362,90 +293,6 @@ def _read_context(stripped: str, text: str, context: _Context, tables: list[_Tab
     elif threads_gpus := _NTHREAD.match(stripped):
         context.threads_gpus = (int(threads_gpus.group(1)), int(threads_gpus.group(2)))
     return context
-
-
-def _finish(table: _Table, name: str, notes: list[str]) -> None:
-    """Read the candidate row lines of a table: complete rows kept, a half-written last row and the
-    pieces of a row that NCCL log lines cut apart dropped (and said), anything else an InputError."""
-    columns = table.columns
-    broken = False
-    last_key: dict[tuple[str, str | None, int | None], tuple[int, int]] = {}
-    for position, line in enumerate(table.candidates):
-        words = line.text.split()
-        fused = _NCCL_LOG.search(line.text) is not None
-        last = position == len(table.candidates) - 1
-        if fused or (broken and len(words) != columns.width):
-            notes.append(f"line {line.number}: a row cut apart by NCCL log lines, dropped")
-            broken = True
-            continue
-        broken = False
-        if len(words) != columns.width or words[2] not in NCCL_TYPES:
-            if last and len(words) < columns.width:
-                notes.append(f"line {line.number}: half-written last row dropped ({len(words)} of {columns.width} columns)")
-                if not table.rows:
-                    raise InputError(f"{name}:{line.number}: expected {columns.width} columns in an nccl-tests row, "
-                                     f"found {len(words)} (the table's only row is half-written)")
-                continue
-            if len(words) != columns.width:
-                raise InputError(f"{name}:{line.number}: expected {columns.width} columns in an nccl-tests row, found {len(words)}")
-            raise InputError(f"{name}:{line.number}: unknown data type {words[2]!r}")
-        row = _row(words, columns, name, line.number)
-        if row is None:
-            table.zero_rows += 1
-            continue
-        key = (row.dtype, row.redop, row.root)
-        earlier = last_key.get(key)
-        if earlier is not None and row.size <= earlier[0]:
-            raise InputError(f"{name}:{line.number}: size {row.size} after {earlier[0]} (line {earlier[1]}) in one table: "
-                             "output of several processes interleaved without a rank prefix; cannot tell them apart")
-        last_key[key] = (row.size, line.number)
-        table.rows.append(row)
-
-
-def _row(words: list[str], columns: _Columns, name: str, number: int) -> _Row | None:
-    """One complete row, checked; None for a 0-byte row."""
-    where = f"{name}:{number}:"
-    size = parse_int(words[0], f"{where} size", minimum=0)
-    count = parse_int(words[1], f"{where} count", minimum=0)
-    position = 3
-    redop = root = None
-    if columns.redop:
-        redop = words[position]
-        if redop not in REDOPS:
-            raise InputError(f"{where} unknown reduction {redop!r} (expected one of {', '.join(sorted(REDOPS))})")
-        position += 1
-    if columns.root:
-        root = parse_int(words[position], f"{where} root", minimum=-1)
-        position += 1
-    if size == 0:
-        return None
-    groups: list[tuple[float, float, float, int | None]] = []
-    error: float | None = None
-    for start in range(position, columns.width, 4):
-        time_word, algbw_word, busbw_word, check_word = words[start:start + 4]
-        time_us = non_negative_number(time_word, f"{where} time")
-        algbw = non_negative_number(algbw_word, f"{where} algbw")
-        busbw = non_negative_number(busbw_word, f"{where} busbw")
-        _check_algbw(size, time_us, algbw, name, number)
-        wrong: int | None = None
-        if check_word != "N/A" and columns.check == "#wrong":
-            wrong = parse_int(check_word, f"{where} #wrong", minimum=0)
-        elif check_word != "N/A":
-            value = parse_float(check_word, f"{where} error", minimum=0)
-            error = value if error is None else max(error, value)
-        groups.append((time_us, algbw, busbw, wrong))
-    return _Row(number, size, count, words[2], redop, root, groups, error)
-
-
-def _check_algbw(size: int, time_us: float, algbw: float, name: str, number: int) -> None:
-    """algbw must equal size/time within the rounding of the printed figures (catches shifted columns)."""
-    if time_us <= 0:
-        raise InputError(f"{name}:{number}: time {time_us} us is not positive")
-    computed = size / (time_us * 1e3)
-    tolerance = computed * (0.02 + 0.006 / time_us) + 0.011
-    if abs(computed - algbw) > tolerance:
-        raise InputError(f"{name}:{number}: algbw {algbw} does not match size/time = {computed:.3g} GB/s "
-                         "(columns out of place?)")
 
 
 def _facts(table: _Table) -> list[RowFacts]:
@@ -520,5 +367,5 @@ def _inferred_op(facts: list[RowFacts], nranks: int | None, name: str, first_lin
                      "op shown as both, give --op to choose")
         return "|".join(candidates)
     said = f"could be {' or '.join(candidates)}" if candidates else "fits no collective's columns"
-    raise InputError(f"{name}:{first_line}: cannot tell which collective this table is (no `*_perf` command or `# Collective test` "
-                     f"line names it, and its columns {said}); give --op")
+    raise InputError(f"{name}:{first_line}: cannot tell which collective this table is (no `*_perf` command or "
+                     f"`# Collective test` line names it, and its columns {said}); give --op")
