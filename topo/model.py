@@ -306,7 +306,8 @@ class CollectiveResult:
     own `# Collective test starting/concluded` line), `inferred` (from the columns) or `given` (--op)."""
     nranks_source: str | None = None
     """How an imported row's rank count was found: `rank lines` (`# Rank N` lines), `threads x gpus x
-    processes`, or `busbw/algbw` (the printed ratio for the op); None when measured here or unknown."""
+    processes`, `size/count` (per-rank counts of all_gather and friends) or `busbw/algbw` (the printed
+    ratio for the op); None when measured here or unknown."""
 
 
 @dataclass(frozen=True)

@@ -62,11 +62,13 @@ BUS_FACTOR_OPS: tuple[str, ...] = tuple(SIGNATURES)
 
 _PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?:_mpi)?(?=[ \t]|$)")
 """The binary on a command line (not in a loader warning such as `.../all_reduce_perf: /usr/lib/...`)."""
-_RUN_LINE = re.compile(r"#[ \t]*Collective test (?P<when>starting|concluded):[ \t]*(?P<op>\w{1,40}?)(?:_perf)?(?:_mpi)?[ \t]*$")
-_RANK_LINE = re.compile(r"#?[ \t]*Rank[ \t]+(?P<rank>\d{1,9})[ \t]+(?:Group[ \t]+\d{1,9}[ \t]+)?Pid[ \t]+\d{1,10}[ \t]+on[ \t]")
-_NTHREAD = re.compile(r"#?[ \t]*nThread[ \t]+(\d{1,6})[ \t]+nGpus[ \t]+(\d{1,6})")
-_GPUS_FLAG = re.compile(r"(?:^|[ \t])(?:-g|--ngpus)(?:=|[ \t]*)(\d{1,6})\b")
-_THREADS_FLAG = re.compile(r"(?:^|[ \t])(?:-t|--nthreads)(?:=|[ \t]*)(\d{1,6})\b")
+_RUN_LINE = re.compile(
+    r"#[ \t]*Collective test (?P<when>starting|concluded):[ \t]*(?P<op>\w{1,40}?)(?:_perf)?(?:_mpi)?[ \t]*$", re.ASCII)
+_RANK_LINE = re.compile(
+    r"#?[ \t]*Rank[ \t]+(?P<rank>\d{1,9})[ \t]+(?:Group[ \t]+\d{1,9}[ \t]+)?Pid[ \t]+\d{1,10}[ \t]+on[ \t]", re.ASCII)
+_NTHREAD = re.compile(r"#?[ \t]*nThread[ \t]+(\d{1,6})[ \t]+nGpus[ \t]+(\d{1,6})", re.ASCII)
+_GPUS_FLAG = re.compile(r"(?:^|[ \t])(?:-g|--ngpus)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
+_THREADS_FLAG = re.compile(r"(?:^|[ \t])(?:-t|--nthreads)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
 _UNITS = re.compile(r"#?[ \t]*\(B\)[ \t]+\(elements\)")
 LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
     "mpirun": ("-np", "--np", "-n", "--n", "-c"), "mpiexec": ("-np", "--np", "-n", "--n", "-c"),
@@ -317,8 +319,7 @@ def _results(table: _Table, name: str, given: str | None, label: str | None, not
     elif op not in SIGNATURES:
         notes.append(f"{op} table (line {table.first_line}): nccl-tests defines no busbw factor for it; busbw not checked")
     if nranks is None and op.split("|", 1)[0] in SIGNATURES:
-        nranks = _ranks_of(op, facts)
-        nranks_source = "busbw/algbw" if nranks is not None else None
+        nranks, nranks_source = _ranks_of(op, facts)
     if nranks is None:
         notes.append(f"{op} table (line {table.first_line}): rank count not stated in the log")
     elif nranks == 1:
@@ -345,14 +346,15 @@ def _results(table: _Table, name: str, given: str | None, label: str | None, not
     return results
 
 
-def _ranks_of(op: str, facts: list[RowFacts]) -> int | None:
-    """Rank count from the per-rank counts (all_gather and friends) or the busbw/algbw ratio."""
+def _ranks_of(op: str, facts: list[RowFacts]) -> tuple[int | None, str | None]:
+    """Rank count from the per-rank counts (all_gather and friends) or the busbw/algbw ratio, and which."""
     first = op.split("|", 1)[0]
     if SIGNATURES[first].per_rank_count:
         ratios = {round(fact.elements_per_count) for fact in facts if fact.elements_per_count == fact.elements_per_count}
         if len(ratios) == 1 and (ranks := ratios.pop()) > 1:
-            return ranks
-    return ranks_from_ratio(op, facts)
+            return ranks, "size/count"
+    ranks_by_ratio = ranks_from_ratio(op, facts)
+    return ranks_by_ratio, "busbw/algbw" if ranks_by_ratio is not None else None
 
 
 def _inferred_op(facts: list[RowFacts], nranks: int | None, name: str, first_line: int, notes: list[str]) -> str:

@@ -34,6 +34,7 @@ from topo.formats.nvsmi_matrix import (
     read_block,
 )
 from topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, P2PStatus, Snapshot, parse_link_token
+from topo.numbers import is_integer
 
 FORMAT_NAME = "nvidia-smi topo -m"
 
@@ -217,13 +218,13 @@ def _gpu(block: Block, label: str, name: str, gaps: list[Gap]) -> Gpu:
             gaps.append(Gap(f"{label} {column}", f"line {row.line}: no value printed"))
     numa_affinity = values.get("NUMA Affinity")
     gpu_numa_id = values.get("GPU NUMA ID")
-    if gpu_numa_id is not None and not gpu_numa_id.isdigit():
+    if gpu_numa_id is not None and not (is_integer(gpu_numa_id) and int(gpu_numa_id) >= 0):
         raise InputError(f"{name}: line {row.line}: {label} GPU NUMA ID {gpu_numa_id!r} is not a node number or N/A")
     return Gpu(
         index=_label_number(label),
         cpu_affinity=values.get("CPU Affinity"),
         numa_affinity=numa_affinity,
-        numa_node=int(numa_affinity) if numa_affinity is not None and numa_affinity.isdigit() else None,
+        numa_node=int(numa_affinity) if numa_affinity is not None and is_integer(numa_affinity) else None,
         gpu_numa_id=int(gpu_numa_id) if gpu_numa_id is not None else None,
     )
 

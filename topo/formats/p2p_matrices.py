@@ -35,7 +35,7 @@ _P2P_TITLE = re.compile(
     r"^(?P<dir>Unidirectional|Bidirectional)?[ \t]*P2P=(?P<state>Enabled|Disabled)[ \t]+(?P<kind>Bandwidth|Latency)"
     r"(?:[ \t]+\(P2P (?P<mode>Writes|Reads)\))?[ \t]+Matrix[ \t]*\((?P<unit>GB/s|us)\)[ \t]*$"
 )
-_P2P_ACCESS = re.compile(r"^Device=(\d{1,6})[ \t]+(CAN|CANNOT) Access Peer Device=(\d{1,6})")
+_P2P_ACCESS = re.compile(r"^Device=(\d{1,6})[ \t]+(CAN|CANNOT) Access Peer Device=(\d{1,6})", re.ASCII)
 _CONNECTIVITY = "P2P Connectivity Matrix"
 
 
