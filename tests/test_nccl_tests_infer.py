@@ -64,8 +64,8 @@ def test_rank_count_from_per_rank_counts_when_no_rank_line_survives() -> None:
 def test_a_tail_of_the_rank_list_still_gives_the_highest_rank() -> None:
     """A paste that kept only the last `# Rank` line: 72 ranks; all_reduce busbw = algbw x 2 x 71/72."""
     text = ("#  Rank 71 Group  0 Pid  5512 on node-j device  7 [0x9e] NVIDIA H100 80GB HBM3\n#\n"
-            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-            "  1073741824     268435456     float     sum      -1    10000  107.37  211.76      0    10000  107.37  211.76      0\n")
+            "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw  busbw #wrong\n"
+            "  1073741824  268435456  float  sum  -1  10000  107.37  211.76  0  10000  107.37  211.76  0\n")
     rows = read_nccl_tests(text, "tail.log").collectives
     assert {(row.op, row.nranks, row.nranks_source) for row in rows} == {("all_reduce", 72, "rank lines")}
 
