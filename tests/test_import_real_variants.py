@@ -103,3 +103,16 @@ def test_cli_shows_how_the_op_was_found(capsys: pytest.CaptureFixture[str]) -> N
     assert cli_main(["import", str(NCCL / "mooncake-8rank-all_reduce-tail-half-written-row.txt")]) == 0
     out = capsys.readouterr().out
     assert "inferred" in out and "busbw/algbw" in out and "half-written last row dropped" in out
+
+
+def test_a_table_inside_a_whole_nccl_debug_log() -> None:
+    """nccl-tests issue #311: 8 ranks on 4 nodes, the table header printed before the ranks finished
+    init, so ~100 NCCL INFO lines sit between the header and the rows; no command line survives."""
+    path = FIXTURES / "nccl_debug" / "a100-4node-2gpu-collnet-fallback-p2p-net.txt"
+    m = read_measurements(path.read_text(), path.name)
+    assert len(m.collectives) == 30  # 15 sizes, 16 B to 4 GiB by 4x, out-of-place and in-place
+    row = _row(m, 4294967296, True)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps, row.wrong) == (347314, 12.37, 21.64, 0)
+    assert _row(m, 1048576, False).time_us == 1473.4
+    assert {(r.op, r.op_source, r.nranks, r.nranks_source) for r in m.collectives} == \
+        {("all_reduce", "inferred", 8, "rank lines")}

@@ -107,9 +107,15 @@ def looks_like_nccl_tests(text: str) -> bool:
         if "size" in stripped and header_columns(stripped) is not None:
             return True
         words = stripped.split()
-        if is_integer(words[0]) and row_columns(words) is not None:
+        if is_integer(words[0]) and (row_columns(words) is not None or _fused_row(words, stripped)):
             return True
     return False
+
+
+def _fused_row(words: list[str], text: str) -> bool:
+    """Whether a line is the start of a table row with an NCCL log line written into it."""
+    return len(words) >= 3 and is_integer(words[0]) and is_integer(words[1]) and words[2] in NCCL_TYPES \
+        and NCCL_LOG.search(text) is not None
 
 
 @dataclass
@@ -196,6 +202,11 @@ def read_nccl_tests(text: str, name: str, op: str | None = None) -> Measurements
         for table in tables:
             results.extend(_results(table, name, given, label if len(streams) > 1 else None, notes))
     if not tables_seen:
+        fused = next((line for line in lines if _fused_row(line.text.split(), line.text)), None)
+        if fused is not None:
+            raise InputError(f"{name}:{fused.number}: an nccl-tests row cut apart by NCCL log lines, and no complete row "
+                             "or column header to read (NCCL_DEBUG output written into the table: rerun without it, "
+                             "or with NCCL_DEBUG_FILE)")
         raise InputError(f"{name}: no nccl-tests result table (a `#  size  count  type  redop  root  time ...` "
                          "header or rows shaped like one)")
     if not results:
