@@ -3,6 +3,7 @@ outputs must read to the same Measurements (or Snapshot) as the clean file, thro
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,34 @@ def test_a_row_cut_apart_by_a_log_line_is_dropped_and_said(data: st.DataObject) 
     position = rows.index(line_index) * 2
     assert fused.collectives == full[:position] + full[position + 2:]
     assert f"line {line_index + 1}: a row cut apart by NCCL log lines, dropped" in fused.notes
+
+
+def test_a_tagged_log_under_an_untagged_command_and_with_other_ranks_chatter_reads_like_the_clean_one() -> None:
+    """What `mpirun --tag-output` leaves: the typed command untagged, rank 0's output tagged, other ranks'
+    NCCL lines tagged with their ranks, a blank line at the end."""
+    lines = H200.read_text().split("\n")
+    command = next(index for index, line in enumerate(lines) if "mpirun" in line)
+    tagged = [line if index <= command or not line.strip() else f"[1,0]<stdout>:{line}" for index, line in enumerate(lines)]
+    for rank in range(1, 4):
+        tagged.insert(command + 2 * rank, f"[1,{rank}]<stdout>:fs-208:1:2 [{rank}] NCCL INFO Bootstrap : Using enp218s0np0")
+    clean = read_measurements("\n".join(lines), "h200.log")
+    read = read_measurements("\n".join(tagged) + "\n", "h200.log")
+    assert read.collectives == clean.collectives and all(row.group is None for row in read.collectives)
+    assert {row.nranks for row in read.collectives} == {16}
+
+
+@pytest.mark.parametrize("style", sorted(PREFIX_STYLES))
+def test_errors_name_the_line_of_the_original_file_whatever_wraps_it(style: str) -> None:
+    topo = (FIXTURES / "topo" / "v100-sxm2-8gpu-hybrid-cube-mesh-mlx5.txt").read_text().replace("X      NV1", "X      NVX", 1)
+    nccl = H200.read_text().replace("458.65", "548.65", 1)
+    for text, reader in ((topo, parse_source_text), (nccl, read_measurements)):
+        with pytest.raises(InputError) as plain:
+            reader(text, "f.txt")
+        wrapped = "```\n" + prefixed(coloured(text), [style]) + "\n```"  # the fence adds a line above
+        with pytest.raises(InputError) as caught:
+            reader(wrapped, "f.txt")
+        where = re.match(r"f\.txt:(?: line )?(\d+)", str(plain.value))
+        assert where is not None
+        line = int(where.group(1))
+        shifted = str(plain.value).replace(where.group(0), where.group(0).replace(str(line), str(line + 1)), 1)
+        assert str(caught.value) == shifted

@@ -14,6 +14,7 @@ factor) is rejected with `file:line`, never guessed at.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import re
 from dataclasses import dataclass, field
@@ -190,18 +191,14 @@ def read_nccl_tests(text: str, name: str, op: str | None = None) -> Measurements
     """Parse every result table in `text`; `op` (`--op`) overrides the collective of every table."""
     given = known_op(op) if op else None
     lines = clean_lines(text)
-    streams = _streams(lines)
-    results: list[CollectiveResult] = []
     notes: list[str] = []
-    tables_seen = 0
-    with_tables = 0
-    for label, stream in streams:
-        tables = _tables(stream, name, notes)
-        tables_seen += len(tables)
-        with_tables += bool(tables)
+    per_stream = [(label, _tables(stream, name, notes)) for label, stream in _streams(lines)]
+    with_tables = [(label, tables) for label, tables in per_stream if tables]
+    results: list[CollectiveResult] = []
+    for label, tables in with_tables:
         for table in tables:
-            results.extend(_results(table, name, given, label if len(streams) > 1 else None, notes))
-    if not tables_seen:
+            results.extend(_results(table, name, given, label if len(with_tables) > 1 else None, notes))
+    if not with_tables:
         fused = next((line for line in lines if _fused_row(line.text.split(), line.text)), None)
         if fused is not None:
             raise InputError(f"{name}:{fused.number}: an nccl-tests row cut apart by NCCL log lines, and no complete row "
@@ -211,8 +208,8 @@ def read_nccl_tests(text: str, name: str, op: str | None = None) -> Measurements
                          "header or rows shaped like one)")
     if not results:
         raise InputError(f"{name}: the nccl-tests tables hold no rows")
-    if with_tables > 1:
-        notes.append(f"tables of {with_tables} ranks/hosts kept apart (each row's group names the prefix it came from)")
+    if len(with_tables) > 1:
+        notes.append(f"tables of {len(with_tables)} ranks/hosts kept apart (each row's group names the prefix it came from)")
     return Measurements(source=f"nccl-tests ({name})", collectives=tuple(results), notes=tuple(dict.fromkeys(notes)))
 
 
@@ -221,18 +218,17 @@ def _label(line: Line) -> str | None:
 
 
 def _streams(lines: list[Line]) -> list[tuple[str | None, list[Line]]]:
-    """Lines per rank/host a prefix named (unprefixed command lines go to every stream); one stream without prefixes."""
+    """Lines per rank/host a prefix named (unprefixed command lines go to every stream; blank lines
+    belong to none); one stream when no prefix names a rank or host, or only one does."""
     by_label: dict[str | None, list[Line]] = {}
     for line in lines:
-        by_label.setdefault(_label(line), []).append(line)
-    if len(by_label) == 1:
-        return [(next(iter(by_label)), lines)]
+        if line.text.strip():
+            by_label.setdefault(_label(line), []).append(line)
+    if len(by_label) <= 1:
+        return [(next(iter(by_label), None), lines)]
     shared = [line for line in by_label.get(None, []) if _PERF.search(line.text) and not line.text.lstrip().startswith("#")]
-    streams: list[tuple[str | None, list[Line]]] = []
-    for label, own in by_label.items():
-        merged = own if label is None else list(heapq.merge(shared, own, key=lambda line: line.number))
-        streams.append((label, merged))
-    return streams
+    return [(label, own if label is None else list(heapq.merge(shared, own, key=lambda line: line.number)))
+            for label, own in by_label.items()]
 
 
 def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
@@ -275,9 +271,7 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
 
 def _closed(context: _Context) -> _Context:
     """The context for a table that follows this one without a new command (same op and launcher)."""
-    return _Context(op=context.op, op_source=context.op_source, ranks_seen=context.ranks_seen, ranks_closed=True,
-                    threads_gpus=context.threads_gpus, command_threads_gpus=context.command_threads_gpus,
-                    command_procs=context.command_procs)
+    return dataclasses.replace(context, ranks_closed=True)
 
 
 def _read_context(stripped: str, text: str, context: _Context, tables: list[_Table]) -> _Context:
@@ -289,8 +283,7 @@ def _read_context(stripped: str, text: str, context: _Context, tables: list[_Tab
                 tables[-1].context.op, tables[-1].context.op_source = run_op, "header"
             return context
         if context.op == run_op and context.op_source == "command" and not context.ranks_closed:
-            context.op_source = "command"  # the line nccl-tests prints under its own command keeps it
-            return context
+            return context  # the line nccl-tests prints under its own command keeps what the command said
         return _Context(op=run_op, op_source="header")
     perf = _PERF.search(text)
     if perf and not stripped.startswith("#"):
