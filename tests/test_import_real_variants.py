@@ -116,3 +116,14 @@ def test_a_table_inside_a_whole_nccl_debug_log() -> None:
     assert _row(m, 1048576, False).time_us == 1473.4
     assert {(r.op, r.op_source, r.nranks, r.nranks_source) for r in m.collectives} == \
         {("all_reduce", "inferred", 8, "rank lines")}
+
+
+def test_2023_old_format_with_error_floats_leaves_an_unreadable_rank_count_unknown() -> None:
+    """128 GPUs by the poster's word, but at 1 GB/s two printed decimals fit any count from ~110 up."""
+    m = _read("a100-128gpu-all_reduce-2023-old-format-error-floats.txt")
+    assert [r.size_bytes for r in m.collectives if r.in_place] == [4096 << i for i in range(6)]
+    row = _row(m, 131072, True)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps, row.wrong) == (117.4, 1.12, 2.22, None)
+    assert {(r.op, r.op_source, r.nranks, r.nranks_source) for r in m.collectives} == {("all_reduce", "inferred", None, None)}
+    assert "all_reduce table (line 8): rank count not stated in the log" in m.notes
+    assert any("older format" in note and "1e-06" in note for note in m.notes)
