@@ -30,7 +30,7 @@ def _copy(m: Measurements, src: int, dst: int, p2p: bool | None = None) -> PeerC
 
 def test_every_fixture_is_recognised_by_exactly_one_reader() -> None:
     files = sorted(P2P.glob("*.txt"))
-    assert len(files) == 5
+    assert len(files) == 8
     for path in files:
         text = path.read_text()
         assert looks_like_nvbandwidth(text) != looks_like_p2p_bandwidth_latency_test(text), path.name

@@ -127,3 +127,32 @@ def test_2023_old_format_with_error_floats_leaves_an_unreadable_rank_count_unkno
     assert {(r.op, r.op_source, r.nranks, r.nranks_source) for r in m.collectives} == {("all_reduce", "inferred", None, None)}
     assert "all_reduce table (line 8): rank count not stated in the log" in m.notes
     assert any("older format" in note and "1e-06" in note for note in m.notes)
+
+
+def _host(m: Measurements, gpu: int, direction: str) -> float:
+    found = [copy.gbps for copy in m.host_copies if copy.gpu == gpu and copy.direction == direction]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_nvbandwidth_fragment_quoted_inside_prose() -> None:
+    path = P2P / "h100-8gpu-nvbandwidth-host-sm-quoted-in-prose.txt"
+    m = read_measurements(path.read_text(), path.name)
+    assert len(m.host_copies) == 16 and not m.peer_copies
+    assert (_host(m, 0, "h2d"), _host(m, 7, "h2d"), _host(m, 3, "d2h"), _host(m, 5, "d2h")) == (35.19, 35.06, 52.78, 52.77)
+
+
+def test_nvbandwidth_v08_with_elided_device_list_and_sum_line() -> None:
+    path = P2P / "a6000-6gpu-nvbandwidth-v0.8-d2d-read-ce-sum-line.txt"
+    m = read_measurements(path.read_text(), path.name)
+    by_pair = {(c.src, c.dst): c.unidir_gbps for c in m.peer_copies}
+    assert len(by_pair) == 30
+    assert (by_pair[(0, 3)], by_pair[(3, 0)], by_pair[(5, 1)], by_pair[(4, 3)]) == (21.95, 21.82, 22.67, 26.35)
+
+
+def test_nvbandwidth_run_that_crashed_mid_row() -> None:
+    path = P2P / "rtx4090-8gpu-nvbandwidth-v0.2-host-copies-half-written.txt"
+    m = read_measurements(path.read_text(), path.name)
+    assert len(m.host_copies) == 16  # the bidirectional matrix, cut inside its only row, adds nothing
+    assert (_host(m, 0, "h2d"), _host(m, 2, "h2d"), _host(m, 4, "d2h")) == (25.50, 23.90, 27.10)
+    assert "line 42: half-written last row dropped" in m.notes
