@@ -156,3 +156,23 @@ def test_nvbandwidth_run_that_crashed_mid_row() -> None:
     assert len(m.host_copies) == 16  # the bidirectional matrix, cut inside its only row, adds nothing
     assert (_host(m, 0, "h2d"), _host(m, 2, "h2d"), _host(m, 4, "d2h")) == (25.50, 23.90, 27.10)
     assert "line 42: half-written last row dropped" in m.notes
+
+
+def test_open_mpi_tagged_tables_with_other_ranks_lines_read_their_rank_count_from_busbw() -> None:
+    m = _read("p5-h100-1node-2node-all_reduce-openmpi-tagged.txt")
+    assert [(r.nranks, r.busbw_gbps, r.in_place) for r in m.collectives] == [
+        (8, 468.60, False), (8, 468.62, True), (16, 438.85, False), (16, 439.28, True)]
+    assert {(r.op, r.op_source, r.nranks_source, r.group) for r in m.collectives} == \
+        {("all_reduce", "inferred", "busbw/algbw", None)}
+
+
+def test_quoted_command_continued_over_lines_gives_the_launcher_processes() -> None:
+    name = "h100-a3mega-2node-all_reduce-quoted-continued-command.txt"
+    m = _read(name)
+    assert len(m.collectives) == 62
+    row = _row(m, 8589934592, False)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps, row.nranks) == (47535, 180.71, 338.82, 16)
+    assert {(r.op, r.op_source, r.nranks_source) for r in m.collectives} == {("all_reduce", "command", "rank lines")}
+    without_rank_lines = "\n".join(line for line in (NCCL / name).read_text().split("\n") if "Rank" not in line)
+    rows = read_nccl_tests(without_rank_lines, name).collectives  # -np 16 on the command's second line
+    assert {(r.nranks, r.nranks_source) for r in rows} == {(16, "threads x gpus x processes")}

@@ -185,6 +185,8 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
             text = text[host_match.end():]
         else:
             break
+    if _FENCE.fullmatch(text):
+        text = ""  # a fence inside a quote or under a prefix
     return Line(number=number, text=text.rstrip(), rank=rank, host=host)
 
 

@@ -70,6 +70,8 @@ _RANK_LINE = re.compile(
 _NTHREAD = re.compile(r"#?[ \t]*nThread[ \t]+(\d{1,6})[ \t]+nGpus[ \t]+(\d{1,6})", re.ASCII)
 _GPUS_FLAG = re.compile(r"(?:^|[ \t])(?:-g|--ngpus)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
 _THREADS_FLAG = re.compile(r"(?:^|[ \t])(?:-t|--nthreads)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
+_MAX_COMMAND_CHARS = 20_000
+"""Longest command line joined from backslash-continued lines."""
 _UNITS = re.compile(r"#?[ \t]*\(B\)[ \t]+\(elements\)")
 LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
     "mpirun": ("-np", "--np", "-n", "--n", "-c"), "mpiexec": ("-np", "--np", "-n", "--n", "-c"),
@@ -236,6 +238,8 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
     tables: list[_Table] = []
     context = _Context()
     table: _Table | None = None
+    continued = ""
+    """A command line continued with backslashes, so far."""
     for line in lines:
         stripped = line.text.strip()
         if not stripped:
@@ -251,6 +255,15 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
                 continue
             table.rows, table.zero_rows = read_rows(table.candidates, table.columns, name, notes)
             table = None
+        if continued or (stripped.endswith("\\") and not stripped.startswith("#")):
+            if not stripped.startswith("#"):
+                continued += " " + stripped.removesuffix("\\")
+                if stripped.endswith("\\") and len(continued) < _MAX_COMMAND_CHARS:
+                    continue
+            command, continued = continued.strip(), ""
+            context = _read_context(command, command, context, tables)
+            if not stripped.startswith("#"):
+                continue
         if "size" in stripped and (columns := header_columns(stripped)) is not None:
             table = _Table(columns, line.number, context)
             tables.append(table)
