@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from topo.errors import InputError
-from topo.formats.lines import Line, clean_lines
+from topo.formats.lines import Line, clean_lines, iter_clean_lines
 from topo.formats.nccl_tests_infer import (
     BYTES_PER_ELEMENT,
     SIGNATURES,
@@ -103,7 +103,7 @@ def busbw_gbps(op: str, nranks: int, size_bytes: int, time_us: float) -> float:
 
 def looks_like_nccl_tests(text: str) -> bool:
     """True when `text` holds an nccl-tests table header, or rows shaped like one (a tail)."""
-    for line in clean_lines(text):
+    for line in iter_clean_lines(text.split("\n")):
         stripped = line.text.strip()
         if not stripped:
             continue
@@ -228,7 +228,8 @@ def _streams(lines: list[Line]) -> list[tuple[str | None, list[Line]]]:
             by_label.setdefault(_label(line), []).append(line)
     if len(by_label) <= 1:
         return [(next(iter(by_label), None), lines)]
-    shared = [line for line in by_label.get(None, []) if _PERF.search(line.text) and not line.text.lstrip().startswith("#")]
+    shared = [line for line in by_label.get(None, [])
+              if "_perf" in line.text and _PERF.search(line.text) and not line.text.lstrip().startswith("#")]
     return [(label, own if label is None else list(heapq.merge(shared, own, key=lambda line: line.number)))
             for label, own in by_label.items()]
 
@@ -298,7 +299,7 @@ def _read_context(stripped: str, text: str, context: _Context, tables: list[_Tab
         if context.op == run_op and context.op_source == "command" and not context.ranks_closed:
             return context  # the line nccl-tests prints under its own command keeps what the command said
         return _Context(op=run_op, op_source="header")
-    perf = _PERF.search(text)
+    perf = _PERF.search(text) if "_perf" in text else None
     if perf and not stripped.startswith("#"):
         options = text[perf.end():]
         threads, gpus = _THREADS_FLAG.search(options), _GPUS_FLAG.search(options)
