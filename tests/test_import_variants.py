@@ -166,3 +166,11 @@ def test_errors_name_the_line_of_the_original_file_whatever_wraps_it(style: str)
         line = int(where.group(1))
         shifted = str(plain.value).replace(where.group(0), where.group(0).replace(str(line), str(line + 1)), 1)
         assert str(caught.value) == shifted
+
+
+def test_topo_of_two_hosts_through_pdsh_is_refused_not_merged() -> None:
+    a = (FIXTURES / "topo" / "v100-sxm2-8gpu-hybrid-cube-mesh-mlx5.txt").read_text()
+    b = (FIXTURES / "topo" / "rtx4090-8gpu-all-sys-tabs.txt").read_text()
+    both = prefixed(a, ["pdsh"], host="node-a") + "\n" + prefixed(b, ["pdsh"], host="node-b")
+    with pytest.raises(InputError, match=r"two\.txt: line \d+: a second `nvidia-smi topo -m` matrix .* one machine per file"):
+        parse_source_text(both, "two.txt")
