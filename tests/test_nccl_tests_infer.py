@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from topo.errors import InputError
 from topo.formats.nccl_tests import read_nccl_tests
+from topo.formats.nccl_tests_infer import RowFacts, bus_factor, ranks_from_ratio
 
 from bench_support import FIXTURES, cli_main
 
@@ -80,3 +83,15 @@ def test_cli_json_carries_op_source_and_an_unknown_op_is_one_line(tmp_path: obje
     assert cli_main(["import", str(path), "--op", "allreduce"]) == 2
     err = capsys.readouterr().err
     assert "--op 'allreduce' is not a collective nccl-tests runs" in err and err.count("\n") == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(nranks=st.integers(min_value=2, max_value=4096), algbw=st.floats(min_value=0.0, max_value=900.0),
+       op=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]))
+def test_the_busbw_ratio_names_the_true_rank_count_or_none(nranks: int, algbw: float, op: str) -> None:
+    """Printed with two decimals as nccl-tests prints them, the ratio may fail to tell the count
+    (then None), but it never names a wrong one."""
+    printed_algbw = round(algbw, 2)
+    printed_busbw = round(algbw * bus_factor(op, nranks), 2)
+    facts = [RowFacts("sum", -1, 1.0, printed_algbw, printed_busbw)]
+    assert ranks_from_ratio(op, facts) in (nranks, None)

@@ -41,6 +41,9 @@ SIGNATURES: dict[str, Signature] = {
 }
 """Ops whose rows can be recognised (send_recv prints `sum -1`, like all_reduce)."""
 
+ONE_TO_ONE = frozenset({"broadcast", "reduce", "send_recv"})
+"""Ops whose busbw is algbw on any rank count (so busbw/algbw says nothing of the rank count)."""
+
 
 def bus_factor(op: str, nranks: int) -> float:
     """nccl-tests' busbw/algbw factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all
@@ -81,7 +84,7 @@ def busbw_fits(op: str, nranks: int, algbw: float, busbw: float) -> bool:
 def ranks_from_ratio(op: str, rows: list[RowFacts]) -> int | None:
     """The one rank count whose factor turns every row's algbw into its busbw; None when the ratio
     cannot tell (factor-1 ops, bandwidths too small to read, or several counts fit)."""
-    if bus_factor(op, 2) == 1.0 and op.split("|", 1)[0] != "all_reduce":
+    if op.split("|", 1)[0] in ONE_TO_ONE:
         return None
     best = max(rows, key=lambda row: row.algbw_gbps, default=None)
     if best is None or best.algbw_gbps < 1.0:
@@ -118,16 +121,14 @@ def candidate_ops(rows: list[RowFacts], nranks: int | None) -> list[str]:
         ranks = nranks if nranks is not None else _ranks_of_counts(rows, signature)
         if ranks is None:
             ranks = ranks_from_ratio(op, rows)
-        if ranks is None:
-            if bus_factor(op, 2) == 1.0 and op != "all_reduce" and not all(
-                    busbw_fits(op, 2, row.algbw_gbps, row.busbw_gbps) for row in rows):
-                continue
-            if op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all") and \
-                    any(row.busbw_gbps > row.algbw_gbps * bus_factor(op, MAX_RANKS) + 0.016 for row in rows):
-                continue
-        elif not all(busbw_fits(op, ranks, row.algbw_gbps, row.busbw_gbps) for row in rows):
-            continue
-        candidates.append(op)
+        if ranks is not None:
+            fits = all(busbw_fits(op, ranks, row.algbw_gbps, row.busbw_gbps) for row in rows)
+        elif op in ONE_TO_ONE:
+            fits = all(busbw_fits(op, 1, row.algbw_gbps, row.busbw_gbps) for row in rows)
+        else:  # the ratio cannot name the count: busbw must at least stay below the factor's limit
+            fits = all(row.busbw_gbps <= row.algbw_gbps * bus_factor(op, MAX_RANKS) + 0.016 for row in rows)
+        if fits:
+            candidates.append(op)
     return candidates
 
 
