@@ -58,7 +58,8 @@ PERF_TO_OP: dict[str, str] = {
 }
 """nccl-tests binary name (without `_perf`) -> linkscope op name."""
 
-BUS_FACTOR_OPS: tuple[str, ...] = tuple(SIGNATURES)
+BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+                                   "send_recv")
 """Ops whose busbw factor nccl-tests defines (and linkscope's own benchmarks use)."""
 
 _PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?:_mpi)?(?=[ \t]|$)")
