@@ -66,7 +66,11 @@ def test_any_text_of_table_characters_reads_or_is_one_input_error(text: str) -> 
 HOSTILE = [
     "1" * 200_000, "1 " * 100_000, "# " * 100_000, "#  size  count  type " * 10_000, "-g" + " " * 200_000 + "x",
     "./all_reduce_perf" + " -g" * 60_000, "GPU(row) -> GPU(column) " * 8_000 + " " * 50_000 + "x",
-    "P2P=Enabled Latency " + " " * 200_000, "Device=0 CAN Access Peer " * 20_000, "[0] " * 100_000,
+    "P2P=Enabled Latency " + " " * 200_000, "P2P=Enabled Latency" + " " * 200_000 + "x",
+    "Unidirectional P2P=Enabled Bandwidth" + " \t" * 100_000 + "(P2P Reads)" + " " * 100_000 + "x",
+    "memcpy CE GPU(row) ->" + " " * 200_000 + "x", "GPU(row) -> GPU(column)" + " " * 200_000 + "x",
+    "# Collective test starting:" + " " * 200_000 + "x", "#  Rank" + " " * 200_000 + "x",
+    "x -g" + "\t" * 200_000 + "x", "Device=0 CAN Access Peer " * 20_000, "[0] " * 100_000,
     "\tGPU0" * 50_000, "  1 " * 100_000, "NCCL INFO " * 40_000, "# Rank " * 50_000,
 ]
 
