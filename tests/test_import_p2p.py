@@ -126,3 +126,23 @@ def test_cli_imports_each_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert '"source": "p2pBandwidthLatencyTest' in capsys.readouterr().out
     assert cli_main(["import", str(NVB), "--json"]) == 0
     assert '"unidir_gbps": 371.67' in capsys.readouterr().out
+
+
+def test_the_p2p_disabled_baseline_never_stands_for_the_link() -> None:
+    """H100 PCIe pair over an NVLink bridge: 256.62 GB/s with P2P, 25-26 GB/s staged through the host.
+    Calibration and the Links grid must see the first; a pair that cannot use P2P keeps its only figure."""
+    m = read_p2p_bandwidth_latency_test(H100_PCIE.read_text(), H100_PCIE.name)
+    assert {(c.src, c.dst, c.unidir_gbps) for c in m.link_copies()} == {(0, 1, 256.62), (1, 0, 256.99)}
+    rtx = read_p2p_bandwidth_latency_test(RTX.read_text(), RTX.name)
+    assert rtx.link_copies() == rtx.peer_copies
+
+
+def test_calibration_uses_the_p2p_figure_not_the_staged_baseline() -> None:
+    from topo.cost.calibrate import calibrate
+    from topo.cost.params import CostModel
+    from topo.samples import load_sample
+
+    host = load_sample("a100-pcie-nvbridge-4").host
+    m = read_p2p_bandwidth_latency_test(H100_PCIE.read_text(), H100_PCIE.name)
+    fitted = calibrate(CostModel(), m, host)
+    assert dict(fitted.pair_gbps)[(0, 1)] == 256.62  # the slower direction of the pair, with P2P

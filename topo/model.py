@@ -323,6 +323,14 @@ class Measurements:
     """Process-group creation time per group label."""
     notes: tuple[str, ...] = ()
 
+    def link_copies(self) -> tuple[PeerCopy, ...]:
+        """The peer copies that measure each pair's link: a copy with P2P off (p2pBandwidthLatencyTest's
+        P2P=Disabled baseline, staged through the host) is left out where the same pair on the same host
+        has a copy with P2P on or not known to be off; a pair without one keeps its copies."""
+        with_p2p = {(copy.host, copy.src, copy.dst) for copy in self.peer_copies if copy.p2p_enabled is not False}
+        return tuple(copy for copy in self.peer_copies
+                     if copy.p2p_enabled is not False or (copy.host, copy.src, copy.dst) not in with_p2p)
+
 
 @dataclass(frozen=True)
 class Snapshot:
