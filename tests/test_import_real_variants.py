@@ -176,3 +176,13 @@ def test_quoted_command_continued_over_lines_gives_the_launcher_processes() -> N
     without_rank_lines = "\n".join(line for line in (NCCL / name).read_text().split("\n") if "Rank" not in line)
     rows = read_nccl_tests(without_rank_lines, name).collectives  # -np 16 on the command's second line
     assert {(r.nranks, r.nranks_source) for r in rows} == {(16, "threads x gpus x processes")}
+
+
+def test_one_table_of_several_reductions_restarting_sizes_is_one_run_not_interleaved_processes() -> None:
+    m = _read("2node-16gpu-all_reduce-op-all-max-min-tail.txt")
+    assert len(m.collectives) == 22
+    assert [r.size_bytes for r in m.collectives if not r.in_place][5:7] == [204800, 196608]  # max ends, min starts
+    row = _row(m, 204800, True)
+    assert (row.time_us, row.algbw_gbps, row.busbw_gbps) == (124.6, 1.64, 3.08)
+    assert {(r.op, r.op_source, r.nranks) for r in m.collectives} == {("all_reduce", "inferred", None)}
+    assert "line 16: half-written last row dropped (4 of 13 columns)" in m.notes
