@@ -174,3 +174,12 @@ def test_topo_of_two_hosts_through_pdsh_is_refused_not_merged() -> None:
     both = prefixed(a, ["pdsh"], host="node-a") + "\n" + prefixed(b, ["pdsh"], host="node-b")
     with pytest.raises(InputError, match=r"two\.txt: line \d+: a second `nvidia-smi topo -m` matrix .* one machine per file"):
         parse_source_text(both, "two.txt")
+
+
+def test_a_lone_matrix_whose_row_numbers_count_up_is_not_taken_for_editor_numbering() -> None:
+    """nvbandwidth's rows 0..7 sit on consecutive lines like an editor's numbers; they must stay row ids."""
+    lines = (FIXTURES / "p2p" / "h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt").read_text().split("\n")
+    title = next(index for index, line in enumerate(lines) if line.startswith("memcpy CE"))
+    matrix = "\n".join(lines[title:title + 10])
+    copies = {(c.src, c.dst): c.unidir_gbps for c in read_measurements(matrix, "m.txt").peer_copies}
+    assert len(copies) == 56 and copies[(0, 7)] == 371.67 and copies[(7, 0)] == 370.51

@@ -3,10 +3,11 @@
 People paste logs as their launchers and terminals left them: every line tagged by Open MPI
 (`[1,3]<stdout>:`), `srun --label` (`12: `), torchrun's `--tee` (`[default0]:`), Ray/SkyPilot
 (`(head, rank=0, pid=3808) `), pdsh/clush (`host: `), `kubectl logs --prefix`
-(`[pod/name/container] `), MPICH `-prepend-rank` (`[3] `), Python logging (`2025-11-12 20:42:20,261 - INFO - `) or a bracketed
-timestamp, sometimes several stacked; coloured by the terminal; quoted in Markdown. This module
-removes all of that before any table is parsed, and keeps each line's number in the original
-file and the rank or host a prefix named, so interleaved output of several ranks stays apart.
+(`[pod/name/container] `), MPICH `-prepend-rank` (`[3] `), Python logging
+(`2025-11-12 20:42:20,261 - INFO - `) or a bracketed timestamp, sometimes several stacked;
+coloured by the terminal; quoted in Markdown. This module removes all of that before any table is
+parsed, and keeps each line's number in the original file and the rank or host a prefix named, so
+interleaved output of several ranks stays apart.
 
 Unambiguous prefixes are removed wherever they appear. Two styles could be ordinary text
 (`Device: 0, ...` looks like a pdsh prefix, `12: ` like an srun label), so they are removed only
@@ -108,7 +109,8 @@ def _line_number_offset(visible_lines: list[str]) -> int | None:
     """The offset of an editor's line numbering that most lines carry, or None.
 
     Rows of a matrix also count up line by line (`0 ...`, `1 ...`), so numbering needs a majority of
-    the non-empty lines and at least two numbered lines that are blank or start with no number.
+    the non-empty lines, and numbered lines that are blank or hold text (not a number or `N/A`, as a
+    matrix row does): at least two, and a tenth of them.
     """
     offsets: dict[int, list[str]] = {}
     non_empty = 0
@@ -125,8 +127,9 @@ def _line_number_offset(visible_lines: list[str]) -> int | None:
     if not offsets:
         return None
     offset, rests = max(offsets.items(), key=lambda item: len(item[1]))
-    textual = sum(1 for rest in rests if not rest.strip() or not rest.lstrip()[:1].isdigit())
-    return offset if len(rests) >= 3 and len(rests) >= _MAJORITY * non_empty and textual >= 2 else None
+    textual = sum(1 for rest in rests if not rest.split() or not (rest.split()[0][:1].isdigit() or rest.split()[0] == "N/A"))
+    enough = len(rests) >= 3 and len(rests) >= _MAJORITY * non_empty
+    return offset if enough and textual >= max(2, len(rests) // 10) else None
 
 
 def _detect_styles(raw_lines: list[str]) -> _Styles:
