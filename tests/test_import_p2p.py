@@ -30,7 +30,7 @@ def _copy(m: Measurements, src: int, dst: int, p2p: bool | None = None) -> PeerC
 
 def test_every_fixture_is_recognised_by_exactly_one_reader() -> None:
     files = sorted(P2P.glob("*.txt"))
-    assert len(files) == 3
+    assert len(files) == 8
     for path in files:
         text = path.read_text()
         assert looks_like_nvbandwidth(text) != looks_like_p2p_bandwidth_latency_test(text), path.name
@@ -97,7 +97,8 @@ Device to Device Latency SM GPU(row) <-> GPU(column) (ns)
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   0   1\n0  N/A  1.0\n1  2.0\n", "m.txt:4: expected 2 values"),
+    ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   0   1   2\n0  N/A  1.0  1.0\n1  2.0\n2  1.0  1.0  N/A\n",
+     "m.txt:4: expected 3 values"),
     ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n   0   1\n0  N/A  x1.0\n1  2.0 N/A\n",
      "m.txt:3: 'x1.0' is not a number"),
     ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\nnothing here\n", "m.txt:2: expected a row of column numbers"),
@@ -110,7 +111,7 @@ def test_nvbandwidth_rejects_malformed_matrices(text: str, message: str) -> None
 
 @pytest.mark.parametrize(("text", "message"), [
     ("Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n   D\\D     0      1\n     0 1.0 -2.0\n",
-     "m.txt:3: '-2.0' is not a non-negative number"),
+     "m.txt:3: '-2.0' is below the minimum 0"),
     ("P2P=Enabled Latency (P2P Writes) Matrix (us)\n   CPU     0      1\n     0   2.35   2.56\n",
      "expected the GPU latency table"),
     ("[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\n", "m.txt: no p2pBandwidthLatencyTest matrix"),
@@ -125,3 +126,23 @@ def test_cli_imports_each_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert '"source": "p2pBandwidthLatencyTest' in capsys.readouterr().out
     assert cli_main(["import", str(NVB), "--json"]) == 0
     assert '"unidir_gbps": 371.67' in capsys.readouterr().out
+
+
+def test_the_p2p_disabled_baseline_never_stands_for_the_link() -> None:
+    """H100 PCIe pair over an NVLink bridge: 256.62 GB/s with P2P, 25-26 GB/s staged through the host.
+    Calibration and the Links grid must see the first; a pair that cannot use P2P keeps its only figure."""
+    m = read_p2p_bandwidth_latency_test(H100_PCIE.read_text(), H100_PCIE.name)
+    assert {(c.src, c.dst, c.unidir_gbps) for c in m.link_copies()} == {(0, 1, 256.62), (1, 0, 256.99)}
+    rtx = read_p2p_bandwidth_latency_test(RTX.read_text(), RTX.name)
+    assert rtx.link_copies() == rtx.peer_copies
+
+
+def test_calibration_uses_the_p2p_figure_not_the_staged_baseline() -> None:
+    from topo.cost.calibrate import calibrate
+    from topo.cost.params import CostModel
+    from topo.samples import load_sample
+
+    host = load_sample("a100-pcie-nvbridge-4").host
+    m = read_p2p_bandwidth_latency_test(H100_PCIE.read_text(), H100_PCIE.name)
+    fitted = calibrate(CostModel(), m, host)
+    assert dict(fitted.pair_gbps)[(0, 1)] == 256.62  # the slower direction of the pair, with P2P

@@ -317,6 +317,13 @@ class CollectiveResult:
     """Label of the group in a layout run, e.g. `tp0`; None for the whole world."""
     in_place: bool = False
     backend: str | None = None
+    op_source: str | None = None
+    """How an imported row's op was found: `command` (the `*_perf` command line), `header` (nccl-tests'
+    own `# Collective test starting/concluded` line), `inferred` (from the columns) or `given` (--op)."""
+    nranks_source: str | None = None
+    """How an imported row's rank count was found: `rank lines` (`# Rank N` lines), `threads x gpus x
+    processes`, `size/count` (per-rank counts of all_gather and friends) or `busbw/algbw` (the printed
+    ratio for the op); None when measured here or unknown."""
 
 
 @dataclass(frozen=True)
@@ -350,6 +357,14 @@ class Measurements:
     notes: tuple[str, ...] = ()
     identity: MeasuredOn | None = None
     """The machine the numbers come from; None for files written before linkscope recorded it."""
+
+    def link_copies(self) -> tuple[PeerCopy, ...]:
+        """The peer copies that measure each pair's link: a copy with P2P off (p2pBandwidthLatencyTest's
+        P2P=Disabled baseline, staged through the host) is left out where the same pair on the same host
+        has a copy with P2P on or not known to be off; a pair without one keeps its copies."""
+        with_p2p = {(copy.host, copy.src, copy.dst) for copy in self.peer_copies if copy.p2p_enabled is not False}
+        return tuple(copy for copy in self.peer_copies
+                     if copy.p2p_enabled is not False or (copy.host, copy.src, copy.dst) not in with_p2p)
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def _largest_copies(measurements: Measurements | None, hostname: str) -> dict[tu
     chosen: dict[tuple[int, int], PeerCopy] = {}
     if measurements is None:
         return chosen
-    for copy in measurements.peer_copies:
+    for copy in measurements.link_copies():
         if copy.unidir_gbps is None or (copy.host is not None and copy.host != hostname):
             continue
         key = (copy.src, copy.dst)

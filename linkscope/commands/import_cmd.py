@@ -18,16 +18,20 @@ def register(subparsers: Any) -> None:
         "import",
         help="read nccl-tests, nvbandwidth or p2pBandwidthLatencyTest output into Measurements",
         description="Read results you already have into linkscope Measurements: nccl-tests logs (any collective, "
-        "several runs in one file, truncated tables), nvbandwidth matrices and p2pBandwidthLatencyTest output. "
-        "The format is detected from the content. A table that does not read cleanly is rejected with file:line. "
+        "table formats since 2019, several runs or ranks in one file, tails without a header, NCCL log lines "
+        "between rows), nvbandwidth matrices and p2pBandwidthLatencyTest output, also fragments. The format is "
+        "detected from the content; launcher/logging prefixes, colours and quotes are ignored. The op of an "
+        "nccl-tests table comes from its command line, nccl-tests' own header, --op, or its columns, and the "
+        "output says which. A table that does not read cleanly is rejected with file:line. "
         "With --expect SOURCE (or --attach SOURCE) every row is shown next to what the cost model expects on SOURCE "
-        "(expected GB/s, "
-        "measured/expected, verdict ok / slow / far below); measurements of a different kind of machine (another "
-        "GPU model, more GPUs than SOURCE has) are refused unless --force.",
+        "(expected GB/s, measured/expected, verdict ok / slow / far below); measurements of a different kind of "
+        "machine (another GPU model, more GPUs than SOURCE has) are refused unless --force.",
         epilog="example: linkscope import all_reduce.log --attach sample:dgx-h100 -o box.json",
     )
     parser.add_argument("file", metavar="FILE", help="a text file, or - for stdin")
-    parser.add_argument("--op", default=None, help="collective of an nccl-tests table whose log does not name it")
+    parser.add_argument("--op", default=None,
+                        help="collective of every nccl-tests table (overrides what the log says; all_reduce, "
+                        "all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv)")
     parser.add_argument("--json", action="store_true", help="print Measurements JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="OUT", help="write Measurements JSON to OUT")
     parser.add_argument("--attach", default=None, metavar="SOURCE",
@@ -92,17 +96,22 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
     compare = against is not None
     if measurements.collectives:
         table = Table(title="collectives (time us, bandwidth GB/s)", box=box.SIMPLE_HEAD)
-        for column in ("op", "size", "dtype", "ranks", "place", "time", "algbw", "busbw", "wrong"):
-            table.add_column(column, justify="left" if column in ("op", "dtype", "place") else "right",
-                             min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
+        grouped = any(row.group for row in measurements.collectives)
+        columns = ("from",) * grouped + ("op", "op from", "size", "dtype", "ranks", "ranks from", "place", "time",
+                                         "algbw", "busbw", "wrong")
+        for column in columns:
+            table.add_column(column, justify="left" if column in ("from", "op", "op from", "dtype", "ranks from", "place")
+                             else "right", min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
         if compare:
             add_expected_columns(table)
         for row, expect in zip(measurements.collectives, expected.collectives or [None] * len(measurements.collectives),
                                strict=True):
-            table.add_row(Text(row.op), format_size_bytes(row.size_bytes), Text(row.dtype), str(row.nranks or "?"),
-                          "in" if row.in_place else "out", f"{row.time_us:g}", f"{row.algbw_gbps:.2f}",
-                          f"{row.busbw_gbps:.2f}", "N/A" if row.wrong is None else str(row.wrong),
-                          *(expected_cells(expect) if compare else ()))
+            cells: list[Text | str] = [
+                Text(row.op), Text(row.op_source or "-"), format_size_bytes(row.size_bytes), Text(row.dtype),
+                str(row.nranks or "?"), Text(row.nranks_source or "-"), "in" if row.in_place else "out",
+                f"{row.time_us:g}", f"{row.algbw_gbps:.2f}", f"{row.busbw_gbps:.2f}",
+                "N/A" if row.wrong is None else str(row.wrong)]
+            table.add_row(*([Text(row.group or "-")] * grouped + cells), *(expected_cells(expect) if compare else ()))
         console.print(table)
     if measurements.peer_copies:
         table = Table(title="GPU peer copies")

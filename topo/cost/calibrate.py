@@ -29,7 +29,7 @@ def calibrate(model: CostModel, measurements: Measurements, host: Host) -> CostM
     position = {gpu.index: pos for pos, gpu in enumerate(host.gpus)}
     pair_gbps = dict(model.pair_gbps)
     pair_alpha = dict(model.pair_alpha_us)
-    for copy in measurements.peer_copies:
+    for copy in measurements.link_copies():
         if copy.src not in position or copy.dst not in position or copy.src == copy.dst:
             continue
         a, b = sorted((position[copy.src], position[copy.dst]))

@@ -3,14 +3,16 @@
 People paste logs as their launchers and terminals left them: every line tagged by Open MPI
 (`[1,3]<stdout>:`), `srun --label` (`12: `), torchrun's `--tee` (`[default0]:`), Ray/SkyPilot
 (`(head, rank=0, pid=3808) `), pdsh/clush (`host: `), `kubectl logs --prefix`
-(`[pod/name/container] `), Python logging (`2025-11-12 20:42:20,261 - INFO - `) or a bracketed
-timestamp, sometimes several stacked; coloured by the terminal; quoted in Markdown. This module
-removes all of that before any table is parsed, and keeps each line's number in the original
-file and the rank or host a prefix named, so interleaved output of several ranks stays apart.
+(`[pod/name/container] `), MPICH `-prepend-rank` (`[3] `), Python logging
+(`2025-11-12 20:42:20,261 - INFO - `) or a bracketed timestamp, sometimes several stacked;
+coloured by the terminal; quoted in Markdown. This module removes all of that before any table is
+parsed, and keeps each line's number in the original file and the rank or host a prefix named, so
+interleaved output of several ranks stays apart.
 
 Unambiguous prefixes are removed wherever they appear. Two styles could be ordinary text
 (`Device: 0, ...` looks like a pdsh prefix, `12: ` like an srun label), so they are removed only
-when most of the first lines of the input carry them. All patterns are anchored and linear.
+when most of the first lines of the input carry them; so is an editor's line numbering, and then
+only where the number is the line's own. All patterns are anchored and linear.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ _BRACKETED_TIME = re.compile(
 _SRUN_LABEL = re.compile(r"[ \t]{0,8}(?P<rank>\d{1,7}):[ \t]")
 _HOST_LABEL = re.compile(r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,252}):[ \t]")
 _QUOTE = re.compile(r"(?:>[ \t]?)+")
+_MPICH_RANK = re.compile(r"\[(?P<rank>\d{1,7})\](?:[ \t]|$)", re.ASCII)
+"""MPICH / Intel MPI `-prepend-rank`: `[3] `."""
+_LINE_NUMBER = re.compile(r"[ \t]{0,8}(?P<number>\d{1,7})(?:[ \t]|$)", re.ASCII)
+"""An editor's or `cat -n`'s line number in front of a pasted line."""
 _FENCE = re.compile(r"[ \t]{0,3}(?:```|~~~)[\w+-]{0,30}[ \t]*")
 
 DETECTION_LINES = 256
@@ -61,6 +67,8 @@ _MAX_STACKED = 6
 class _Styles:
     srun_labels: bool
     host_labels: bool
+    line_number_offset: int | None = None
+    """When an editor numbered the pasted lines: the number of the first line minus one."""
 
 
 def clean_lines(text: str) -> list[Line]:
@@ -87,37 +95,85 @@ def iter_clean_lines(raw_lines: Iterable[str]) -> Iterator[Line]:
     number = 0
     for raw in window:
         number += 1
-        yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
+        yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
     for raw in iterator:
         number += 1
-        yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
+        yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
+
+
+def _numbered_as(number: int, styles: _Styles) -> int | None:
+    return None if styles.line_number_offset is None else number + styles.line_number_offset
+
+
+def _line_number_offset(visible_lines: list[str]) -> int | None:
+    """The offset of an editor's line numbering that most lines carry, or None.
+
+    Rows of a matrix also count up line by line (`0 ...`, `1 ...`), so numbering needs a majority of
+    the non-empty lines, and numbered lines that are blank or hold text (not a number or `N/A`, as a
+    matrix row does): at least two, and a tenth of them.
+    """
+    offsets: dict[int, list[str]] = {}
+    non_empty = 0
+    for index, visible in enumerate(visible_lines, start=1):
+        if not visible.strip():
+            continue
+        non_empty += 1
+        match = _LINE_NUMBER.match(visible)
+        if match is None:
+            visible = _strip_unambiguous(visible)[0]
+            match = _LINE_NUMBER.match(visible)
+        if match is not None:
+            offsets.setdefault(int(match.group("number")) - index, []).append(visible[match.end():])
+    if not offsets:
+        return None
+    offset, rests = max(offsets.items(), key=lambda item: len(item[1]))
+    textual = sum(1 for rest in rests if not rest.split() or not (rest.split()[0][:1].isdigit() or rest.split()[0] == "N/A"))
+    enough = len(rests) >= 3 and len(rests) >= _MAJORITY * non_empty
+    return offset if enough and textual >= max(2, len(rests) // 10) else None
 
 
 def _detect_styles(raw_lines: list[str]) -> _Styles:
     srun = host = total = 0
+    remainders: list[str] = []
     for raw in raw_lines:
         line = _strip_unambiguous(_visible(raw))[0]
         if not line.strip():
+            remainders.append("")
             continue
         total += 1
-        srun_match = _SRUN_LABEL.match(line)
-        if srun_match:
-            srun += 1
-            line = _strip_unambiguous(line[srun_match.end():])[0]
-        if _HOST_LABEL.match(line):
-            host += 1
-    return _Styles(srun_labels=total > 0 and srun >= _MAJORITY * total,
-                   host_labels=total > 0 and host >= _MAJORITY * total)
+        seen_srun = seen_host = False
+        for _ in range(2):
+            srun_match = None if seen_srun else _SRUN_LABEL.match(line)
+            host_match = None if seen_host or srun_match else _HOST_LABEL.match(line)
+            match = srun_match or host_match
+            if match is None:
+                break
+            seen_srun, seen_host = seen_srun or srun_match is not None, seen_host or host_match is not None
+            line = _strip_unambiguous(line[match.end():])[0]
+        srun += seen_srun
+        host += seen_host
+        remainders.append(line)
+    srun_labels = total > 0 and srun >= _MAJORITY * total
+    host_labels = total > 0 and host >= _MAJORITY * total
+    if srun_labels or host_labels:
+        remainders = [line if line.strip() else "" for line in remainders]
+    else:
+        remainders = [_visible(raw) for raw in raw_lines]
+    return _Styles(srun_labels, host_labels, _line_number_offset(remainders))
 
 
-def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bool = False) -> Line:
-    """One raw line cleaned; `srun_labels`/`host_labels` say whether those ambiguous styles are in use."""
+def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bool = False,
+               numbered_as: int | None = None) -> Line:
+    """One raw line cleaned; `srun_labels`/`host_labels` say whether those ambiguous styles are in use,
+    `numbered_as` the editor's line number the line carries when the input is numbered."""
     text = _visible(raw)
     rank: int | None = None
     host: str | None = None
     srun_left, host_left = srun_labels, host_labels
     for _ in range(_MAX_STACKED):
+        text, numbered_as = _strip_number(text, numbered_as)
         text, found_rank, found_host = _strip_unambiguous(text)
+        text, numbered_as = _strip_number(text, numbered_as)
         rank = rank if found_rank is None else found_rank
         host = host if found_host is None else found_host
         srun_match = _SRUN_LABEL.match(text) if srun_left else None
@@ -132,7 +188,16 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
             text = text[host_match.end():]
         else:
             break
+    if _FENCE.fullmatch(text):
+        text = ""  # a fence inside a quote or under a prefix
     return Line(number=number, text=text.rstrip(), rank=rank, host=host)
+
+
+def _strip_number(text: str, numbered_as: int | None) -> tuple[str, int | None]:
+    """`text` without the editor's line number `numbered_as` in front (then None: it is removed once)."""
+    if numbered_as is None or (numbered := _LINE_NUMBER.match(text)) is None or int(numbered.group("number")) != numbered_as:
+        return text, numbered_as
+    return text[numbered.end():], None
 
 
 def _visible(raw: str) -> str:
@@ -156,7 +221,8 @@ def _strip_unambiguous(text: str) -> tuple[str, int | None, str | None]:
         first = text[0]
         match: re.Match[str] | None = None
         if first == "[":
-            match = _OPEN_MPI.match(text) or _TORCHRUN.match(text) or _BRACKETED_TIME.match(text) or _KUBECTL.match(text)
+            match = (_OPEN_MPI.match(text) or _TORCHRUN.match(text) or _MPICH_RANK.match(text)
+                     or _BRACKETED_TIME.match(text) or _KUBECTL.match(text))
             if match is not None and match.re is _KUBECTL:
                 host = match.group("host")
             elif match is not None and "rank" in match.re.groupindex:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from topo.formats.lines import clean_lines
 from topo.model import MeasuredOn
 
 _NCCL_RANK = re.compile(
@@ -41,8 +42,8 @@ def measured_on(text: str, tool: str) -> MeasuredOn:
     """The identity `text` states: GPU model and count per host, host names, bus ids, tool and version."""
     devices: dict[tuple[str | None, int], _Device] = {}
     version: str | None = None
-    for line in text.splitlines():
-        stripped = line.strip()
+    for line in clean_lines(text):
+        stripped = line.text.strip()
         if match := _NCCL_RANK.match(stripped):
             bus = match.group("bus").strip() or None
             key = (match.group("host"), int(match.group("device")))

@@ -1,20 +1,48 @@
 """Reader of nccl-tests output (`all_reduce_perf` and friends) into :class:`topo.model.Measurements`.
 
-Handles logs with or without the `# nThread ...` / `# Using devices` preamble, several runs in
-one file (each table takes its op from the nearest `*_perf` command or `# Collective test
-starting:` line above it), truncated tables, any `-f` factor, `N/A` in the `#wrong` columns and
-out-of-place-only tables. A row that does not read cleanly (a missing column, a number that is
-not one, algbw that does not match size/time) is rejected with `file:line`, never guessed at.
+Reads logs as people paste them: through the line-cleaning front end (launcher and logging
+prefixes, escapes, quotes), with or without the `# nThread ...` / `# Using devices` preamble,
+several runs in one file, the table formats of 2019 to now (no `root` column, an `error` column of
+floats instead of `#wrong`), NCCL log lines between rows, a table inside a full NCCL_DEBUG log,
+a tail without its header, and a half-written last row (dropped, and said). When prefixes name
+ranks, each rank's tables stay apart. Each table takes its op from the `*_perf` command above it,
+nccl-tests' own `# Collective test starting/concluded` line, `--op`, or its columns
+(:mod:`topo.formats.nccl_tests_infer`), and says which (`op_source`). A row that does not read
+cleanly (a number that is not one, algbw that is not size/time, busbw that is not algbw x the op's
+factor) is rejected with `file:line`, never guessed at.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from topo.errors import InputError
-from topo.formats import non_negative_number
+from topo.formats.lines import Line, clean_lines, iter_clean_lines
+from topo.formats.nccl_tests_infer import (
+    BYTES_PER_ELEMENT,
+    SIGNATURES,
+    RowFacts,
+    bus_factor,
+    candidate_ops,
+    ranks_from_ratio,
+)
+from topo.formats.nccl_tests_rows import (
+    NCCL_LOG,
+    NCCL_TYPES,
+    Columns,
+    Row,
+    header_columns,
+    read_rows,
+    row_columns,
+)
 from topo.model import CollectiveResult, Measurements
+from topo.numbers import is_decimal, is_integer
+
+__all__ = ["BUS_FACTOR_OPS", "PERF_TO_OP", "algbw_gbps", "bus_factor", "busbw_gbps", "known_op",
+           "launcher_processes", "looks_like_nccl_tests", "read_nccl_tests"]
 
 PERF_TO_OP: dict[str, str] = {
     "all_reduce": "all_reduce",
@@ -30,24 +58,22 @@ PERF_TO_OP: dict[str, str] = {
 }
 """nccl-tests binary name (without `_perf`) -> linkscope op name."""
 
-NCCL_TYPES: dict[str, str] = {
-    "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
-    "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
-    "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
-}
+BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+                                   "send_recv")
+"""Ops whose busbw factor nccl-tests defines (and linkscope's own benchmarks use)."""
 
-_PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?=\s|$)")
+_PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?:_mpi)?(?=[ \t]|$)")
 """The binary on a command line (not in a loader warning such as `.../all_reduce_perf: /usr/lib/...`)."""
-_STARTING = re.compile(r"#\s*Collective test starting:\s*(\w+?)(?:_perf)?\s*$")
-_HEADER = re.compile(
-    r"^#\s*size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong(\s+time\s+algbw\s+busbw\s+#wrong)?\s*$"
-)
-_RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device")
-_NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
-"""NCCL_DEBUG lines that can land between the rows of a table; they are skipped, not read."""
-_NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
-_GPUS_FLAG = re.compile(r"(?:^|\s)(?:-g|--ngpus)[=\s]*(\d+)\b")
-_THREADS_FLAG = re.compile(r"(?:^|\s)(?:-t|--nthreads)[=\s]*(\d+)\b")
+_RUN_LINE = re.compile(
+    r"#[ \t]*Collective test (?P<when>starting|concluded):[ \t]*(?P<op>\w{1,40}?)(?:_perf)?(?:_mpi)?[ \t]*$", re.ASCII)
+_RANK_LINE = re.compile(
+    r"#?[ \t]*Rank[ \t]+(?P<rank>\d{1,9})[ \t]+(?:Group[ \t]+\d{1,9}[ \t]+)?Pid[ \t]+\d{1,10}[ \t]+on[ \t]", re.ASCII)
+_NTHREAD = re.compile(r"#?[ \t]*nThread[ \t]+(\d{1,6})[ \t]+nGpus[ \t]+(\d{1,6})", re.ASCII)
+_GPUS_FLAG = re.compile(r"(?:^|[ \t])(?:-g|--ngpus)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
+_THREADS_FLAG = re.compile(r"(?:^|[ \t])(?:-t|--nthreads)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
+_MAX_COMMAND_CHARS = 20_000
+"""Longest command line joined from backslash-continued lines."""
+_UNITS = re.compile(r"#?[ \t]*\(B\)[ \t]+\(elements\)")
 LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
     "mpirun": ("-np", "--np", "-n", "--n", "-c"), "mpiexec": ("-np", "--np", "-n", "--n", "-c"),
     "orterun": ("-np", "--np", "-n", "--n", "-c"), "srun": ("-n", "--ntasks"),
@@ -55,22 +81,13 @@ LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
 """Launchers that start the nccl-tests binary in several processes, and their process-count flags."""
 
 
-BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
-"""Ops whose busbw factor nccl-tests defines (and linkscope's own benchmarks use)."""
-
-
-def bus_factor(op: str, nranks: int) -> float:
-    """nccl-tests' busbw/algbw factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all
-    (n-1)/n; broadcast, reduce, send_recv 1. It turns algbw into what each link carries."""
-    if nranks < 1:
-        raise ValueError(f"nranks must be at least 1, got {nranks}")
-    if op == "all_reduce":
-        return 2 * (nranks - 1) / nranks
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (nranks - 1) / nranks
-    if op in ("broadcast", "reduce", "send_recv"):
-        return 1.0
-    raise ValueError(f"unknown collective {op!r} (known: {', '.join(BUS_FACTOR_OPS)})")
+def known_op(op: str) -> str:
+    """`op` as linkscope names it (`alltoall` and `all_to_all` alike); InputError for an unknown one."""
+    word = op.strip().removesuffix("_perf")
+    named = PERF_TO_OP.get(word, word)
+    if named not in SIGNATURES:
+        raise InputError(f"--op {op!r} is not a collective nccl-tests runs (one of {', '.join(SIGNATURES)})")
+    return named
 
 
 def algbw_gbps(size_bytes: int, time_us: float) -> float:
@@ -86,8 +103,23 @@ def busbw_gbps(op: str, nranks: int, size_bytes: int, time_us: float) -> float:
 
 
 def looks_like_nccl_tests(text: str) -> bool:
-    """True when `text` holds at least one nccl-tests result table header."""
-    return any(_HEADER.match(line.strip()) for line in text.splitlines())
+    """True when `text` holds an nccl-tests table header, or rows shaped like one (a tail)."""
+    for line in iter_clean_lines(text.split("\n")):
+        stripped = line.text.strip()
+        if not stripped:
+            continue
+        if "size" in stripped and header_columns(stripped) is not None:
+            return True
+        words = stripped.split()
+        if is_integer(words[0]) and (row_columns(words) is not None or _fused_row(words, stripped)):
+            return True
+    return False
+
+
+def _fused_row(words: list[str], text: str) -> bool:
+    """Whether a line is the start of a table row with an NCCL log line written into it."""
+    return len(words) >= 3 and is_integer(words[0]) and is_integer(words[1]) and words[2] in NCCL_TYPES \
+        and NCCL_LOG.search(text) is not None
 
 
 @dataclass
@@ -95,7 +127,10 @@ class _Context:
     """What the lines above a table said about it."""
 
     op: str | None = None
-    ranks_listed: int = 0
+    op_source: str | None = None
+    ranks_seen: int | None = None
+    """Highest `# Rank N` index + 1 (a tail of the list still shows the last index)."""
+    ranks_closed: bool = False
     threads_gpus: tuple[int, int] | None = None
     """`# nThread T nGpus G` of the header (per process)."""
     command_threads_gpus: tuple[int, int] | None = None
@@ -103,15 +138,25 @@ class _Context:
     command_procs: int | None = 1
     """Processes a launcher before the binary started (`mpirun -np 16`); None when it does not say."""
 
-    def nranks(self) -> int | None:
-        """Ranks of the run: the `# Rank` lines when listed, else processes x threads x GPUs per thread."""
-        if self.ranks_listed:
-            return self.ranks_listed
+    def nranks(self) -> tuple[int | None, str | None]:
+        """Ranks of the run and how they were found."""
+        if self.ranks_seen:
+            return self.ranks_seen, "rank lines"
         per_process = self.threads_gpus or self.command_threads_gpus
         if per_process is None or self.command_procs is None:
-            return None
+            return None, None
         ranks = self.command_procs * per_process[0] * per_process[1]
-        return ranks if ranks >= 1 else None
+        return (ranks, "threads x gpus x processes") if ranks >= 1 else (None, None)
+
+
+@dataclass
+class _Table:
+    columns: Columns
+    first_line: int
+    context: _Context
+    rows: list[Row] = field(default_factory=list)
+    candidates: list[Line] = field(default_factory=list)
+    zero_rows: int = 0
 
 
 def launcher_processes(prefix: str) -> int | None:
@@ -132,144 +177,216 @@ def launcher_processes(prefix: str) -> int | None:
         if not equals and position + 1 < len(options) and not options[position + 1].startswith("-"):
             value = options[position + 1]
         values.setdefault(flag, value)
+
+    def count(word: str) -> int | None:
+        return int(word) if is_integer(word) and 1 <= int(word) <= 1 << 24 else None
+
     for flag in LAUNCHER_COUNT_FLAGS[names[start]]:
-        if values.get(flag, "").isdigit() and int(values[flag]) >= 1:
-            return int(values[flag])
-    nodes, per_node = values.get("-N") or values.get("--nodes", ""), values.get("--ntasks-per-node", "")
-    if names[start] == "srun" and nodes.isdigit() and per_node.isdigit() and int(nodes) * int(per_node) >= 1:
-        return int(nodes) * int(per_node)
+        if (processes := count(values.get(flag, ""))) is not None:
+            return processes
+    nodes, per_node = count(values.get("-N") or values.get("--nodes", "")), count(values.get("--ntasks-per-node", ""))
+    if names[start] == "srun" and nodes is not None and per_node is not None:
+        return nodes * per_node
     return None
 
 
-def _integer(word: str, name: str, field: str, lineno: int) -> int:
-    if not word.isdigit():
-        raise InputError(f"{name}:{lineno}: {field} {word!r} is not a whole number")
-    return int(word)
-
-
-def _wrong(word: str, name: str, lineno: int) -> int | None:
-    if word == "N/A":
-        return None
-    return _integer(word, name, "#wrong", lineno)
-
-
-def _check_algbw(size: int, time_us: float, algbw: float, name: str, lineno: int) -> None:
-    """algbw must equal size/time within the rounding of the printed figures (catches shifted columns)."""
-    if time_us <= 0:
-        raise InputError(f"{name}:{lineno}: time {time_us} us is not positive")
-    computed = size / (time_us * 1e3)
-    tolerance = computed * (0.02 + 0.006 / time_us) + 0.011
-    if abs(computed - algbw) > tolerance:
-        raise InputError(f"{name}:{lineno}: algbw {algbw} does not match size/time = {computed:.3g} GB/s "
-                         "(columns out of place?)")
-
-
-def _check_busbw(op: str, nranks: int | None, algbw: float, busbw: float, name: str, lineno: int) -> None:
-    """busbw must be algbw times the op's factor for the stated rank count."""
-    if nranks is None or op not in BUS_FACTOR_OPS:
-        return
-    expected = algbw * bus_factor(op, nranks)
-    if abs(expected - busbw) > 0.011 + 0.01 * max(expected, busbw):
-        raise InputError(f"{name}:{lineno}: busbw {busbw} is not algbw x {bus_factor(op, nranks):.3g} for {op} on "
-                         f"{nranks} ranks (columns out of place, or the wrong rank count?)")
-
-
-def _op_from(op: str | None, name: str, lineno: int, op_override: str | None) -> str:
-    if op_override:
-        return op_override
-    if op is None:
-        raise InputError(f"{name}:{lineno}: cannot tell which collective this table is (no `*_perf` command or "
-                         "`# Collective test starting` line above it; give --op)")
-    return op
-
-
 def read_nccl_tests(text: str, name: str, op: str | None = None) -> Measurements:
-    """Parse every result table in `text`; `op` overrides the collective when the log does not name it."""
-    results: list[CollectiveResult] = []
+    """Parse every result table in `text`; `op` (`--op`) overrides the collective of every table."""
+    given = known_op(op) if op else None
+    lines = clean_lines(text)
     notes: list[str] = []
-    context = _Context()
-    lines = text.splitlines()
-    index = 0
-    tables = 0
-    while index < len(lines):
-        line = lines[index].rstrip()
-        stripped = line.strip()
-        lineno = index + 1
-        starting = _STARTING.match(stripped)
-        perf = _PERF.search(line)
-        if starting or (perf and not stripped.startswith("#")):
-            word = starting.group(1) if starting else perf.group(1) if perf else ""
-            run_op = PERF_TO_OP.get(word.removesuffix("_perf"), word.removesuffix("_perf"))
-            if not (starting and context.op == run_op and context.command_threads_gpus is not None):
-                context = _Context(op=run_op)  # (the line nccl-tests prints under its own command keeps it)
-            if perf and not stripped.startswith("#"):
-                options = line[perf.end():]
-                threads, gpus = _THREADS_FLAG.search(options), _GPUS_FLAG.search(options)
-                context.command_threads_gpus = (int(threads.group(1)) if threads else 1, int(gpus.group(1)) if gpus else 1)
-                context.command_procs = launcher_processes(line[: perf.start()])
-        elif _RANK_LINE.match(stripped):
-            context.ranks_listed += 1
-        elif match := _NTHREAD.match(stripped):
-            context.threads_gpus = (int(match.group(1)), int(match.group(2)))
-        elif header := _HEADER.match(stripped):
-            table_op = _op_from(context.op, name, lineno, op)
-            in_place_columns = header.group(1) is not None
-            index = _read_table(lines, index + 1, name, table_op, context, in_place_columns, results, notes)
-            tables += 1
-            context = _Context(op=context.op)
-            continue
-        index += 1
-    if not tables:
-        raise InputError(f"{name}: no nccl-tests result table (a `#  size  count  type  redop  root  time ...` header)")
+    per_stream = [(label, _tables(stream, name, notes)) for label, stream in _streams(lines)]
+    with_tables = [(label, tables) for label, tables in per_stream if tables]
+    results: list[CollectiveResult] = []
+    for label, tables in with_tables:
+        for table in tables:
+            results.extend(_results(table, name, given, label if len(with_tables) > 1 else None, notes))
+    if not with_tables:
+        fused = next((line for line in lines if _fused_row(line.text.split(), line.text)), None)
+        if fused is not None:
+            raise InputError(f"{name}:{fused.number}: an nccl-tests row cut apart by NCCL log lines, and no complete row "
+                             "or column header to read (NCCL_DEBUG output written into the table: rerun without it, "
+                             "or with NCCL_DEBUG_FILE)")
+        raise InputError(f"{name}: no nccl-tests result table (a `#  size  count  type  redop  root  time ...` "
+                         "header or rows shaped like one)")
     if not results:
         raise InputError(f"{name}: the nccl-tests tables hold no rows")
-    return Measurements(source=f"nccl-tests ({name})", collectives=tuple(results), notes=tuple(notes))
+    if len(with_tables) > 1:
+        notes.append(f"tables of {len(with_tables)} ranks/hosts kept apart (each row's group names the prefix it came from)")
+    return Measurements(source=f"nccl-tests ({name})", collectives=tuple(results), notes=tuple(dict.fromkeys(notes)))
 
 
-def _read_table(lines: list[str], index: int, name: str, op: str, context: _Context, in_place_columns: bool,
-                results: list[CollectiveResult], notes: list[str]) -> int:
-    """Read the rows after a header; returns the index of the first line after the table."""
-    nranks = context.nranks()
-    if nranks is None:
-        notes.append(f"{op} table: rank count not stated in the log")
-    elif nranks == 1:
-        notes.append(f"{op} table ran on ONE rank: its bandwidths measure no link and must not be trusted")
-    zero_rows = 0
-    expected_columns = 13 if in_place_columns else 9
-    while index < len(lines):
-        stripped = lines[index].strip()
-        lineno = index + 1
-        if (stripped.startswith("#") and ("(B)" in stripped or "(elements)" in stripped)) or _NCCL_LOG.search(stripped):
-            index += 1
+def _label(line: Line) -> str | None:
+    return f"rank {line.rank}" if line.rank is not None else (f"host {line.host}" if line.host is not None else None)
+
+
+def _streams(lines: list[Line]) -> list[tuple[str | None, list[Line]]]:
+    """Lines per rank/host a prefix named (unprefixed command lines go to every stream; blank lines
+    belong to none); one stream when no prefix names a rank or host, or only one does."""
+    by_label: dict[str | None, list[Line]] = {}
+    for line in lines:
+        if line.text.strip():
+            by_label.setdefault(_label(line), []).append(line)
+    if len(by_label) <= 1:
+        return [(next(iter(by_label), None), lines)]
+    shared = [line for line in by_label.get(None, [])
+              if "_perf" in line.text and _PERF.search(line.text) and not line.text.lstrip().startswith("#")]
+    return [(label, own if label is None else list(heapq.merge(shared, own, key=lambda line: line.number)))
+            for label, own in by_label.items()]
+
+
+def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
+    """The tables of one stream, with the context above each; rows are read by :func:`read_rows`."""
+    tables: list[_Table] = []
+    context = _Context()
+    table: _Table | None = None
+    continued = ""
+    """A command line continued with backslashes, so far."""
+    for line in lines:
+        stripped = line.text.strip()
+        if not stripped:
             continue
-        if not stripped or stripped.startswith("#") or not stripped[0].isdigit():
-            break
         words = stripped.split()
-        if len(words) != expected_columns:
-            raise InputError(f"{name}:{lineno}: expected {expected_columns} columns in an nccl-tests row, found {len(words)}")
-        size = _integer(words[0], name, "size", lineno)
-        _integer(words[1], name, "count", lineno)
-        dtype = NCCL_TYPES.get(words[2])
-        if dtype is None:
-            raise InputError(f"{name}:{lineno}: unknown data type {words[2]!r}")
-        if size == 0:
-            zero_rows += 1
-            index += 1
+        first_is_number = is_decimal(words[0])
+        if table is not None:
+            if first_is_number:
+                table.candidates.append(line)
+                continue
+            if NCCL_LOG.search(stripped) or _UNITS.match(stripped) or stripped == "#" or \
+                    (stripped.startswith("#") and "out-of-place" in stripped):
+                continue
+            table.rows, table.zero_rows = read_rows(table.candidates, table.columns, name, notes)
+            table = None
+        if continued or (stripped.endswith("\\") and not stripped.startswith("#")):
+            if not stripped.startswith("#"):
+                continued += " " + stripped.removesuffix("\\")
+                if stripped.endswith("\\") and len(continued) < _MAX_COMMAND_CHARS:
+                    continue
+            command, continued = continued.strip(), ""
+            context = _read_context(command, command, context, tables)
+            if not stripped.startswith("#"):
+                continue
+        if "size" in stripped and (columns := header_columns(stripped)) is not None:
+            table = _Table(columns, line.number, context)
+            tables.append(table)
+            context = _closed(context)
             continue
-        groups = [(False, words[5:9])]
-        if in_place_columns:
-            groups.append((True, words[9:13]))
-        for in_place, (time_word, algbw_word, busbw_word, wrong_word) in groups:
-            time_us = non_negative_number(time_word, f"{name}:{lineno}: time")
-            algbw = non_negative_number(algbw_word, f"{name}:{lineno}: algbw")
-            busbw = non_negative_number(busbw_word, f"{name}:{lineno}: busbw")
-            _check_algbw(size, time_us, algbw, name, lineno)
-            _check_busbw(op, nranks, algbw, busbw, name, lineno)
+        if first_is_number and is_integer(words[0]) and not NCCL_LOG.search(stripped) and \
+                (columns := row_columns(words)) is not None:
+            table = _Table(columns, line.number, context)
+            table.candidates.append(line)
+            tables.append(table)
+            context = _closed(context)
+            continue
+        context = _read_context(stripped, line.text, context, tables)
+    if table is not None:
+        table.rows, table.zero_rows = read_rows(table.candidates, table.columns, name, notes)
+    return tables
+
+
+def _closed(context: _Context) -> _Context:
+    """The context for a table that follows this one without a new command (same op and launcher)."""
+    return dataclasses.replace(context, ranks_closed=True)
+
+
+def _read_context(stripped: str, text: str, context: _Context, tables: list[_Table]) -> _Context:
+    """Update the context with one line that is not part of a table."""
+    if run := _RUN_LINE.match(stripped):
+        run_op = PERF_TO_OP.get(run.group("op"), run.group("op"))
+        if run.group("when") == "concluded":
+            if tables and tables[-1].context.op is None:
+                tables[-1].context.op, tables[-1].context.op_source = run_op, "header"
+            return context
+        if context.op == run_op and context.op_source == "command" and not context.ranks_closed:
+            return context  # the line nccl-tests prints under its own command keeps what the command said
+        return _Context(op=run_op, op_source="header")
+    perf = _PERF.search(text) if "_perf" in text else None
+    if perf and not stripped.startswith("#"):
+        options = text[perf.end():]
+        threads, gpus = _THREADS_FLAG.search(options), _GPUS_FLAG.search(options)
+        return _Context(op=PERF_TO_OP[perf.group(1)], op_source="command",
+                        command_threads_gpus=(int(threads.group(1)) if threads else 1, int(gpus.group(1)) if gpus else 1),
+                        command_procs=launcher_processes(text[: perf.start()]))
+    if rank := _RANK_LINE.match(stripped):
+        if context.ranks_closed:
+            context.ranks_seen, context.ranks_closed = None, False
+        context.ranks_seen = max(context.ranks_seen or 0, int(rank.group("rank")) + 1)
+    elif threads_gpus := _NTHREAD.match(stripped):
+        context.threads_gpus = (int(threads_gpus.group(1)), int(threads_gpus.group(2)))
+    return context
+
+
+def _facts(table: _Table) -> list[RowFacts]:
+    facts: list[RowFacts] = []
+    for row in table.rows:
+        per_count = row.size / (row.count * BYTES_PER_ELEMENT[row.dtype]) if row.count else float("nan")
+        for _, algbw, busbw, _ in row.groups:
+            facts.append(RowFacts(row.redop, row.root, per_count, algbw, busbw))
+    return facts
+
+
+def _results(table: _Table, name: str, given: str | None, label: str | None, notes: list[str]) -> list[CollectiveResult]:
+    """The rows of one table with its op and rank count settled and busbw cross-checked."""
+    if not table.rows:
+        return []
+    facts = _facts(table)
+    nranks, nranks_source = table.context.nranks()
+    op, op_source = (given, "given") if given else (table.context.op, table.context.op_source)
+    if op is None:
+        op = _inferred_op(facts, nranks, name, table.first_line, notes)
+        op_source = "inferred"
+    elif op not in SIGNATURES:
+        notes.append(f"{op} table (line {table.first_line}): nccl-tests defines no busbw factor for it; busbw not checked")
+    if nranks is None and op.split("|", 1)[0] in SIGNATURES:
+        nranks, nranks_source = _ranks_of(op, facts)
+    if nranks is None:
+        notes.append(f"{op} table (line {table.first_line}): rank count not stated in the log")
+    elif nranks == 1:
+        notes.append(f"{op} table (line {table.first_line}) ran on ONE rank: its bandwidths measure no link "
+                     "and must not be trusted")
+    if table.zero_rows:
+        notes.append(f"{op} table (line {table.first_line}): {table.zero_rows} row(s) of 0 bytes skipped")
+    if table.columns.check == "error":
+        worst = max((row.error for row in table.rows if row.error is not None), default=None)
+        notes.append(f"{op} table (line {table.first_line}): older format, its `error` column is the largest numeric "
+                     f"error (here {worst if worst is not None else 'N/A'}), not a count of wrong elements")
+    results: list[CollectiveResult] = []
+    for row in table.rows:
+        for in_place, (time_us, algbw, busbw, wrong) in enumerate(row.groups):
+            if nranks is not None and op.split("|", 1)[0] in SIGNATURES and \
+                    abs(algbw * bus_factor(op, nranks) - busbw) > 0.011 + 0.01 * max(algbw, busbw):
+                raise InputError(f"{name}:{row.line}: busbw {busbw} is not algbw x {bus_factor(op, nranks):.3g} for "
+                                     f"{op} on {nranks} ranks (columns out of place, or the wrong rank count?)")
             results.append(CollectiveResult(
-                op=op, size_bytes=size, dtype=dtype, time_us=time_us, algbw_gbps=algbw, busbw_gbps=busbw,
-                nranks=nranks, wrong=_wrong(wrong_word, name, lineno), in_place=in_place, backend="nccl",
+                op=op, size_bytes=row.size, dtype=NCCL_TYPES[row.dtype], time_us=time_us, algbw_gbps=algbw,
+                busbw_gbps=busbw, nranks=nranks, wrong=wrong, in_place=bool(in_place), backend="nccl",
+                group=label, op_source=op_source, nranks_source=nranks_source,
             ))
-        index += 1
-    if zero_rows:
-        notes.append(f"{op} table: {zero_rows} row(s) of 0 bytes skipped")
-    return index
+    return results
+
+
+def _ranks_of(op: str, facts: list[RowFacts]) -> tuple[int | None, str | None]:
+    """Rank count from the per-rank counts (all_gather and friends) or the busbw/algbw ratio, and which."""
+    first = op.split("|", 1)[0]
+    if SIGNATURES[first].per_rank_count:
+        ratios = {round(fact.elements_per_count) for fact in facts if fact.elements_per_count == fact.elements_per_count}
+        if len(ratios) == 1 and (ranks := ratios.pop()) > 1:
+            return ranks, "size/count"
+    ranks_by_ratio = ranks_from_ratio(op, facts)
+    return ranks_by_ratio, "busbw/algbw" if ranks_by_ratio is not None else None
+
+
+def _inferred_op(facts: list[RowFacts], nranks: int | None, name: str, first_line: int, notes: list[str]) -> str:
+    candidates = candidate_ops(facts, nranks)
+    where = f"line {first_line}"
+    if len(candidates) == 1:
+        notes.append(f"{where}: no command line names this table's collective; its columns say {candidates[0]}")
+        return candidates[0]
+    if candidates and all(
+            bus_factor(op, n) == bus_factor(candidates[0], n) for op in candidates for n in (2, 3, 8)):
+        notes.append(f"{where}: the columns fit {' and '.join(candidates)} alike (same busbw factor); "
+                     "op shown as both, give --op to choose")
+        return "|".join(candidates)
+    said = f"could be {' or '.join(candidates)}" if candidates else "fits no collective's columns"
+    raise InputError(f"{name}:{first_line}: cannot tell which collective this table is (no `*_perf` command or "
+                     f"`# Collective test` line names it, and its columns {said}); give --op")

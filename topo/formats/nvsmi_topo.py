@@ -10,6 +10,10 @@ What the text cannot say (GPU names, UUIDs, bus ids, NVLink generation...) is re
 its own in :class:`P2PStatus`; for pairs *not* joined by NVLink a peer copy must cross PCIe, so
 its status stands in for `read` and `write` there (an `r` or `w` block, when present, wins).
 For NVLink pairs it says nothing about reads and writes, which then stay unknown.
+
+The text goes through the line-cleaning front end first (:mod:`topo.formats.lines`): a terminal
+capture with colours or an underlined header, launcher prefixes and Markdown quotes read like the
+plain output, and line numbers in errors still count lines of the original file.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from topo.errors import InputError
+from topo.formats.lines import clean_lines
 from topo.formats.nvsmi_matrix import (
     LINK_TOKENS,
     NOT_AVAILABLE,
@@ -29,13 +34,14 @@ from topo.formats.nvsmi_matrix import (
     read_block,
 )
 from topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, P2PStatus, Snapshot, parse_link_token
+from topo.numbers import is_integer
 
 FORMAT_NAME = "nvidia-smi topo -m"
 
 P2P_MODES = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics", "p": "pcie"}
 """`nvidia-smi topo -p2p` arguments and the capability each one shows."""
 
-_HEADER_START = re.compile(r"^[ \t]*GPU0(?![0-9]).*$", re.MULTILINE)
+_HEADER_START = re.compile(r"[ \t]*GPU0(?![0-9])")
 _COMMAND = re.compile(
     r"nvidia-smi\s+topo\s+(?:(?P<matrix>-m|--matrix|-mp|--matrix_pci)|(?:-p2p|--p2pstatus)\s+(?P<mode>[rwnap]))(?![\w-])"
 )
@@ -51,7 +57,12 @@ _NOT_IN_TOPO_M = "not printed by `nvidia-smi topo -m`"
 
 def looks_like_nvsmi_topo(text: str) -> bool:
     """True when `text` holds a matrix header line that starts with a `GPU0` column."""
-    return any(parse_header(match.group(0), 0) is not None for match in _HEADER_START.finditer(text))
+    return any(_HEADER_START.match(line) and parse_header(line, 0) is not None for line in _cleaned(text))
+
+
+def _cleaned(text: str) -> list[str]:
+    """The lines of `text` as the front end cleans them: one per original line, in order."""
+    return [line.text for line in clean_lines(text)]
 
 
 def read_nvsmi_topo(text: str, name: str) -> Snapshot:
@@ -59,7 +70,7 @@ def read_nvsmi_topo(text: str, name: str) -> Snapshot:
 
     `name` is the file name used in error messages and as the snapshot's source.
     """
-    scan = _scan(text.split("\n"), name)
+    scan = _scan(_cleaned(text), name)
     host, gaps = _build_host(scan, name)
     return Snapshot(hosts=(host,), source=name, meta=(("format", FORMAT_NAME),), gaps=tuple(gaps))
 
@@ -207,13 +218,13 @@ def _gpu(block: Block, label: str, name: str, gaps: list[Gap]) -> Gpu:
             gaps.append(Gap(f"{label} {column}", f"line {row.line}: no value printed"))
     numa_affinity = values.get("NUMA Affinity")
     gpu_numa_id = values.get("GPU NUMA ID")
-    if gpu_numa_id is not None and not gpu_numa_id.isdigit():
+    if gpu_numa_id is not None and not (is_integer(gpu_numa_id) and int(gpu_numa_id) >= 0):
         raise InputError(f"{name}: line {row.line}: {label} GPU NUMA ID {gpu_numa_id!r} is not a node number or N/A")
     return Gpu(
         index=_label_number(label),
         cpu_affinity=values.get("CPU Affinity"),
         numa_affinity=numa_affinity,
-        numa_node=int(numa_affinity) if numa_affinity is not None and numa_affinity.isdigit() else None,
+        numa_node=int(numa_affinity) if numa_affinity is not None and is_integer(numa_affinity) else None,
         gpu_numa_id=int(gpu_numa_id) if gpu_numa_id is not None else None,
     )
 

@@ -6,7 +6,13 @@ says what the cells are: for nvbandwidth, e.g. `memcpy CE GPU(row) -> GPU(column
 bandwidth of one direction while the other runs, so a pair's bidirectional total is the sum of
 its two cells); for p2pBandwidthLatencyTest, `Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)`
 (cells are already both directions together). Every cell is checked; a malformed table is an
-InputError naming `file:line`.
+InputError naming `file:line` (the line in the original file: every text goes through the
+line-cleaning front end first, so launcher prefixes, escapes and a poster's quote marks do not
+matter). Fragments read too: no banner or device list is needed, only a matrix under its title.
+p2pBandwidthLatencyTest's P2P=Enabled and P2P=Disabled figures are kept as separate records
+(`p2p_enabled` True/None and False), never as two unlabelled records of one pair; the `P2P Reads`
+matrices of newer versions are recorded only when the file has no `P2P Writes` figures of that kind.
+A half-written last row (a copy cut short) is dropped and said.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from dataclasses import dataclass, field
 
 from topo.errors import InputError
 from topo.formats import non_negative_number
+from topo.formats.lines import Line, clean_lines
 from topo.model import HostCopy, Measurements, PeerCopy
+from topo.numbers import is_integer, parse_int
 
 _NVB_RUNNING = re.compile(r"^Running (?:benchmark )?(\w+)\.?\s*$")
 _NVB_TITLE = re.compile(
@@ -24,21 +32,26 @@ _NVB_TITLE = re.compile(
     r"(?P<right>CPU|GPU)\((?P<rside>rows?|columns?)\)\s*(?:bandwidth\s*)?\((?P<unit>GB/s|ns|us)\)\s*$"
 )
 _P2P_TITLE = re.compile(
-    r"^(?P<dir>Unidirectional|Bidirectional)?\s*P2P=(?P<state>Enabled|Disabled)\s+(?P<kind>Bandwidth|Latency)\b.*"
-    r"Matrix\s*\((?P<unit>GB/s|us)\)\s*$"
+    r"^(?P<dir>Unidirectional|Bidirectional)?[ \t]*P2P=(?P<state>Enabled|Disabled)[ \t]+(?P<kind>Bandwidth|Latency)"
+    r"(?:[ \t]+\(P2P (?P<mode>Writes|Reads)\))?[ \t]+Matrix[ \t]*\((?P<unit>GB/s|us)\)[ \t]*$"
 )
-_P2P_ACCESS = re.compile(r"^Device=(\d+)\s+(CAN|CANNOT) Access Peer Device=(\d+)")
+_P2P_ACCESS = re.compile(r"^Device=(\d{1,6})[ \t]+(CAN|CANNOT) Access Peer Device=(\d{1,6})", re.ASCII)
+_CONNECTIVITY = "P2P Connectivity Matrix"
+
+
+def _texts(text: str) -> list[str]:
+    return [line.text.strip() for line in clean_lines(text)]
 
 
 def looks_like_nvbandwidth(text: str) -> bool:
     """True for nvbandwidth output (its version banner or a `memcpy ... GPU(row)` matrix title)."""
-    return "nvbandwidth Version" in text or any(_NVB_TITLE.match(line.strip()) for line in text.splitlines())
+    return "nvbandwidth Version" in text or any(_NVB_TITLE.match(line) for line in _texts(text))
 
 
 def looks_like_p2p_bandwidth_latency_test(text: str) -> bool:
     """True for cuda-samples p2pBandwidthLatencyTest output."""
     return "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in text or any(
-        _P2P_TITLE.match(line.strip()) for line in text.splitlines())
+        _P2P_TITLE.match(line) for line in _texts(text))
 
 
 @dataclass
@@ -51,37 +64,57 @@ class _Table:
     """Index of the first line after the table."""
     labels: list[str] = field(default_factory=list)
     """Words before the column numbers in the header (`D\\D`, `GPU`, `CPU`)."""
+    line: int = 0
+    """Line number of the header in the original file."""
 
 
-def _read_matrix(lines: list[str], index: int, name: str, label_words: int) -> _Table:
-    """Read a header of column numbers (after `label_words` leading labels) and the numeric rows below it."""
-    while index < len(lines) and not lines[index].strip():
+def _last_non_empty(lines: list[Line]) -> int:
+    return max((index for index, line in enumerate(lines) if line.text.strip()), default=-1)
+
+
+def _read_matrix(lines: list[Line], index: int, name: str, label_words: int, notes: list[str]) -> _Table | None:
+    """Read a header of column numbers (after `label_words` leading labels) and the numeric rows below it;
+    None when the input ends before the table has a row (a copy cut short)."""
+    title_number = lines[index - 1].number if index else 0
+    while index < len(lines) and not lines[index].text.strip():
         index += 1
     if index >= len(lines):
-        raise InputError(f"{name}:{index}: a matrix title with no table under it")
-    labels, header = lines[index].split()[:label_words], lines[index].split()[label_words:]
-    if not header or not all(word.isdigit() for word in header):
-        raise InputError(f"{name}:{index + 1}: expected a row of column numbers, found {lines[index].strip()[:60]!r}")
-    table = _Table([int(word) for word in header], labels=labels)
+        notes.append(f"line {title_number}: a matrix title at the end of the input, with no table under it")
+        return None
+    words = lines[index].text.split()
+    number = lines[index].number
+    labels, header = words[:label_words], words[label_words:]
+    if not header or not all(is_integer(word) for word in header):
+        raise InputError(f"{name}:{number}: expected a row of column numbers, found {lines[index].text.strip()[:60]!r}")
+    table = _Table([parse_int(word, f"{name}:{number}: column", minimum=0) for word in header], labels=labels, line=number)
+    last = _last_non_empty(lines)
     index += 1
     while index < len(lines):
-        words = lines[index].split()
-        if not words or not words[0].isdigit():
+        words = lines[index].text.split()
+        number = lines[index].number
+        if not words or not is_integer(words[0]):
             break
         if len(words) != len(table.columns) + 1:
-            raise InputError(f"{name}:{index + 1}: expected {len(table.columns)} values after the row number, "
+            if index == last and len(words) < len(table.columns) + 1:
+                notes.append(f"line {number}: half-written last row dropped")
+                index += 1
+                break
+            raise InputError(f"{name}:{number}: expected {len(table.columns)} values after the row number, "
                              f"found {len(words) - 1}")
         cells: list[float | None] = []
         for word in words[1:]:
             if word == "N/A":
                 cells.append(None)
                 continue
-            cells.append(non_negative_number(word, f"{name}:{index + 1}:"))
-        table.rows.append((int(words[0]), cells))
+            cells.append(non_negative_number(word, f"{name}:{number}:"))
+        table.rows.append((parse_int(words[0], f"{name}:{number}: row", minimum=0), cells))
         index += 1
-    if not table.rows:
-        raise InputError(f"{name}:{index + 1}: a matrix header with no rows under it")
     table.end = index
+    if not table.rows:
+        if index > last:
+            notes.append(f"line {table.line}: a matrix header at the end of the input, with no complete row")
+            return None
+        raise InputError(f"{name}:{table.line}: a matrix header with no rows under it")
     return table
 
 
@@ -125,7 +158,7 @@ def _direction(title: re.Match[str]) -> _Direction:
 
 def read_nvbandwidth(text: str, name: str) -> Measurements:
     """Parse nvbandwidth output: GPU<->GPU copies (bandwidth, latency) and CPU<->GPU copies."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     book = _PeerBook()
     host: list[HostCopy] = []
     notes: list[str] = []
@@ -134,14 +167,16 @@ def read_nvbandwidth(text: str, name: str) -> Measurements:
     index = 0
     tables = 0
     while index < len(lines):
-        stripped = lines[index].strip()
+        stripped = lines[index].text.strip()
         if running := _NVB_RUNNING.match(stripped):
             test = running.group(1)
         title = _NVB_TITLE.match(stripped)
         if not title:
             index += 1
             continue
-        table = _read_matrix(lines, index + 1, name, 0)
+        table = _read_matrix(lines, index + 1, name, 0, notes)
+        if table is None:
+            break
         tables += 1
         index = table.end
         if "all" in test.split("_") or "local" in test:
@@ -186,29 +221,52 @@ def read_nvbandwidth(text: str, name: str) -> Measurements:
 
 
 def read_p2p_bandwidth_latency_test(text: str, name: str) -> Measurements:
-    """Parse p2pBandwidthLatencyTest: P2P-enabled matrices per pair (p2p_enabled from `CAN Access Peer`),
-    plus the P2P-disabled figures for pairs that do have P2P (the through-host baseline)."""
-    lines = text.splitlines()
+    """Parse p2pBandwidthLatencyTest. P2P=Enabled figures go to records with `p2p_enabled` from the
+    `CAN Access Peer` lines or the connectivity matrix (None when neither survives); P2P=Disabled figures
+    (copies staged through the host) go to separate records with `p2p_enabled` False, except for pairs
+    that cannot use P2P at all, whose Enabled figures already are such copies."""
+    lines = clean_lines(text)
     access: dict[tuple[int, int], bool] = {}
-    book = _PeerBook()
+    matrices: list[tuple[re.Match[str], _Table]] = []
     notes: list[str] = []
     index = 0
-    tables = 0
     while index < len(lines):
-        stripped = lines[index].strip()
+        stripped = lines[index].text.strip()
         if match := _P2P_ACCESS.match(stripped):
             access[(int(match.group(1)), int(match.group(3)))] = match.group(2) == "CAN"
+        if stripped == _CONNECTIVITY:
+            table = _read_matrix(lines, index + 1, name, 1, notes)
+            if table is None:
+                break
+            for row_id, cells in table.rows:
+                for col_id, value in zip(table.columns, cells, strict=True):
+                    if row_id != col_id and value is not None:
+                        access.setdefault((row_id, col_id), value > 0)
+            index = table.end
+            continue
         title = _P2P_TITLE.match(stripped)
         if not title:
             index += 1
             continue
-        table = _read_matrix(lines, index + 1, name, 1)
-        tables += 1
+        table = _read_matrix(lines, index + 1, name, 1, notes)
+        if table is None:
+            break
         index = table.end
         if title.group("kind") == "Latency" and table.labels != ["GPU"]:
-            raise InputError(f"{name}:{index - len(table.rows)}: expected the GPU latency table under the title, "
+            raise InputError(f"{name}:{table.line}: expected the GPU latency table under the title, "
                              f"found {' '.join(table.labels)!r}")
+        matrices.append((title, table))
+    if not matrices:
+        raise InputError(f"{name}: no p2pBandwidthLatencyTest matrix (`... P2P=Enabled Bandwidth Matrix (GB/s)`)")
+    book = _PeerBook()
+    writes = {(title.group("dir"), title.group("kind")) for title, _ in matrices
+              if title.group("state") == "Enabled" and title.group("mode") != "Reads"}
+    for title, table in matrices:
         enabled = title.group("state") == "Enabled"
+        if enabled and title.group("mode") == "Reads" and (title.group("dir"), title.group("kind")) in writes:
+            notes.append(f"line {table.line - 1}: P2P Reads figures not recorded (the P2P Writes figures of the "
+                         "same test are; linkscope's peer copies are writes)")
+            continue
         field_name = {"Unidirectional": "unidir_gbps", "Bidirectional": "bidir_gbps", None: "latency_us"}[title.group("dir")]
         for row_id, cells in table.rows:
             for col_id, value in zip(table.columns, cells, strict=True):
@@ -217,11 +275,14 @@ def read_p2p_bandwidth_latency_test(text: str, name: str) -> Measurements:
                 peer = access.get((row_id, col_id))
                 if enabled:
                     book.put(row_id, col_id, field_name, value, p2p_enabled=peer)
-                elif peer:
+                elif peer is not False:
                     book.put(row_id, col_id, field_name, value, p2p_enabled=False)
-    if not tables:
-        raise InputError(f"{name}: no p2pBandwidthLatencyTest matrix (`... P2P=Enabled Bandwidth Matrix (GB/s)`)")
     if access and not any(access.values()):
         notes.append("no GPU pair can access its peer: every figure is a copy staged through host memory")
+    if not access:
+        notes.append("P2P access not stated (no `Device=N CAN Access Peer` lines or connectivity matrix): "
+                     "P2P=Enabled figures are kept with p2p unknown, P2P=Disabled ones as p2p off")
+    if any(title.group("mode") == "Reads" for title, _ in matrices) and not writes:
+        notes.append("the P2P=Enabled figures are P2P Reads")
     notes.append("device-local (diagonal) figures and CPU latency tables are not recorded")
     return Measurements(source=f"p2pBandwidthLatencyTest ({name})", peer_copies=book.copies(), notes=tuple(notes))

@@ -21,7 +21,7 @@ def read_measurements(text: str, name: str, op: str | None = None) -> Measuremen
 
 
 def _read(text: str, name: str, op: str | None) -> tuple[Measurements, str]:
-    from topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
+    from topo.formats.nccl_tests import known_op, looks_like_nccl_tests, read_nccl_tests
     from topo.formats.p2p_matrices import (
         looks_like_nvbandwidth,
         looks_like_p2p_bandwidth_latency_test,
@@ -29,6 +29,8 @@ def _read(text: str, name: str, op: str | None) -> tuple[Measurements, str]:
         read_p2p_bandwidth_latency_test,
     )
 
+    if op is not None:
+        known_op(op)
     if not text.strip():
         raise InputError(f"{name}: empty input")
     if looks_like_nccl_tests(text):
