@@ -28,11 +28,9 @@ from topo.cost.step import DimensionCost, links_per_group, step_costs
 from topo.layout import DEFAULT_ORDER, DIMENSION_NAMES, Layout, build_groups, resolve_layout
 from topo.model import Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
+from topo.severity import SEVERITIES, reaches, worst_severity
 from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
 from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, preset, step_traffic
-
-SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
-"""Finding severities, least severe first."""
 
 FINDING_CODES: tuple[str, ...] = (
     "layout-mismatch",
@@ -123,14 +121,11 @@ class CheckReport:
 
     def worst_severity(self) -> str | None:
         """The most severe finding's severity, or None without findings."""
-        if not self.findings:
-            return None
-        return max((finding.severity for finding in self.findings), key=SEVERITIES.index)
+        return worst_severity(finding.severity for finding in self.findings)
 
     def fails(self, fail_on: str) -> bool:
         """True when a finding is at or above `fail_on` (error | warning | info)."""
-        worst = self.worst_severity()
-        return worst is not None and SEVERITIES.index(worst) >= SEVERITIES.index(fail_on)
+        return reaches((finding.severity for finding in self.findings), fail_on)
 
     @property
     def step_time_s(self) -> float:

@@ -39,7 +39,7 @@ def to_jsonable(value: Any) -> Any:
 def from_jsonable(cls: type[T], data: Any, path: str = "$") -> T:
     """Build an instance of `cls` from plain JSON data, checking every field's type."""
     try:
-        return typing.cast(T, _decoder(cls)(data))
+        return typing.cast(T, _decoder(typing.cast(Any, cls))(data))
     except _BadValue as bad:
         raise InputError(f"{path}{''.join(reversed(bad.where))}: {bad.problem}") from None
 
