@@ -26,6 +26,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "plan",
     "bench",
     "import",
+    "doctor",
+    "diff",
+    "record",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd`."""
 

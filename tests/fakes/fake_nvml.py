@@ -39,6 +39,10 @@ NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
 
 NVML_NVLINK_MAX_LINKS = 36
+NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+"""`nvmlClockType_t` values (GRAPHICS 0, SM 1, MEM 2, VIDEO 3)."""
+DEFAULT_CLOCKS_MHZ = (1980, 2619)
+"""Current SM and memory clocks an idle-then-busy H100 SXM reports at its boost (MHz)."""
 
 _ERROR_CLASS_NAMES = {
     NVML_ERROR_UNINITIALIZED: "NVMLError_Uninitialized",
@@ -207,6 +211,8 @@ class FakeNvml:
         """(TX, RX) KB/s per GPU index that `nvmlDeviceGetPcieThroughput` reports."""
         self.field_link_states: dict[tuple[int, int], int] = {}
         """(gpu, link) -> `NVML_NVLINK_STATE_*` that the GET_STATE field reports instead of active/inactive."""
+        self.clocks_mhz: dict[int, tuple[int, int]] = {}
+        """(SM, memory) MHz per GPU index that `nvmlDeviceGetClockInfo` reports (default DEFAULT_CLOCKS_MHZ)."""
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> FakeNvml:
@@ -379,6 +385,15 @@ class FakeNvml:
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
         self._enter("nvmlDeviceGetMaxPcieLinkWidth", handle)
         return int(self._need(self._gpu(handle).pcie_width_max))
+
+    def nvmlDeviceGetClockInfo(self, handle: FakeHandle, clock_type: int) -> int:
+        self._enter("nvmlDeviceGetClockInfo", handle)
+        sm_mhz, memory_mhz = self.clocks_mhz.get(handle.index, DEFAULT_CLOCKS_MHZ)
+        if clock_type == NVML_CLOCK_SM:
+            return sm_mhz
+        if clock_type == NVML_CLOCK_MEM:
+            return memory_mhz
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
 
     def nvmlDeviceGetPcieThroughput(self, handle: FakeHandle, counter: int) -> int:
         self._enter("nvmlDeviceGetPcieThroughput", handle)
