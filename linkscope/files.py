@@ -34,6 +34,7 @@ def write_text_file_atomic(path: str, text: str) -> None:
     temporary = None
     try:
         descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; the file it replaces is an ordinary one
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
         os.replace(temporary, path)

@@ -12,6 +12,9 @@
 | `group-imbalance` | warning | groups of one dimension ride different links, so one group straggles |
 | `nic-far-from-gpu` | warning | a GPU with cross-node traffic reaches its nearest NIC through the CPU |
 | `dp-not-rail-aligned` | info | a DP group uses different local GPUs on different nodes, so its traffic changes rails |
+
+plus the health findings of :mod:`topo.health` (a GPU with NVLinks down, a narrow PCIe link...) on the
+GPUs the layout places ranks on, with those ranks and the group they slow down.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from topo.cost.collectives import GroupLinks, collective_cost, format_gbps
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
+from topo.health import HealthContext, run_health
 from topo.layout import DEFAULT_ORDER, DIMENSION_NAMES, Layout, build_groups, resolve_layout
 from topo.model import Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
@@ -241,6 +245,7 @@ def check_layout(
         *_group_imbalance(context),
         *_nic_far_from_gpu(context, cost_model),
         *_dp_not_rail_aligned(context),
+        *_health(context, HealthContext(snapshot, measurements)),
     ]
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     suggestion = None
@@ -503,3 +508,31 @@ def _per_node_counts(ctx: _Context, group: list[int]) -> list[tuple[int, int]]:
         node = ctx.placement.node_of_rank[rank]
         counts[node] = counts.get(node, 0) + 1
     return [(ctx.placement.host_class[node], count) for node, count in counts.items()]
+
+
+def _health(ctx: _Context, health: HealthContext) -> list[Finding]:
+    """Health findings (:mod:`topo.health`) on GPUs this layout uses, as findings on the ranks placed there."""
+    found = [finding for finding in run_health(health) if not finding.code.startswith("env-")]
+    if not found:
+        return []
+    ranks_at: dict[tuple[str, int | None], list[int]] = {}
+    for rank, (node, position) in enumerate(zip(ctx.placement.node_of_rank, ctx.placement.gpu_of_rank, strict=True)):
+        host = ctx.placement.hosts[node]
+        for key in ((host.hostname, host.gpus[position].index), (host.hostname, None)):
+            ranks_at.setdefault(key, []).append(rank)
+    dims = [dim for dim in ("tp", "cp", "ep", "dp", "pp") if ctx.layout.size(dim) > 1]
+    findings = []
+    for health_finding in found:
+        keys: list[tuple[str, int | None]] = [(health_finding.host, index) for index in health_finding.gpus]
+        keys = keys or [(health_finding.host, None)]
+        ranks = sorted({rank for key in keys for rank in ranks_at.get(key, [])})
+        if not ranks:
+            continue
+        dim = dims[0] if dims else ""
+        message = f"{health_finding.message}; ranks {ranks[:8]}{'...' if len(ranks) > 8 else ''} run there"
+        if dim:
+            group = next(group for group in ctx.groups[dim] if ranks[0] in group)
+            message += f", and {DIMENSION_NAMES[dim]} group {group[:8]} waits for {'them' if len(ranks) > 1 else 'it'}"
+        findings.append(Finding(health_finding.code, health_finding.severity, dim, tuple(ranks[:MAX_FINDING_RANKS]),
+                                message, "", ctx.cost_s(dim) if dim else None, None, health_finding.fix))
+    return findings
