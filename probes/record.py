@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from probes.live import GpuLive, LiveReading
+from probes.live import GpuLive, LinkRate, LiveReading
 from probes.nvml import NvmlQuery
-from topo.model import CounterSample, Gap, GpuCounters, LinkCounters, Recording, Snapshot
+from topo.model import CounterSample, Gap, GpuCounters, Host, LinkCounters, Recording, Snapshot
 
 NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 """`nvmlClockType_t`: SM and memory clock domains."""
@@ -162,3 +162,36 @@ def record_snapshot(
         clocks.close()
         sampler.close()
     return dataclasses.replace(snapshot, recording=recording), interrupted
+
+
+def replay_readings(recording: Recording, host: Host | None = None) -> list[LiveReading]:
+    """The recording as the live readings it was made from (for the Monitor tab), with error deltas
+    between consecutive readings and the PCIe maxima `host` (the snapshot's) records."""
+    maxima = {gpu.index: (gpu.pcie_gen_max, gpu.pcie_width_max) for gpu in host.gpus} if host is not None else {}
+    readings: list[LiveReading] = []
+    previous: dict[int, dict[str, int]] = {}
+    for number, sample in enumerate(recording.samples):
+        gpus = []
+        for counters in sample.gpus:
+            before = previous.get(counters.index)
+            deltas = tuple((kind, total - before[kind]) for kind, total in counters.nvlink_errors
+                           if before is not None and kind in before)
+            previous[counters.index] = dict(counters.nvlink_errors)
+            gen_max, width_max = maxima.get(counters.index, (None, None))
+            gpus.append(GpuLive(
+                index=counters.index,
+                nvlink_tx_gbps=counters.nvlink_tx_gbps,
+                nvlink_rx_gbps=counters.nvlink_rx_gbps,
+                links=tuple(LinkRate(link.link, link.tx_gbps, link.rx_gbps) for link in counters.links),
+                nvlink_errors=counters.nvlink_errors,
+                nvlink_error_deltas=deltas,
+                pcie_tx_gbps=counters.pcie_tx_gbps,
+                pcie_rx_gbps=counters.pcie_rx_gbps,
+                pcie_gen_current=counters.pcie_gen_current,
+                pcie_gen_max=gen_max,
+                pcie_width_current=counters.pcie_width_current,
+                pcie_width_max=width_max,
+            ))
+        interval = sample.t_s - recording.samples[number - 1].t_s if number else None
+        readings.append(LiveReading(sample.t_s, interval, tuple(gpus)))
+    return readings
