@@ -90,3 +90,9 @@ def test_a_fact_only_one_host_has_makes_it_odd() -> None:
 def test_repeated_hostnames_are_told_apart_by_file() -> None:
     members = members_of([("a.json", H100), ("b.json", H100)])
     assert [member.label for member in members] == ["dgx-h100 (a.json)", "dgx-h100 (b.json)"]
+
+
+def test_the_same_file_twice_is_two_members() -> None:
+    members = members_of([("sample:dgx-h100", H100), ("sample:dgx-h100", H100), ("sample:dgx-h100-degraded", DEGRADED)])
+    assert [member.label for member in members] == ["dgx-h100 (sample:dgx-h100) #1", "dgx-h100 (sample:dgx-h100) #2",
+                                                    "dgx-h100-degraded"]

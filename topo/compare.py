@@ -222,11 +222,19 @@ class OddReport:
 
 
 def members_of(snapshots: Iterable[tuple[str, Snapshot]]) -> list[Member]:
-    """One member per host of every (file name, snapshot); labelled by host name, with the file when a name repeats."""
+    """One member per host of every (file name, snapshot): labelled by host name, with the file when a
+    name repeats, and a number when even that repeats (the same file given twice)."""
     pending = [(name, snapshot, host) for name, snapshot in snapshots for host in snapshot.hosts]
     counts = Counter(host.hostname for _, _, host in pending)
-    return [Member(host.hostname if counts[host.hostname] == 1 else f"{host.hostname} ({name})",
-                   host_facts(host, snapshot.measurements)) for name, snapshot, host in pending]
+    labels = [host.hostname if counts[host.hostname] == 1 else f"{host.hostname} ({name})" for name, _, host in pending]
+    repeated = Counter(labels)
+    seen: Counter[str] = Counter()
+    members = []
+    for label, (_, snapshot, host) in zip(labels, pending, strict=True):
+        seen[label] += 1
+        unique = label if repeated[label] == 1 else f"{label} #{seen[label]}"
+        members.append(Member(unique, host_facts(host, snapshot.measurements)))
+    return members
 
 
 def odd_one_out(members: Sequence[Member]) -> OddReport:

@@ -182,7 +182,7 @@ def cuda_visible_reordered(context: HealthContext) -> Iterator[HealthFinding]:
     yield HealthFinding(
         "env-cuda-visible-reordered", "info", host.hostname, tuple(order),
         "CUDA numbers the GPUs in another order than nvidia-smi: local rank N runs on the GPU at position N of "
-        f"{', '.join(map(str, order))}, so the ranks that share NVLink are not the consecutive ones you may expect",
+        f"{', '.join(map(str, order))}, so which ranks share a link or a NIC is not what nvidia-smi's numbering suggests",
         (f"CUDA_VISIBLE_DEVICES={value}", f"CUDA_DEVICE_ORDER={context.env.get('CUDA_DEVICE_ORDER', '(unset)')}",
          f"cuda:0..{len(order) - 1} = NVML GPUs {', '.join(map(str, order))}"),
         "fine when chosen on purpose (e.g. from `linkscope check --suggest`); otherwise list GPUs in NVML order and "
