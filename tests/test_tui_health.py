@@ -1,4 +1,5 @@
-"""The Monitor tab replays a `linkscope record` recording at its recorded pace, saying it is a recording."""
+"""The app on the on-call path: the Monitor tab replays a `linkscope record` recording, saying it is one;
+the Topology tab marks GPUs with health findings."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from topo.model import CounterSample, GpuCounters, LinkCounters, Recording
 from topo.samples import load_sample
 from tui.app import build_app
 from tui.screens.monitor import MonitorView
+from tui.widgets.plain_tree import PlainTree
 
 from tui_support import FakeFeed, FakeServices, async_test, traffic_reading
 
@@ -56,3 +58,21 @@ async def test_monitor_replays_a_recording_to_its_end() -> None:
         assert table.get_row_at(3)[5].plain == "replay +7"
         assert table.get_row_at(3)[7].plain == "x8/16 <"
         assert app.query_one("#monitor-links", DataTable).row_count == 2
+
+
+@async_test
+async def test_topology_marks_the_degraded_gpu_with_its_health_codes() -> None:
+    app = build_app(snapshot=load_sample("dgx-h100-degraded"), services=FakeServices(feed=FakeFeed([traffic_reading()])),
+                    initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        labels = []
+        stack = [app.query_one(PlainTree).root]
+        while stack:
+            node = stack.pop()
+            labels.append(str(node.label))
+            stack.extend(node.children)
+        flagged = [label for label in labels if "!" in label]
+        assert len(flagged) == 1 and flagged[0].startswith("GPU3 ")
+        assert flagged[0].endswith("! nvlink-fewer-links, pcie-width-reduced")
+        assert "Health (linkscope doctor" in static_text(app.query_one("#identity-note", Static))
