@@ -81,14 +81,14 @@ def cuda_order(host: Host, env: Mapping[str, str]) -> tuple[int, ...] | None:
     return None if order == tuple(gpu.index for gpu in host.gpus) else order
 
 
-def _local_rank(env: Mapping[str, str]) -> int | None:
+def _local_rank(env: Mapping[str, str], env_name: str) -> int | None:
     value = env.get("LOCAL_RANK")
     if value is None:
         return None
     try:
         return int(value)
     except ValueError:
-        raise InputError(f"LOCAL_RANK={value!r} is not a number") from None
+        raise InputError(f"LOCAL_RANK={value!r} in {env_name} is not a number") from None
 
 
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
@@ -104,6 +104,10 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
         models = sorted({gpu.name for gpu in host.gpus if gpu.name})
         looked_at.append(f"Host {host.hostname}: {len(host.gpus)} GPU(s){' (' + ', '.join(models) + ')' if models else ''}, "
                          f"{len(host.nics)} NIC(s), {len(host.numa_nodes)} NUMA node(s)   [{snapshot.source or 'snapshot'}]")
+    looked_at += [f"Note: {value}" for key, value in snapshot.meta if key == "note"]
+    if snapshot.gaps:
+        looked_at.append(f"Not read: {len(snapshot.gaps)} item(s) (`linkscope probe` or `show` lists them); "
+                         "rules that need them stay silent")
     if snapshot.recording is not None:
         recording = snapshot.recording
         looked_at.append(f"Recording: {len(recording.samples)} readings over {recording.duration_s:g} s of "
@@ -125,7 +129,7 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
         env=env,
         cuda_order=cuda_order(snapshot.host, env) if snapshot.hosts else None,
         cpu_binding=binding,
-        local_rank=_local_rank(env),
+        local_rank=_local_rank(env, env_name),
     )
     return context, looked_at
 

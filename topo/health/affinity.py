@@ -66,8 +66,6 @@ def cpu_binding_far(context: HealthContext) -> Iterator[HealthFinding]:
     known = {index: cpus for index, cpus in local.items() if cpus}
     if not known or any(binding & cpus for cpus in known.values()):
         return
-    if all(binding >= cpus for cpus in known.values()):
-        return
     indices = tuple(sorted(known))
     yield HealthFinding(
         "cpu-binding-far", "warning", host.hostname, indices,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from topo.compare import Difference, diff_snapshots
 from topo.health.finding import HealthContext, HealthFinding, evidence_lines
@@ -18,8 +19,6 @@ def worse_than_baseline(context: HealthContext) -> Iterator[HealthFinding]:
         return
     current = context.snapshot
     if context.measurements is not None and context.measurements is not current.measurements:
-        from dataclasses import replace
-
         current = replace(current, measurements=context.measurements)
     worse = [difference for difference in diff_snapshots(context.baseline, current) if difference.worse]
     if not worse:

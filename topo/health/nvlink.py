@@ -58,7 +58,7 @@ def nvlink_fewer_links(context: HealthContext) -> Iterator[HealthFinding]:
                     line += f"; its pairs show {', '.join(pairs)}"
                 evidence.append(line)
             others = len(positions) - len(short)
-            evidence.append(f"{others} other {host.gpus[positions[0]].name or 'GPU'}(s): {norm} NVLinks up")
+            evidence.append(f"the other {others} {host.gpus[positions[0]].name or 'GPUs'}: {norm} NVLinks up each")
             indices = tuple(host.gpus[position].index for position in short)
             yield HealthFinding(
                 "nvlink-fewer-links", "error", host.hostname, indices,
