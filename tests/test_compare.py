@@ -79,12 +79,23 @@ def test_an_even_split_has_no_odd_host() -> None:
     assert report.odd == () and "GPU3 NVLinks up" in report.split
 
 
-def test_a_fact_only_one_host_has_makes_it_odd() -> None:
+def test_a_fact_one_side_does_not_know_is_not_a_difference() -> None:
+    """Measurements on one host only, GPU names missing from a topo text: unknown there, not different."""
     members = [Member(f"n{n}", host_facts(H100.host)) for n in range(3)]
     extra = dataclasses.replace(H100, measurements=Measurements("nvbandwidth", (PeerCopy(0, 1, unidir_gbps=390.0),)))
     members.append(Member("n3", host_facts(extra.host, extra.measurements)))
+    assert odd_one_out(members).odd == ()
+    unnamed = with_host(H100, gpus=tuple(dataclasses.replace(gpu, name="") for gpu in H100.host.gpus))
+    assert diff_snapshots(unnamed, H100) == []
+
+
+def test_a_nic_only_the_odd_host_lacks_makes_it_odd() -> None:
+    members = [Member(f"n{n}", host_facts(H100.host)) for n in range(3)]
+    fewer = with_host(H100, nics=H100.host.nics[:-1], gpu_nic=tuple(row[:-1] for row in H100.host.gpu_nic))
+    members.append(Member("n3", host_facts(fewer.host)))
     ((label, (difference,)),) = odd_one_out(members).odd
-    assert label == "n3" and difference.before is None and difference.after == 390.0
+    assert (label, difference.what, difference.before, difference.after, difference.worse) == (
+        "n3", "NIC mlx5_11", "present", None, True)
 
 
 def test_repeated_hostnames_are_told_apart_by_file() -> None:

@@ -5,6 +5,8 @@ A host is reduced to named facts (`GPU3 NVLinks up` = 16, `GPU0-GPU3 link` = NV1
 fact's values differ (measured figures only beyond NOISE_FRACTION); among many hosts the odd one is the
 host whose value differs from what more than half of them have. Each fact knows which direction is
 better, so a difference can say whether it got worse (the baseline rule of `doctor` reads that).
+Only facts a source knows are listed: an `nvidia-smi topo -m` text has no GPU names, so a missing
+name is not a difference.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ class Fact:
     """NVML indices the fact is about."""
     measured: bool = False
     """A measured figure: compared with NOISE_FRACTION tolerance."""
-    part_of: str | None = None
-    """The presence fact this one belongs to (`NIC mlx5_0`): only compared when both sides have it."""
+    presence: bool = False
+    """A fact whose absence is a difference (`NIC mlx5_0` present); any other fact one side lacks is
+    unknown there, not different."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,11 @@ class Difference:
 
 def host_facts(host: Host, measurements: Measurements | None = None) -> dict[str, Fact]:
     """Every comparable fact of `host` (and of the measurements taken on it)."""
-    facts: dict[str, Fact] = {"GPUs": Fact(len(host.gpus), len(host.gpus))}
+    facts: dict[str, Fact] = {"GPUs": Fact(len(host.gpus), len(host.gpus), presence=True)}
     for position, gpu in enumerate(host.gpus):
         name, at = f"GPU{gpu.index}", (gpu.index,)
-        facts[f"{name} model"] = Fact(gpu.name or None, gpus=at)
+        if gpu.name:
+            facts[f"{name} model"] = Fact(gpu.name, gpus=at)
         if gpu.nvlinks:
             facts[f"{name} NVLinks up"] = Fact(gpu.nvlink_active_count, gpu.nvlink_active_count, at)
         if gpu.pcie_width_current is not None:
@@ -86,15 +90,20 @@ def host_facts(host: Host, measurements: Measurements | None = None) -> dict[str
             facts[f"{pair} P2P read"] = Fact(link.p2p.read, 1 if link.p2p.read == "OK" else 0, (a, b))
     for nic in host.nics:
         subject = f"NIC {nic.name}"
-        facts[subject] = Fact("present", 1)
-        facts[f"{subject} state"] = Fact(nic.state, 1 if (nic.state or "").upper() in ("ACTIVE", "UP") else 0,
-                                         part_of=subject)
-        facts[f"{subject} rate Gb/s"] = Fact(nic.rate_gbit_per_s, nic.rate_gbit_per_s, part_of=subject)
-        facts[f"{subject} NUMA node"] = Fact(nic.numa_node, part_of=subject)
-        facts[f"{subject} link layer"] = Fact(nic.link_layer, part_of=subject)
-    facts["NUMA nodes"] = Fact(len(host.numa_nodes))
+        facts[subject] = Fact("present", 1, presence=True)
+        if nic.state is not None:
+            facts[f"{subject} state"] = Fact(nic.state, 1 if nic.state.upper() in ("ACTIVE", "UP") else 0)
+        if nic.rate_gbit_per_s is not None:
+            facts[f"{subject} rate Gb/s"] = Fact(nic.rate_gbit_per_s, nic.rate_gbit_per_s)
+        if nic.numa_node is not None:
+            facts[f"{subject} NUMA node"] = Fact(nic.numa_node)
+        if nic.link_layer is not None:
+            facts[f"{subject} link layer"] = Fact(nic.link_layer)
+    if host.numa_nodes:
+        facts["NUMA nodes"] = Fact(len(host.numa_nodes))
     for node in host.numa_nodes:
-        facts[f"NUMA node {node.id} CPUs"] = Fact(node.cpus)
+        if node.cpus:
+            facts[f"NUMA node {node.id} CPUs"] = Fact(node.cpus)
     versions = host.versions
     for label, version in (("driver", versions.driver), ("CUDA driver", versions.cuda_driver), ("NCCL", versions.nccl),
                            ("torch", versions.torch)):
@@ -160,15 +169,15 @@ def _worse(before: Fact | None, after: Fact | None) -> bool | None:
 
 
 def _difference(what: str, before: Fact | None, after: Fact | None) -> Difference | None:
-    """The difference between two values of one fact (None: the same, or only a detail of an absent subject)."""
+    """The difference between two values of one fact (None: the same, or known on one side only)."""
     subject = before if before is not None else after
     if subject is None:
         return None
     if before is not None and after is not None:
         if _same(before, after):
             return None
-    elif subject.part_of is not None:
-        return None  # the presence fact of its subject already says it
+    elif not subject.presence:
+        return None
     return Difference(what, before.value if before else None, after.value if after else None, _worse(before, after),
                       subject.gpus)
 
@@ -275,7 +284,7 @@ def _majority(facts: list[Fact | None], total: int) -> Fact:
         numbers = [fact.value for fact in present if isinstance(fact.value, (int, float))]
         if len(numbers) == len(present):
             median = statistics.median(numbers)
-            typical = Fact(median, median, present[0].gpus, measured=True, part_of=present[0].part_of)
+            typical = Fact(median, median, present[0].gpus, measured=True)
             agreeing = sum(1 for fact in present if _same(typical, fact))
             return typical if agreeing * 2 > total else _SPLIT
     tally = Counter(fact.value for fact in present)

@@ -114,7 +114,7 @@ def _print_diff(names: list[str], first: Snapshot, second: Snapshot, differences
 
     console = table_console()
     for label, name, snapshot in (("A", names[0], first), ("B", names[1], second)):
-        hosts = ", ".join(host.hostname for host in snapshot.hosts)
+        hosts = ", ".join(host.hostname or "?" for host in snapshot.hosts)
         console.print(Text(f"{label}: {name} ({hosts})"))
     if not differences:
         console.print(Text("No differences.", style="green"))
