@@ -68,7 +68,8 @@ def host_facts(host: Host, measurements: Measurements | None = None) -> dict[str
         if gpu.name:
             facts[f"{name} model"] = Fact(gpu.name, gpus=at)
         if gpu.nvlinks:
-            facts[f"{name} NVLinks up"] = Fact(gpu.nvlink_active_count, gpu.nvlink_active_count, at)
+            up = gpu.nvlink_active_count
+            facts[f"{name} NVLinks up"] = Fact(up, up, at)
         if gpu.pcie_width_current is not None:
             facts[f"{name} PCIe width"] = Fact(gpu.pcie_width_current, gpu.pcie_width_current, at)
         if gpu.pcie_width_max is not None:
