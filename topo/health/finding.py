@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from topo.model import Gpu, Host, Measurements, Snapshot
+from topo.model import Gpu, Measurements, Snapshot
 
 MAX_EVIDENCE = 12
 """A finding lists at most this many evidence lines (the last says how many more there were)."""
@@ -92,8 +92,3 @@ def index_list(indices: Iterable[int]) -> str:
     if len(names) == 1:
         return f"GPU {names[0]}"
     return f"GPUs {', '.join(names[:-1])} and {names[-1]}"
-
-
-def hosts(context: HealthContext) -> tuple[Host, ...]:
-    """The hosts of the doctored snapshot."""
-    return context.snapshot.hosts
