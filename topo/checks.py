@@ -30,7 +30,7 @@ from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
 from topo.health import HealthContext, run_health
 from topo.layout import DEFAULT_ORDER, DIMENSION_NAMES, Layout, build_groups, resolve_layout
-from topo.model import Measurements, Snapshot
+from topo.model import Host, LinkKind, Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
 from topo.severity import SEVERITIES, reaches, worst_severity
 from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
@@ -533,6 +533,33 @@ def _health(ctx: _Context, health: HealthContext) -> list[Finding]:
         if dim:
             group = next(group for group in ctx.groups[dim] if ranks[0] in group)
             message += f", and {DIMENSION_NAMES[dim]} group {group[:8]} waits for {'them' if len(ranks) > 1 else 'it'}"
+        repaired = None
+        if dim and health_finding.code == "nvlink-fewer-links":
+            repaired = _cost_with_links_repaired(ctx, dim, health_finding.host, set(health_finding.gpus))
+            current = ctx.cost_s(dim)
+            if repaired is not None and current:
+                message += (f"; with its links up, {DIMENSION_NAMES[dim]} communication would take "
+                            f"{(1 - repaired / current) * 100:.0f}% less time per step")
         findings.append(Finding(health_finding.code, health_finding.severity, dim, tuple(ranks[:MAX_FINDING_RANKS]),
-                                message, "", ctx.cost_s(dim) if dim else None, None, health_finding.fix))
+                                message, "", ctx.cost_s(dim) if dim else None, repaired, health_finding.fix))
     return findings
+
+
+def _cost_with_links_repaired(ctx: _Context, dim: str, hostname: str, gpus: set[int]) -> float | None:
+    """`dim`'s time per step if the NVLink pairs of `gpus` on `hostname` had the count the other pairs have."""
+    repaired: dict[int, Host] = {}
+    for host in ctx.placement.hosts:
+        if host.hostname != hostname or id(host) in repaired:
+            continue
+        short = {position for position, gpu in enumerate(host.gpus) if gpu.index in gpus}
+        full = max((link.nvlink_count for link in host.links if link.kind is LinkKind.NVLINK
+                    and link.a not in short and link.b not in short), default=0)
+        if not full:
+            return None
+        links = tuple(replace(link, nvlink_count=full) if link.kind is LinkKind.NVLINK and {link.a, link.b} & short else link
+                      for link in host.links)
+        repaired[id(host)] = replace(host, links=links)
+    placement = replace(ctx.placement, hosts=tuple(repaired.get(id(host), host) for host in ctx.placement.hosts))
+    costs = step_costs({dim: ctx.groups[dim]}, GroupPricer(placement, ctx.pricer.model),
+                       [item for item in ctx.traffic if item.dim == dim])
+    return costs[0].time_s if costs else None
