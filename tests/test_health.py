@@ -242,3 +242,11 @@ def test_env_file_lines() -> None:
 def test_env_file_bad_line_names_file_and_line(text: str, where: str) -> None:
     with pytest.raises(InputError, match=where):
         parse_env_file(text, "job.env")
+
+
+def test_long_evidence_is_cut_with_a_count() -> None:
+    """All 28 NVLink pairs without peer access: 11 pairs listed, then how many more."""
+    links = tuple(dataclasses.replace(link, p2p=P2PStatus("NS", "NS", "NS", "NS")) for link in H100.host.links)
+    finding = one(health(with_host(H100, links=links)), "p2p-off")
+    assert len(finding.evidence) == 12 and finding.evidence[-1] == "... and 17 more"
+    assert finding.message.startswith("28 GPU pair(s)")
