@@ -28,6 +28,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench",
     "import",
     "trace",
+    "doctor",
+    "diff",
+    "record",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd`."""
 
@@ -57,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
             "training job's rank layout against them. With no command, opens the app on this machine "
             "(or on a built-in sample when there is no GPU); `linkscope SOURCE` opens the app on SOURCE."
         ),
-        epilog="SOURCE (for show, check, plan, open): a snapshot JSON file, an `nvidia-smi topo -m` text file, "
+        epilog="SOURCE (for show, check, plan, open, doctor, diff): a snapshot JSON file, an `nvidia-smi topo -m` text file, "
         "`-` for stdin, `sample:NAME` (see `linkscope samples`), or nothing for this machine.",
     )
     parser.add_argument("--version", action="version", version=f"linkscope {__version__}")

@@ -24,6 +24,27 @@ def write_text_file(path: str, text: str) -> None:
         raise InputError(f"{path}: cannot write ({exc.strerror})") from None
 
 
+def write_text_file_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` all at once: a temporary file in the same directory, then renamed over `path`,
+    so a reader never sees half a file and an interrupted write leaves the old one."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = None
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; the file it replaces is an ordinary one
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+    finally:
+        if temporary is not None and os.path.exists(temporary):
+            os.unlink(temporary)
+
+
 def check_writable(path: str) -> None:
     """InputError now, before a long run, when `path` could not be written later."""
     import os

@@ -281,6 +281,7 @@ def build_host(hostname: str, nvml: NvmlResult, sysfs: SysfsFacts, software: Sof
         ),
         capabilities=Capabilities(
             iommu_enabled=sysfs.iommu_enabled,
+            iommu_mode=sysfs.iommu_mode,
             gpudirect_rdma=sysfs.gpudirect_rdma,
             nvlink_fabric=_fabric_state(nvml),
             torch_symmetric_memory=software.torch_symmetric_memory,

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from topo.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
+from topo.cpulist import parse_cpulist as parse_cpulist
 from topo.model import Gap, Nic, NumaNode
 
 NVIDIA_VENDOR_ID = 0x10DE
@@ -49,40 +51,9 @@ class SysfsFacts:
     """NVIDIA display-class PCI functions, in PCI bus id order (= NVML index order)."""
     nics: tuple[Nic, ...] = ()
     iommu_enabled: bool | None = None
+    iommu_mode: str | None = None
     gpudirect_rdma: bool | None = None
     gaps: tuple[Gap, ...] = ()
-
-
-def parse_cpulist(text: str) -> set[int]:
-    """The set of numbers in a Linux cpulist such as `0-3,8,10-11` (raise ValueError if malformed)."""
-    numbers: set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        low, _, high = part.partition("-")
-        first, last = int(low), int(high) if high else int(low)
-        if last < first:
-            raise ValueError(f"bad range {part!r}")
-        numbers.update(range(first, last + 1))
-    return numbers
-
-
-def format_cpulist(numbers: set[int] | list[int]) -> str:
-    """The Linux cpulist of a set of numbers, ranges joined: {0,1,2,5} -> `0-2,5`."""
-    ordered = sorted(set(numbers))
-    parts: list[str] = []
-    start = previous = None
-    for number in ordered:
-        if previous is not None and number == previous + 1:
-            previous = number
-            continue
-        if start is not None:
-            parts.append(f"{start}-{previous}" if previous != start else f"{start}")
-        start = previous = number
-    if start is not None:
-        parts.append(f"{start}-{previous}" if previous != start else f"{start}")
-    return ",".join(parts)
 
 
 def sysfs_bus_id(bus_id: str) -> str:
@@ -276,6 +247,17 @@ class SysfsReader:
             return True
         return False if groups.is_dir() or units.is_dir() else None
 
+    def iommu_mode(self) -> str | None:
+        """The default-domain type of the IOMMU groups (`identity` = passthrough, `DMA`, `DMA-FQ`); the
+        most common one when groups differ, None without groups."""
+        groups = self.sys / "kernel" / "iommu_groups"
+        counts: dict[str, int] = {}
+        for name in _listdir(groups):
+            kind = self._read(groups / name / "type", quiet=True)
+            if kind:
+                counts[kind] = counts.get(kind, 0) + 1
+        return max(counts, key=lambda kind: counts[kind]) if counts else None
+
     def gpudirect_rdma(self) -> bool | None:
         """True when `nvidia_peermem` (or the older `nv_peer_mem`) is loaded; None when /sys/module is absent."""
         modules = self.sys / "module"
@@ -290,6 +272,7 @@ class SysfsReader:
             gpus=self.gpus(),
             nics=self.nics(),
             iommu_enabled=self.iommu_enabled(),
+            iommu_mode=self.iommu_mode(),
             gpudirect_rdma=self.gpudirect_rdma(),
             gaps=tuple(self.gaps),
         )

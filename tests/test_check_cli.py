@@ -138,3 +138,24 @@ def test_durations_read_plainly(seconds: float | None, text: str) -> None:
     from linkscope.render.check_view import format_seconds
 
     assert format_seconds(seconds) == text
+
+
+def test_health_findings_of_the_gpus_a_layout_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    """GPU3 of the degraded box has 16 of 18 NVLinks and a x8 link: check names the rank on it and its TP group."""
+    code, out, _ = run_cli(["check", "sample:dgx-h100-degraded", "--tp", "8", "--json"], capsys)
+    findings = {finding["code"]: finding for finding in json.loads(out)["findings"]}
+    assert code == 1
+    assert set(findings) == {"nvlink-fewer-links", "pcie-width-reduced"}
+    assert findings["nvlink-fewer-links"]["ranks"] == [3] and findings["nvlink-fewer-links"]["dim"] == "tp"
+    assert "tensor parallel group [0, 1, 2, 3, 4, 5, 6, 7]" in findings["nvlink-fewer-links"]["message"]
+    # the ring's slowest hop is NV16 instead of NV18: with the links up, TP time drops to about 16/18
+    links = findings["nvlink-fewer-links"]
+    assert 0.88 < links["best_cost_s"] / links["cost_s"] < 0.9 and "11% less time per step" in links["message"]
+    code, out, _ = run_cli(["check", "sample:dgx-h100-degraded", "--tp", "8"], capsys)
+    assert "No findings" not in out and "nvlink-fewer-links" in out
+
+
+def test_health_findings_of_gpus_the_layout_leaves_out_are_not_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["check", "sample:dgx-h100-degraded", "--tp", "4", "--visible-devices", "0,1,2,4", "--json"],
+                           capsys)
+    assert code == 0 and json.loads(out)["findings"] == []

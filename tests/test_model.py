@@ -7,6 +7,7 @@ import json
 import pytest
 
 from topo.codec import (
+    from_jsonable,
     measurements_from_json,
     measurements_to_json,
     snapshot_from_json,
@@ -15,6 +16,7 @@ from topo.codec import (
 )
 from topo.errors import InputError
 from topo.model import (
+    Capabilities,
     CollectiveResult,
     Gap,
     Gpu,
@@ -26,6 +28,7 @@ from topo.model import (
     P2PStatus,
     PeerCopy,
     Snapshot,
+    Versions,
     parse_link_token,
 )
 
@@ -126,3 +129,14 @@ def test_probe_json_output_wrapping_a_snapshot_opens() -> None:
     snapshot = _two_gpu_snapshot()
     wrapped = json.dumps({"identity": {"rows": []}, "snapshot": to_jsonable(snapshot)})
     assert snapshot_from_json(wrapped) == snapshot
+
+
+def test_decoder_fills_defaults_and_names_a_missing_required_field() -> None:
+    """Fields left out take their defaults (factories called anew per object); a required one left out is named."""
+    first = from_jsonable(Host, {"hostname": "a"})
+    second = from_jsonable(Host, {"hostname": "b", "gpus": []})
+    assert first == Host("a") and second == Host("b")
+    assert first.versions == Versions() and first.capabilities == Capabilities() and first.gpus == ()
+    assert first.link(0, 0).token == "X"
+    with pytest.raises(InputError, match=r"\$\.hosts\[1\]: missing field 'hostname'"):
+        from_jsonable(Snapshot, {"hosts": [{"hostname": "a"}, {"gpus": []}]})

@@ -149,3 +149,14 @@ def test_real_sysfs_nics_have_pci_devices_and_no_unexpected_gaps() -> None:
         assert nic.pci_bus_id is not None and nic.pci_path
         assert Path(f"/sys/bus/pci/devices/{nic.pci_bus_id}").exists()
     assert facts.gaps == ()
+
+
+@pytest.mark.parametrize(("types", "mode"), [(["identity", "identity", "DMA"], "identity"), (["DMA-FQ"], "DMA-FQ"), ([], None)])
+def test_iommu_mode_is_the_default_domain_type_most_groups_have(tmp_path: Path, types: list[str], mode: str | None) -> None:
+    """`/sys/kernel/iommu_groups/N/type`: `identity` under iommu=pt, `DMA` / `DMA-FQ` when DMA is translated."""
+    groups = tmp_path / "sys" / "kernel" / "iommu_groups"
+    groups.mkdir(parents=True)
+    for number, kind in enumerate(types):
+        _write(groups / str(number) / "type", kind + "\n")
+    facts = read_sysfs(tmp_path)
+    assert facts.iommu_mode == mode and facts.iommu_enabled is bool(types)

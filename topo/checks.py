@@ -17,6 +17,9 @@
 
 Layouts whose groups cannot be built at all (sizes that do not divide the world, an order that
 leaves out a dimension in use) are bad input (InputError, exit 2), with Megatron's reason where it has one.
+
+plus the health findings of :mod:`topo.health` (a GPU with NVLinks down, a narrow PCIe link...) on the
+GPUs the layout places ranks on, with those ranks and the group they slow down.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
 from topo.errors import InputError
+from topo.health import HealthContext, run_health
 from topo.layout import (
     DEFAULT_ORDER,
     GROUP_NAMES,
@@ -40,13 +44,11 @@ from topo.layout import (
     order_needs,
     resolve_layout,
 )
-from topo.model import Host, Measurements, Snapshot
+from topo.model import Host, LinkKind, Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
+from topo.severity import SEVERITIES, reaches, worst_severity
 from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
 from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, preset, step_traffic
-
-SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
-"""Finding severities, least severe first."""
 
 FINDING_CODES: tuple[str, ...] = (
     "layout-mismatch",
@@ -147,14 +149,11 @@ class CheckReport:
 
     def worst_severity(self) -> str | None:
         """The most severe finding's severity, or None without findings."""
-        if not self.findings:
-            return None
-        return max((finding.severity for finding in self.findings), key=SEVERITIES.index)
+        return worst_severity(finding.severity for finding in self.findings)
 
     def fails(self, fail_on: str) -> bool:
         """True when a finding is at or above `fail_on` (error | warning | info)."""
-        worst = self.worst_severity()
-        return worst is not None and SEVERITIES.index(worst) >= SEVERITIES.index(fail_on)
+        return reaches((finding.severity for finding in self.findings), fail_on)
 
     @property
     def step_time_s(self) -> float:
@@ -324,6 +323,7 @@ def check_layout(
         *_nic_far_from_gpu(context, cost_model),
         *_dp_not_rail_aligned(context),
         *_underfills(context, hosts, capacity, request),
+        *_health(context, HealthContext(snapshot, measurements)),
     ]
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     suggestion = None
@@ -633,3 +633,58 @@ def _per_node_counts(ctx: _Context, group: list[int]) -> list[tuple[int, int]]:
         node = ctx.placement.node_of_rank[rank]
         counts[node] = counts.get(node, 0) + 1
     return [(ctx.placement.host_class[node], count) for node, count in counts.items()]
+
+
+def _health(ctx: _Context, health: HealthContext) -> list[Finding]:
+    """Health findings (:mod:`topo.health`) on GPUs this layout uses, as findings on the ranks placed there."""
+    found = [finding for finding in run_health(health) if not finding.code.startswith("env-")]
+    if not found:
+        return []
+    ranks_at: dict[tuple[str, int | None], list[int]] = {}
+    for rank, (node, position) in enumerate(zip(ctx.placement.node_of_rank, ctx.placement.gpu_of_rank, strict=True)):
+        host = ctx.placement.hosts[node]
+        for key in ((host.hostname, host.gpus[position].index), (host.hostname, None)):
+            ranks_at.setdefault(key, []).append(rank)
+    dims = [dim for dim in ("tp", "cp", "ep", "dp", "pp") if ctx.layout.size(dim) > 1]
+    findings = []
+    for health_finding in found:
+        keys: list[tuple[str, int | None]] = [(health_finding.host, index) for index in health_finding.gpus]
+        keys = keys or [(health_finding.host, None)]
+        ranks = sorted({rank for key in keys for rank in ranks_at.get(key, [])})
+        if not ranks:
+            continue
+        dim = dims[0] if dims else ""
+        message = f"{health_finding.message}; ranks {ranks[:8]}{'...' if len(ranks) > 8 else ''} run there"
+        if dim:
+            group = next(group for group in ctx.groups[dim] if ranks[0] in group)
+            message += f", and {GROUP_NAMES[dim]} group {group[:8]} waits for {'them' if len(ranks) > 1 else 'it'}"
+        repaired = None
+        if dim and health_finding.code == "nvlink-fewer-links":
+            repaired = _cost_with_links_repaired(ctx, dim, health_finding.host, set(health_finding.gpus))
+            current = ctx.cost_s(dim)
+            if repaired is not None and current:
+                message += (f"; with its links up, {GROUP_NAMES[dim]} communication would take "
+                            f"{(1 - repaired / current) * 100:.0f}% less time per step")
+        findings.append(Finding(health_finding.code, health_finding.severity, dim, tuple(ranks[:MAX_FINDING_RANKS]),
+                                message, "", ctx.cost_s(dim) if dim else None, repaired, health_finding.fix))
+    return findings
+
+
+def _cost_with_links_repaired(ctx: _Context, dim: str, hostname: str, gpus: set[int]) -> float | None:
+    """`dim`'s time per step if the NVLink pairs of `gpus` on `hostname` had the count the other pairs have."""
+    repaired: dict[int, Host] = {}
+    for host in ctx.placement.hosts:
+        if host.hostname != hostname or id(host) in repaired:
+            continue
+        short = {position for position, gpu in enumerate(host.gpus) if gpu.index in gpus}
+        full = max((link.nvlink_count for link in host.links if link.kind is LinkKind.NVLINK
+                    and link.a not in short and link.b not in short), default=0)
+        if not full:
+            return None
+        links = tuple(replace(link, nvlink_count=full) if link.kind is LinkKind.NVLINK and {link.a, link.b} & short else link
+                      for link in host.links)
+        repaired[id(host)] = replace(host, links=links)
+    placement = replace(ctx.placement, hosts=tuple(repaired.get(id(host), host) for host in ctx.placement.hosts))
+    costs = step_costs({dim: ctx.groups[dim]}, GroupPricer(placement, ctx.pricer.model),
+                       [item for item in ctx.traffic if item.dim == dim])
+    return costs[0].time_s if costs else None

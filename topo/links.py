@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topo.model import Gpu, Host, Link, LinkKind
+from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Link, LinkKind, parse_link_token
 
 NVLINK_GBPS_PER_LINK: dict[int, float] = {2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
 """Spec bandwidth of one NVLink per direction, by generation (V100 6x25=150, A100 12x25=300,
@@ -158,3 +158,25 @@ def nvlink_pair_count(
         counts.append(counted if counted is not None else ports)
     switched = min(counts) if p2p_nvlink in (None, "OK") else 0
     return direct + switched
+
+
+def nearest_nics(host: Host, position: int) -> tuple[tuple[str, ...], str | None]:
+    """The NIC(s) on the closest PCIe path from GPU `position`, and that path's legend token."""
+    if position >= len(host.gpu_nic) or not host.nics:
+        return (), None
+    row = host.gpu_nic[position]
+    ranked: dict[str, int] = {kind.value: rank for rank, kind in enumerate(PCIE_KINDS_NEAR_TO_FAR)}
+    best: int | None = None
+    for token in row:
+        try:
+            kind, _ = parse_link_token(token)
+        except ValueError:
+            continue
+        rank = ranked.get(kind.value)
+        if rank is not None and (best is None or rank < best):
+            best = rank
+    if best is None:
+        return (), None
+    token = PCIE_KINDS_NEAR_TO_FAR[best].value
+    names = tuple(nic.name for nic, cell in zip(host.nics, row, strict=False) if cell == token)
+    return names, token

@@ -209,6 +209,10 @@ class Capabilities:
     """Host facts that decide which transports collectives can use."""
 
     iommu_enabled: bool | None = None
+    iommu_mode: str | None = None
+    """Translation of the IOMMU's default domain (`/sys/kernel/iommu_groups/*/type`): `identity`
+    (passthrough, `iommu=pt`: peer traffic untouched) or `DMA` / `DMA-FQ` (translated: peer-to-peer
+    goes up to the root complex); None when not read or no IOMMU."""
     gpudirect_rdma: bool | None = None
     """True when `nvidia_peermem` (or the legacy `nv_peer_mem`) is loaded."""
     nvlink_fabric: str | None = None
@@ -368,6 +372,61 @@ class Measurements:
 
 
 @dataclass(frozen=True)
+class LinkCounters:
+    """Traffic on one NVLink over one recording interval (GB/s)."""
+
+    link: int
+    tx_gbps: float | None = None
+    rx_gbps: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuCounters:
+    """One GPU's live counters at one moment of a recording (rates in GB/s over the interval before it)."""
+
+    index: int
+    """NVML index."""
+    nvlink_tx_gbps: float | None = None
+    nvlink_rx_gbps: float | None = None
+    links: tuple[LinkCounters, ...] = ()
+    nvlink_errors: tuple[tuple[str, int], ...] = ()
+    """Cumulative NVLink error totals by kind (`crc_flit`, `crc_data`, `replay`, `recovery`)."""
+    pcie_tx_gbps: float | None = None
+    pcie_rx_gbps: float | None = None
+    pcie_gen_current: int | None = None
+    pcie_width_current: int | None = None
+    sm_clock_mhz: int | None = None
+    memory_clock_mhz: int | None = None
+
+
+@dataclass(frozen=True)
+class CounterSample:
+    """Every GPU's counters at one moment of a recording."""
+
+    t_s: float
+    """Seconds since the recording's first reading."""
+    gpus: tuple[GpuCounters, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Live counters of one host read at a fixed interval (`linkscope record`): real data, replayed as recorded."""
+
+    hostname: str
+    started: str | None = None
+    """ISO 8601 time of the first reading."""
+    interval_s: float = 1.0
+    samples: tuple[CounterSample, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+    """What could not be read while recording (first occurrence of each)."""
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds from the first to the last reading."""
+        return self.samples[-1].t_s - self.samples[0].t_s if self.samples else 0.0
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything linkscope knows about a machine (or cluster): the currency of the tool."""
 
@@ -380,6 +439,8 @@ class Snapshot:
     """Free-form key/value facts, e.g. a sample's description and its public sources."""
     gaps: tuple[Gap, ...] = ()
     measurements: Measurements | None = None
+    recording: Recording | None = None
+    """Live counters recorded on the first host (`linkscope record`), when any."""
     schema: int = SCHEMA_VERSION
 
     @property

@@ -47,6 +47,10 @@ NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
 
 NVML_NVLINK_MAX_LINKS = 36
+NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
+"""`nvmlClockType_t` values (GRAPHICS 0, SM 1, MEM 2, VIDEO 3)."""
+DEFAULT_CLOCKS_MHZ = (1980, 2619)
+"""Current SM and memory clocks an idle-then-busy H100 SXM reports at its boost (MHz)."""
 
 _ERROR_CLASS_NAMES = {
     NVML_ERROR_UNINITIALIZED: "NVMLError_Uninitialized",
@@ -283,6 +287,8 @@ class FakeNvml:
         self._touched: set[int] = set()
         self.describing = False
         """Set by the description writer: calls skip faults, hangs, delays and call counting."""
+        self.clocks_mhz: dict[int, tuple[int, int]] = {}
+        """(SM, memory) MHz per GPU index that `nvmlDeviceGetClockInfo` reports (default DEFAULT_CLOCKS_MHZ)."""
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, quirks: DriverQuirks | None = None) -> FakeNvml:
@@ -522,6 +528,15 @@ class FakeNvml:
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
         self._enter("nvmlDeviceGetMaxPcieLinkWidth", handle)
         return int(self._need(self._gpu(handle).pcie_width_max))
+
+    def nvmlDeviceGetClockInfo(self, handle: FakeHandle, clock_type: int) -> int:
+        self._enter("nvmlDeviceGetClockInfo", handle)
+        sm_mhz, memory_mhz = self.clocks_mhz.get(handle.index, DEFAULT_CLOCKS_MHZ)
+        if clock_type == NVML_CLOCK_SM:
+            return sm_mhz
+        if clock_type == NVML_CLOCK_MEM:
+            return memory_mhz
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
 
     def nvmlDeviceGetPcieThroughput(self, handle: FakeHandle, counter: int) -> int:
         self._enter("nvmlDeviceGetPcieThroughput", handle)

@@ -126,6 +126,8 @@ def build_sysfs(root: Path, host: Host) -> Path:
         groups.mkdir(parents=True, exist_ok=True)
         if caps.iommu_enabled:
             (groups / "0" / "devices").mkdir(parents=True, exist_ok=True)
+            if caps.iommu_mode:
+                _write(groups / "0" / "type", caps.iommu_mode)
     if caps.gpudirect_rdma is not None:
         modules = tree.sys / "module"
         (modules / "nvidia").mkdir(parents=True, exist_ok=True)

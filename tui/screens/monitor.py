@@ -1,7 +1,9 @@
 """Monitor: live NVLink and PCIe throughput, error-counter deltas and PCIe link state per GPU.
 
 A thread worker reads the sampler once a second and posts each reading; on a recording (a sample
-or a file) there are no live counters, and the tab says so instead of showing numbers.
+or a file) there are no live counters, and the tab says so instead of showing numbers. A snapshot
+that carries a `linkscope record` recording is replayed at its recorded pace, saying so: those are
+real counters of the box that recorded them, not of this machine now.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
@@ -92,6 +95,9 @@ class MonitorView(Vertical):
         self.live = False
         """Set by the app: True when the snapshot is this machine now (else there are no counters to read)."""
         self._selected = 0
+        self._replay: list[LiveReading] = []
+        self._replay_at = 0
+        self._replay_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for a snapshot...", id="monitor-status", markup=False)
@@ -112,6 +118,11 @@ class MonitorView(Vertical):
         self.reading = None
         self.query_one("#monitor-gpus", DataTable).clear()
         self.query_one("#monitor-links", DataTable).clear()
+        self._stop_replay()
+        if not self.live and snapshot.recording is not None and snapshot.recording.samples:
+            self.workers.cancel_group(self, "live")
+            self._start_replay(snapshot)
+            return
         if not self.live:
             self.workers.cancel_group(self, "live")
             recording = snapshot.source or "this snapshot"
@@ -147,6 +158,59 @@ class MonitorView(Vertical):
         finally:
             feed.close()
 
+    def _start_replay(self, snapshot: Snapshot) -> None:
+        """Show the recording's first reading now and the next ones at the recorded interval."""
+        from probes.record import replay_readings
+
+        recording = snapshot.recording
+        assert recording is not None
+        fallback = snapshot.hosts[0] if snapshot.hosts else None
+        host = next((h for h in snapshot.hosts if h.hostname == recording.hostname), fallback)
+        self._replay = replay_readings(recording, host)
+        self._replay_at = 0
+        self._show_replayed()
+        if len(self._replay) > 1:
+            self._replay_timer = self.set_interval(recording.interval_s, self._next_replayed)
+
+    def _stop_replay(self) -> None:
+        if self._replay_timer is not None:
+            self._replay_timer.stop()
+            self._replay_timer = None
+        self._replay = []
+
+    def _next_replayed(self) -> None:
+        if self._replay_at + 1 >= len(self._replay):
+            if self._replay_timer is not None:
+                self._replay_timer.stop()
+                self._replay_timer = None
+            return
+        self._replay_at += 1
+        self._show_replayed()
+
+    def _show_replayed(self) -> None:
+        recording = self.snapshot.recording if self.snapshot is not None else None
+        if recording is None or not self._replay:
+            return
+        reading = self._replay[self._replay_at]
+        self._show_reading(reading)
+        ended = self._replay_at + 1 == len(self._replay)
+        status = plain(f"Replaying a recording of {recording.hostname} (started {recording.started or '?'}, "
+                       f"{len(self._replay)} readings every {recording.interval_s:g} s): t = {reading.timestamp_s:g} s, "
+                       f"reading {self._replay_at + 1} of {len(self._replay)}{' - end of recording' if ended else ''}")
+        status.append("   recorded counters of that box, not this machine now", style="bold")
+        self.query_one("#monitor-status", Static).update(status, layout=False)
+
+    def _show_reading(self, reading: LiveReading) -> None:
+        """Redraw both tables from `reading`, keeping the selected row."""
+        self.reading = reading
+        table: DataTable[Text] = self.query_one("#monitor-gpus", DataTable)
+        row = table.cursor_row
+        table.clear()
+        table.add_rows(gpu_row(gpu) for gpu in reading.gpus)
+        if 0 <= row < table.row_count:
+            table.move_cursor(row=row, animate=False)
+        self._show_links()
+
     def on_live_unavailable(self, message: LiveUnavailable) -> None:
         """Say why there are no live numbers; show the PCIe link state the snapshot recorded, if any."""
         message.stop()
@@ -163,18 +227,11 @@ class MonitorView(Vertical):
     def on_live_reading_arrived(self, message: LiveReadingArrived) -> None:
         """Redraw both tables from the new reading, keeping the selected row."""
         message.stop()
-        self.reading = message.reading
         host = self.snapshot.host.hostname if self.snapshot is not None and self.snapshot.hosts else "this machine"
         status = plain(f"Live counters of {host} in GB/s, every {self.interval_s:g} s")
         status.append("   '<' marks a PCIe link below its maximum (an idle GPU may train down; width below max is a fault)")
         self.query_one("#monitor-status", Static).update(status, layout=False)
-        table: DataTable[Text] = self.query_one("#monitor-gpus", DataTable)
-        row = table.cursor_row
-        table.clear()
-        table.add_rows(gpu_row(gpu) for gpu in message.reading.gpus)
-        if 0 <= row < table.row_count:
-            table.move_cursor(row=row, animate=False)
-        self._show_links()
+        self._show_reading(message.reading)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "monitor-gpus":

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.tree import TreeNode
 
 from probes.identity import IdentityTable, identity_table
+from topo.health import HealthContext, run_health
 from topo.model import Gpu, Host, Nic, Snapshot
 from topo.sizes import format_size_bytes
 from tui.text import plain
@@ -35,12 +36,14 @@ def _insert(root: _Bridge, path: tuple[str, ...], device: Gpu | Nic) -> None:
     node.devices.append(device)
 
 
-def _device_label(device: Gpu | Nic) -> Text:
+def _device_label(device: Gpu | Nic, health: dict[int, list[str]]) -> Text:
     if isinstance(device, Gpu):
         text = plain(f"GPU{device.index} ", "bold")
         text.append(device.name or "GPU")
         if device.pci_bus_id:
             text.append(f"  {device.pci_bus_id}")
+        if health.get(device.index):
+            text.append("  ! " + ", ".join(health[device.index]), style="bold reverse")
         return text
     text = plain(f"NIC {device.name}", "bold")
     details = [
@@ -53,17 +56,29 @@ def _device_label(device: Gpu | Nic) -> Text:
     return text
 
 
-def _add_bridge(tree_node: TreeNode[str], bridge: _Bridge) -> None:
+def _add_bridge(tree_node: TreeNode[str], bridge: _Bridge, health: dict[int, list[str]]) -> None:
     for bus_id, child in bridge.children.items():
         kind = "host bridge" if bus_id.startswith("pci") else "bridge"
         branch = tree_node.add(plain(f"{kind} {bus_id}"), expand=True)
-        _add_bridge(branch, child)
+        _add_bridge(branch, child, health)
     for device in bridge.devices:
-        tree_node.add_leaf(_device_label(device))
+        tree_node.add_leaf(_device_label(device, health))
 
 
-def fill_tree(tree: PlainTree, host: Host) -> None:
-    """Rebuild `tree` for `host`: one branch per NUMA node (and one for devices of unknown node)."""
+def health_codes(snapshot: Snapshot, host: Host) -> dict[int, list[str]]:
+    """The `linkscope doctor` codes (hardware and platform rules) of each GPU of `host`, by NVML index."""
+    codes: dict[int, list[str]] = {}
+    for finding in run_health(HealthContext(snapshot)):
+        if finding.host == host.hostname:
+            for index in finding.gpus:
+                codes.setdefault(index, []).append(finding.code)
+    return codes
+
+
+def fill_tree(tree: PlainTree, host: Host, health: dict[int, list[str]] | None = None) -> None:
+    """Rebuild `tree` for `host`: one branch per NUMA node (and one for devices of unknown node); GPUs with
+    health findings carry their codes."""
+    health = health or {}
     tree.clear()
     tree.root.set_label(plain(host.hostname or "host", "bold"))
     by_numa: dict[int | None, _Bridge] = {}
@@ -79,9 +94,9 @@ def fill_tree(tree: PlainTree, host: Host) -> None:
             label.append(
                 f"  CPUs {info.cpus or '?'}  memory {format_size_bytes(info.memory_bytes) if info.memory_bytes else '?'}"
             )
-        _add_bridge(tree.root.add(label, expand=True), by_numa.get(node_id, _Bridge()))
+        _add_bridge(tree.root.add(label, expand=True), by_numa.get(node_id, _Bridge()), health)
     if None in by_numa:
-        _add_bridge(tree.root.add(plain("NUMA node unknown", "bold"), expand=True), by_numa[None])
+        _add_bridge(tree.root.add(plain("NUMA node unknown", "bold"), expand=True), by_numa[None], health)
     tree.root.expand()
 
 
@@ -130,14 +145,19 @@ class TopologyView(Vertical):
         if not self.is_mounted or self.snapshot is None or not self.snapshot.hosts:
             return
         host = self.snapshot.hosts[min(self.host_index, len(self.snapshot.hosts) - 1)]
-        fill_tree(self.query_one(PlainTree), host)
+        health = health_codes(self.snapshot, host)
+        fill_tree(self.query_one(PlainTree), host, health)
         table: DataTable[Text] = self.query_one("#identity-table", DataTable)
         table.clear(columns=True)
         table.add_columns(*IDENTITY_COLUMNS)
         probed_here = self.snapshot.source == "probe"
         identity = identity_table(host, None if probed_here else {})
         table.add_rows(identity_rows(identity))
-        self.query_one("#identity-note", Static).update(plain(identity_note(identity, probed_here)))
+        note = identity_note(identity, probed_here)
+        if health:
+            flagged = "; ".join(f"GPU{index} {', '.join(codes)}" for index, codes in sorted(health.items()))
+            note += f" Health (linkscope doctor for evidence and fixes): {flagged}."
+        self.query_one("#identity-note", Static).update(plain(note))
 
     def action_next_host(self) -> None:
         """Show the next host of a multi-host snapshot."""

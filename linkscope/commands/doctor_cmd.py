@@ -1,0 +1,162 @@
+"""`linkscope doctor [SOURCE]`: is this box healthy? Degraded links, PCIe, NUMA placement, settings, environment.
+
+Exit status as `check`: 0 no finding at or above `--fail-on` (default warning), 1 there is one, 2 bad input.
+`--json` prints `findings`, each with `code`, `severity`, `gpus` (NVML indices; `host:index` on a
+cluster snapshot), `message`, `evidence` and `fix`, plus `source`, `hosts` and `looked_at`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from linkscope.source import add_source_argument, open_source
+from topo.errors import InputError
+from topo.health import HealthContext, HealthFinding, run_health
+from topo.model import Host, Snapshot
+from topo.severity import SEVERITIES, reaches
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+NCCL_PREFIXES = ("NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+"""Environment variables doctor reads (and lists as looked at)."""
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `doctor` subcommand."""
+    parser = subparsers.add_parser(
+        "doctor",
+        help="health check of a machine: degraded NVLink/PCIe, NUMA placement, P2P/IOMMU/MIG, NCCL environment",
+        description=(
+            "Look for what makes collectives slower than the hardware allows: a GPU with fewer NVLinks up than\n"
+            "its peers (NV16 among NV18), NVLink ports down, error counters growing during a `linkscope record`\n"
+            "recording, an NVSwitch fabric not ready, a PCIe link narrower than it can be (or a slower generation\n"
+            "while moving data: an idle GPU at Gen1 is normal), a GPU whose nearest NIC is on another NUMA node,\n"
+            "this process bound away from its GPU, P2P off where it could be on, a translating IOMMU, MIG, a\n"
+            "missing nvidia_peermem, NCCL_* / CUDA_VISIBLE_DEVICES settings that change NCCL's paths, and with\n"
+            "--baseline whatever got worse since a known-good snapshot. Each finding has evidence and a fix."
+        ),
+        epilog=(
+            "examples:\n"
+            "  linkscope doctor sample:dgx-h100-degraded\n"
+            "  linkscope doctor box.json --baseline box-last-week.json --json\n"
+            "  linkscope doctor recording.json --env-file job.env\n"
+            "  linkscope doctor            (this machine, this process's environment and CPU binding)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_source_argument(parser)
+    parser.add_argument("--measurements", default=None, metavar="FILE",
+                        help="measurements (linkscope bench/import -o, or raw nccl-tests/nvbandwidth output) to judge; "
+                        "default: those the snapshot carries")
+    parser.add_argument("--baseline", default=None, metavar="SNAPSHOT",
+                        help="a known-good snapshot of this machine (or of one of its kind): report what got worse")
+    parser.add_argument("--env-file", default=None, metavar="FILE",
+                        help="KEY=VALUE lines to judge instead of this process's environment (e.g. the job's env)")
+    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
+                        help="exit 1 when a finding is at or above this severity (default warning)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (findings, looked_at...)")
+    parser.set_defaults(run=run)
+
+
+def _environment(env_file: str | None) -> tuple[dict[str, str], str]:
+    if env_file is None:
+        return dict(os.environ), "this process's environment"
+    from topo.health.environment import parse_env_file
+    from topo.sources import read_text_file
+
+    return parse_env_file(read_text_file(env_file), env_file), env_file
+
+
+def cuda_order(host: Host, env: Mapping[str, str]) -> tuple[int, ...] | None:
+    """NVML indices in the order CUDA numbers the GPUs under `env`; None when that is every GPU in NVML order."""
+    from probes.identity import identity_table
+
+    rows = [row for row in identity_table(host, env).rows if row.cuda_index is not None]
+    order = tuple(row.nvml_index for row in sorted(rows, key=lambda row: row.cuda_index or 0))
+    return None if order == tuple(gpu.index for gpu in host.gpus) else order
+
+
+def _local_rank(env: Mapping[str, str], env_name: str) -> int | None:
+    value = env.get("LOCAL_RANK")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(f"LOCAL_RANK={value!r} in {env_name} is not a number") from None
+
+
+def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
+    """The rules' context from the flags, and lines that say what was looked at."""
+    from linkscope.files import load_measurements
+    from topo.sources import load_source
+
+    measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
+    baseline = load_source(args.baseline) if args.baseline else None
+    env, env_name = _environment(args.env_file)
+    looked_at = []
+    for host in snapshot.hosts:
+        models = sorted({gpu.name for gpu in host.gpus if gpu.name})
+        looked_at.append(f"Host {host.hostname}: {len(host.gpus)} GPU(s){' (' + ', '.join(models) + ')' if models else ''}, "
+                         f"{len(host.nics)} NIC(s), {len(host.numa_nodes)} NUMA node(s)   [{snapshot.source or 'snapshot'}]")
+    looked_at += [f"Note: {value}" for key, value in snapshot.meta if key == "note"]
+    if snapshot.gaps:
+        looked_at.append(f"Not read: {len(snapshot.gaps)} item(s) (`linkscope probe` or `show` lists them); "
+                         "rules that need them stay silent")
+    if snapshot.recording is not None:
+        recording = snapshot.recording
+        looked_at.append(f"Recording: {len(recording.samples)} readings over {recording.duration_s:g} s of "
+                         f"{recording.hostname}")
+    if measurements is not None:
+        looked_at.append(f"Measurements: {measurements.source}")
+    if baseline is not None:
+        looked_at.append(f"Baseline: {args.baseline}")
+    steering = sorted(name for name in env if name.startswith(NCCL_PREFIXES))
+    looked_at.append(f"Environment ({env_name}): {', '.join(steering) if steering else 'no NCCL_* or CUDA_* variables'}")
+    binding = None
+    if args.source is None and hasattr(os, "sched_getaffinity"):
+        binding = frozenset(os.sched_getaffinity(0))
+        looked_at.append(f"This process may run on {len(binding)} CPU(s)")
+    context = HealthContext(
+        snapshot=snapshot,
+        measurements=measurements,
+        baseline=baseline,
+        env=env,
+        cuda_order=cuda_order(snapshot.host, env) if snapshot.hosts else None,
+        cpu_binding=binding,
+        local_rank=_local_rank(env, env_name),
+    )
+    return context, looked_at
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run every health rule and print the findings; exit 1 when one reaches --fail-on."""
+    snapshot = open_source(args.source)
+    context, looked_at = build_context(args, snapshot)
+    findings = run_health(context)
+    qualified = len(snapshot.hosts) > 1
+    if args.json:
+        json.dump(doctor_json(snapshot, findings, looked_at, qualified), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from linkscope.render.console import table_console
+        from linkscope.render.doctor_view import doctor_view
+
+        table_console().print(doctor_view(findings, looked_at, qualified))
+    return EXIT_FINDINGS if reaches((finding.severity for finding in findings), args.fail_on) else EXIT_OK
+
+
+def doctor_json(snapshot: Snapshot, findings: tuple[HealthFinding, ...], looked_at: list[str],
+                qualified: bool) -> dict[str, Any]:
+    """The `doctor --json` object."""
+    return {
+        "source": snapshot.source,
+        "hosts": [host.hostname for host in snapshot.hosts],
+        "looked_at": looked_at,
+        "findings": [finding.to_json(qualified) for finding in findings],
+    }
