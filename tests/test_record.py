@@ -59,7 +59,7 @@ def test_readings_at_every_interval_with_rates_errors_and_clocks(tmp_path: Path)
     assert clock.slept == [1.0, 1.0, 1.0]
     gpu = recording.samples[2].gpus[5]
     assert gpu.nvlink_tx_gbps == pytest.approx(180.0, rel=1e-6) and len(gpu.links) == 18
-    assert dict(gpu.nvlink_errors)["replay"] == 4
+    assert dict(gpu.nvlink_errors)["replay"] == 2 * 2 * 18, "2 errors a second on each of 18 links, over 2 s"
     assert (gpu.sm_clock_mhz, gpu.memory_clock_mhz) == (1980, 2619)
     assert (gpu.pcie_gen_current, gpu.pcie_width_current) == (5, 16)
     assert recorded.host.gpus[0].name == "NVIDIA H100 80GB HBM3", "the recording sits in this machine's snapshot"
@@ -70,7 +70,8 @@ def test_doctor_reads_error_growth_from_a_recording(tmp_path: Path) -> None:
     growing, _, _, _ = _record(tmp_path / "a", "dgx-h100", errors_per_s=5)
     finding = next(f for f in run_health(HealthContext(growing)) if f.code == "nvlink-errors-growing")
     assert finding.gpus == tuple(range(8))
-    assert finding.evidence[0] == "GPU0: crc_data +15, crc_flit +15, recovery +15, replay +15 in 3 s"
+    # 5 errors a second on each of the 18 links, for 3 s
+    assert finding.evidence[0] == "GPU0: crc +270, recovery +270, replay +270 in 3 s"  # the per-link error fields
     quiet, _, _, _ = _record(tmp_path / "b", "dgx-h100")
     assert "nvlink-errors-growing" not in [f.code for f in run_health(HealthContext(quiet))]
 
@@ -84,7 +85,8 @@ def test_recording_survives_json_and_replays_as_live_readings(tmp_path: Path) ->
     assert [reading.interval_s for reading in readings] == [None, 1.0, 1.0, 1.0]
     gpu3 = readings[1].gpus[3]
     assert gpu3.nvlink_tx_gbps == pytest.approx(16.0, rel=1e-6)
-    assert dict(gpu3.nvlink_error_deltas) == {"crc_flit": 1, "crc_data": 1, "replay": 1, "recovery": 1}
+    # GPU3 of the degraded sample has 16 links up, each counting one error of each kind a second
+    assert dict(gpu3.nvlink_error_deltas) == {"crc": 16, "replay": 16, "recovery": 16}
     assert (gpu3.pcie_width_current, gpu3.pcie_width_max, gpu3.pcie_downgraded) == (8, 16, True)
 
 

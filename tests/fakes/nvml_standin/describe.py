@@ -20,6 +20,8 @@ from fakes.fake_nvml import (
     _FI_LEGACY_ERROR_TOTALS,
     _FI_NVLINK5_COUNTS,
     MAX_MIG_DEVICES,
+    NVML_CLOCK_MEM,
+    NVML_CLOCK_SM,
     NVML_ERROR_NOT_SUPPORTED,
     NVML_NVLINK_MAX_LINKS,
     SCOPE_ALL_LINKS,
@@ -103,6 +105,8 @@ def _describe_gpu(fake: FakeNvml, out: _Writer, handle: FakeHandle) -> None:
         ask(function)
     for counter in (0, 1):
         ask("nvmlDeviceGetPcieThroughput", counter, suffix=f".{counter}")
+    for clock in (NVML_CLOCK_SM, NVML_CLOCK_MEM):
+        ask("nvmlDeviceGetClockInfo", clock, suffix=f".{clock}")
     out.answer(f"nvmlDeviceGetGpuFabricInfoV.{device}", lambda: _fabric(fake, handle))
     ask("nvmlDeviceGetComputeRunningProcesses", encode=lambda processes: str(len(processes)))
     for link in range(NVML_NVLINK_MAX_LINKS):

@@ -419,6 +419,14 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsig
     return code;
 }
 
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *clock) {
+    char value[64], suffix[16];
+    snprintf(suffix, sizeof suffix, ".%d", type);
+    nvmlReturn_t code = device_answer("nvmlDeviceGetClockInfo", device, suffix, value, sizeof value);
+    if (code == SUCCESS) *clock = (unsigned int)strtoul(value, NULL, 10);
+    return code;
+}
+
 #ifndef LINKSCOPE_OLD_DRIVER
 nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v2_t *info) {
     char value[64];
