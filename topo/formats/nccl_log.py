@@ -1,0 +1,532 @@
+"""Read NCCL's own `NCCL_DEBUG=INFO` log: version, ranks, communicators, rings, trees, connections.
+
+Logs come from one or many ranks and hosts, with or without launcher prefixes (cleaned by
+:mod:`topo.formats.lines`), interleaved with the program's own output, sometimes with two
+processes' lines fused or a last line cut short. Every line that NCCL wrote and that reads
+cleanly is used; a line that looks like NCCL's but cannot be read is skipped and counted, never
+guessed at. The reader streams: memory grows with the number of distinct ranks and connections,
+not with the size of the log.
+
+Message formats, as NCCL prints them across versions (facts from its source and real logs):
+- prefix `host:pid:tid [cudaDev] NCCL INFO ...`; warnings `host:pid:tid [cudaDev] file.cc:123 NCCL WARN ...`;
+- `NCCL version 2.23.4+cuda12.4` (sometimes with no prefix at all, printed by rank 0);
+- `comm 0x... rank R nranks N cudaDev D nvmlDev M busId B commId 0x... - Init START|COMPLETE`
+  and `comm 0x... rank R nRanks N nNodes K localRanks L localRank l MNNVL m`;
+- ring orders `Channel 00/24 :    0   1   2` (2.7+) and `Ring 00 : 0 1 2 3` (2.4-2.6); the
+  newer `Ring 00 : 7 -> 0 -> 1` is previous -> rank -> next, not an order;
+- `Trees [0] 1/4/-1->0->-1 [1] ...`: children / this rank / parent per channel;
+- connections `Channel 00/1 : 3[1] -> 4[0] [send] via NET/IB/0(2)/GDRDMA`, `Channel 00 :
+  11[3e000] -> 9[1b000] via P2P/direct pointer`, `Ring 00 : 3[3] -> 2[2] via P2P/IPC`,
+  `Ring 00 : 43 -> 44 [receive] via NET/Socket/0`: the bracket holds a bus id (hex, 2.5-2.18)
+  or a device index (2.4, and nvmlDev from 2.19); `[receive]` lines are printed by the receiver;
+  `CollNet 00/0 : 4 [receive] via COLLNET/SHARP/0/GDRDMA` names one rank;
+- `NCCL_X set by environment to V.` and `NCCL_IB_HCA set to V`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from topo.errors import InputError
+from topo.formats.lines import Line, iter_clean_lines
+
+TRANSPORTS: tuple[str, ...] = ("P2P", "SHM", "NET", "NVLS", "COLLNET")
+"""Transport classes of the JSON contract, from the first word after `via`."""
+
+MAX_LINE_BYTES = 64 * 1024
+"""Longer lines are skipped (counted) without being held whole."""
+MAX_STDIN_BYTES = 1024 * 1024 * 1024
+"""Standard input is refused past this size (a file is streamed with no limit)."""
+MAX_KEPT_MESSAGES = 200
+"""Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
+MAX_RANK = 10_000_000
+UNREADABLE = "\x00"
+"""Marks a raw line that could not be decoded or was too long (NUL never survives the binary check)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rank:
+    """One rank of one communicator and what the log says about it (None where it says nothing)."""
+
+    comm: str | None
+    rank: int
+    host: str | None = None
+    pid: int | None = None
+    cuda_dev: int | None = None
+    nvml_dev: int | None = None
+    bus_id: str | None = None
+    """PCI bus id as NCCL prints it (hex, e.g. `1b000` for 0000:1b:00.0), lower case."""
+    device_index: int | None = None
+    """The small number in a connection line's bracket: cudaDev in old versions, nvmlDev in new ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One connection NCCL set up: `src` sends to `dst` on `channel` over `transport`."""
+
+    comm: str | None
+    src: int
+    dst: int | None
+    """None for a CollNet line, which names one rank only."""
+    channel: int
+    transport: str
+    detail: str
+    """What NCCL printed after `via`, e.g. `NET/IB/0(2)/GDRDMA`, `P2P/CUMEM/read`."""
+    side: str | None
+    """`send` or `receive` for network lines (each side prints its own), else None."""
+    line: int
+    """First line that showed it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Communicator:
+    """A communicator: its id (`commId` hash, or the rank count when no id was printed) and size."""
+
+    key: str
+    nranks: int | None
+    nnodes: int | None
+    rings: tuple[tuple[int, tuple[int, ...]], ...]
+    """(channel, rank order) per ring channel."""
+    trees: tuple[tuple[int, int, tuple[int, ...], int], ...]
+    """(rank, channel, children, parent) with -1 for none, as `Trees` lines say."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A warning or error line: its text (after NCCL's prefix), the host that wrote it, where it first was, how often."""
+
+    text: str
+    host: str | None
+    line: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class NcclLog:
+    """Everything read from one log."""
+
+    name: str
+    version: str | None
+    communicators: tuple[Communicator, ...]
+    ranks: tuple[Rank, ...]
+    edges: tuple[Edge, ...]
+    env: tuple[tuple[str, str], ...]
+    """(variable, value) NCCL reported as set by the environment, first value of each."""
+    warnings: tuple[Message, ...]
+    errors: tuple[Message, ...]
+    lines: int
+    nccl_lines: int
+    skipped_lines: tuple[int, ...]
+    """Numbers of lines that looked like NCCL's but could not be read (the first MAX_KEPT_MESSAGES)."""
+    skipped_count: int
+
+
+_MARKER = re.compile(r"NCCL (INFO|WARN) ?")
+_PREFIX = re.compile(
+    r"(?:(?P<host>[^\s:\[\]|]{1,255}):(?P<pid>\d{1,10}):\d{1,10} )?\[(?P<dev>\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?\Z"
+)
+_SIZE_KEY = " ranks"
+"""A communicator whose commId the log never shows is keyed by its size, e.g. `16 ranks`."""
+_PREFIX_WINDOW = 400
+"""How far before `NCCL INFO` NCCL's own prefix is looked for (keeps the search linear on long lines)."""
+_VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
+_INIT = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<nranks>\d{1,7}) cudaDev (?P<cuda>\d{1,4})"
+    r"(?: nvmlDev (?P<nvml>\d{1,4}))?(?: busId (?P<bus>[0-9a-fA-F]{1,16}))?(?: commId (?P<cid>0x[0-9a-fA-F]{1,16}))?"
+)
+_COMM = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
+)
+_CONNECTION = re.compile(
+    r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
+    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
+)
+_COLLNET = re.compile(r"CollNet (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z")
+_RING_ORDER = re.compile(r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,4})? :(?P<order>(?: +\d{1,7}){1,65536})\Z")
+_TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,7}->-?\d{1,7}){1,1024})\Z")
+_TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
+_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
+_ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
+_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet) \d")
+_RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
+
+
+def read_nccl_log_stream(stream: BinaryIO, name: str, max_bytes: int | None = None) -> NcclLog:
+    """Read a log from a binary stream, one line at a time; InputError `name:line: ...` on a binary or empty input."""
+    return read_nccl_log_lines(_decoded_lines(stream, name, max_bytes), name)
+
+
+def read_nccl_log_text(text: str, name: str) -> NcclLog:
+    """Read a log held as text (tests, small inputs)."""
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError(f"{name}:{line}: binary data (a NUL byte), not a text log")
+    return read_nccl_log_lines(text.split("\n"), name)
+
+
+def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
+    """Read decoded raw lines (a line that is exactly :data:`UNREADABLE` counts as skipped)."""
+    reader = _Reader(name)
+    for line in iter_clean_lines(raw_lines):
+        reader.feed(line)
+    return reader.result()
+
+
+def _decoded_lines(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterator[str]:
+    """Lines of `stream` as text; undecodable or overlong lines become :data:`UNREADABLE`."""
+    total = 0
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        total += len(raw)
+        if max_bytes is not None and total > max_bytes:
+            raise InputError(f"{name}: input is larger than the {max_bytes // (1024 * 1024)} MiB limit")
+        if b"\x00" in raw:
+            raise InputError(f"{name}:{number}: binary data (a NUL byte), not a text log")
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(MAX_LINE_BYTES + 1)
+                total += len(raw)
+                if max_bytes is not None and total > max_bytes:
+                    raise InputError(f"{name}: input is larger than the {max_bytes // (1024 * 1024)} MiB limit")
+            yield UNREADABLE
+            continue
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            yield UNREADABLE
+
+
+class _Tally:
+    """How often one warning or error text was seen, and where first."""
+
+    __slots__ = ("host", "line", "count")
+
+    def __init__(self, host: str | None, line: int) -> None:
+        self.host = host
+        self.line = line
+        self.count = 1
+
+
+class _Reader:
+    """Accumulates what the lines say; :meth:`result` freezes it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.version: str | None = None
+        self.lines = 0
+        self.nccl_lines = 0
+        self.skipped: list[int] = []
+        self.skipped_count = 0
+        self.ranks: dict[tuple[str | None, int], dict[str, object]] = {}
+        self.edges: dict[tuple[str | None, int, int | None, int, str | None, str], int] = {}
+        self.comm_sizes: dict[str, tuple[int | None, int | None]] = {}
+        self.rings: dict[tuple[str | None, int], tuple[int, ...]] = {}
+        self.trees: dict[tuple[str | None, int, int], tuple[tuple[int, ...], int]] = {}
+        self.env: dict[str, str] = {}
+        self.warnings: dict[str, _Tally] = {}
+        self.errors: dict[str, _Tally] = {}
+        self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
+        """(host, pid, comm pointer) -> communicator key."""
+        self.aliases: dict[str, set[str]] = {}
+        """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
+        self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
+        """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+
+    def skip(self, number: int) -> None:
+        self.skipped_count += 1
+        if len(self.skipped) < MAX_KEPT_MESSAGES:
+            self.skipped.append(number)
+
+    def feed(self, line: Line) -> None:
+        self.lines += 1
+        text = line.text
+        if text == UNREADABLE:
+            self.skip(line.number)
+            return
+        if "NCCL" not in text:
+            return
+        marker = _MARKER.search(text)
+        if marker is None:
+            if self.version is None:
+                version = _VERSION.search(text)
+                if version is not None:
+                    self.version = version.group(1)
+                    self.nccl_lines += 1
+            return
+        if _MARKER.search(text, marker.end()) is not None:
+            self.skip(line.number)  # two processes' lines fused into one
+            return
+        prefix = _PREFIX.search(text, max(0, marker.start() - _PREFIX_WINDOW), marker.start())
+        if prefix is None and marker.start() > 0 and not text[marker.start() - 1].isspace():
+            self.skip(line.number)
+            return
+        self.nccl_lines += 1
+        host = prefix.group("host") if prefix is not None and prefix.group("host") else line.host
+        pid = int(prefix.group("pid")) if prefix is not None and prefix.group("pid") else None
+        dev = int(prefix.group("dev")) if prefix is not None else None
+        message = text[marker.end():]
+        if marker.group(1) == "WARN":
+            self.note(self.warnings, message.strip(), host, line.number)
+            return
+        self.info(message, host, pid, dev, line.number)
+
+    def note(self, table: dict[str, _Tally], text: str, host: str | None, number: int) -> None:
+        tally = table.get(text)
+        if tally is not None:
+            tally.count += 1
+        elif len(table) < MAX_KEPT_MESSAGES:
+            table[text] = _Tally(host, number)
+
+    def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
+        first = message[:1]
+        if first in ("C", "R"):
+            if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
+                return
+            if _CONNECTION_START.match(message) and not _RING_NEIGHBOURS.match(message):
+                self.skip(number)
+            return
+        if first == "T" and message.startswith("Trees"):
+            self.tree(message, host, pid, dev, number)
+            return
+        if "comm 0x" in message:
+            self.communicator(message, host, pid, dev)
+            return
+        if first == "N":
+            if message.startswith("NCCL version"):
+                version = _VERSION.match(message)
+                if version is not None and self.version is None:
+                    self.version = version.group(1)
+                return
+            if message.startswith("NCCL_"):
+                env = _ENV.match(message)
+                if env is not None:
+                    self.env.setdefault(env.group(1), env.group(2))
+                return
+        if " -> " in message and _ERROR_TRACE.match(message):
+            self.note(self.errors, message.strip(), host, number)
+
+    def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
+        """The communicator a line of (host, pid) about rank `printer` belongs to: the latest one that fits."""
+        for key, rank, nranks in reversed(self.process_comms.get((host, pid), ())):
+            if rank == printer and highest < nranks:
+                return key
+        return None
+
+    def rank_entry(self, comm: str | None, rank: int) -> dict[str, object]:
+        entry = self.ranks.get((comm, rank))
+        if entry is None:
+            entry = {}
+            self.ranks[(comm, rank)] = entry
+        return entry
+
+    def learn(self, comm: str | None, rank: int, **facts: object) -> None:
+        entry = self.rank_entry(comm, rank)
+        for key, value in facts.items():
+            if value is not None and key not in entry:
+                entry[key] = value
+
+    def communicator(self, message: str, host: str | None, pid: int | None, dev: int | None) -> None:
+        init = _INIT.search(message)
+        comm_line = _COMM.search(message) if init is None else None
+        match = init or comm_line
+        if match is None:
+            return
+        rank, nranks = int(match.group("rank")), int(match.group("nranks"))
+        if rank >= nranks or nranks > MAX_RANK:
+            return
+        pointer = match.group("ptr").lower()
+        key = self.pointer_comm.get((host, pid, pointer))
+        if init is not None and init.group("cid"):
+            comm_id = init.group("cid").lower()
+            if key is not None and key != comm_id and key.endswith(_SIZE_KEY):
+                self.aliases.setdefault(key, set()).add(comm_id)
+            key = comm_id
+        if key is None:
+            key = f"{nranks}{_SIZE_KEY}"
+        self.pointer_comm[(host, pid, pointer)] = key
+        known = self.process_comms.setdefault((host, pid), [])
+        if (key, rank, nranks) not in known:
+            known.append((key, rank, nranks))
+        old_size = self.comm_sizes.get(key, (None, None))
+        nnodes = int(comm_line.group("nnodes")) if comm_line is not None else old_size[1]
+        self.comm_sizes[key] = (nranks, nnodes)
+        if init is not None:
+            bus = init.group("bus")
+            self.learn(key, rank, host=host, pid=pid, cuda_dev=int(init.group("cuda")),
+                       nvml_dev=int(init.group("nvml")) if init.group("nvml") else None,
+                       bus_id=bus.lower() if bus else None)
+        else:
+            self.learn(key, rank, host=host, pid=pid, cuda_dev=dev)
+
+    def connection(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> bool:
+        match = _CONNECTION.match(message)
+        if match is not None:
+            src, dst = int(match.group("src")), int(match.group("dst"))
+            side = match.group("side")
+            if max(src, dst) > MAX_RANK:
+                return False
+            printer = dst if side == "receive" else src
+            comm = self.comm_of(host, pid, printer, max(src, dst))
+            self.learn(comm, printer, host=host, pid=pid, cuda_dev=dev)
+            for rank, bracket in ((src, match.group("sb")), (dst, match.group("db"))):
+                if bracket is not None:
+                    self.learn(comm, rank, **_bracket_facts(bracket))
+            self.add_edge(comm, src, dst, int(match.group("ch")), side, match.group("detail"), number)
+            return True
+        collnet = _COLLNET.match(message)
+        if collnet is not None:
+            rank = int(collnet.group("rank"))
+            comm = self.comm_of(host, pid, rank, rank)
+            self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
+            self.add_edge(comm, rank, None, int(collnet.group("ch")), collnet.group("side"), collnet.group("detail"), number)
+            return True
+        return False
+
+    def add_edge(self, comm: str | None, src: int, dst: int | None, channel: int, side: str | None,
+                 detail: str, number: int) -> None:
+        key = (comm, src, dst, channel, side, detail.rstrip())
+        if key not in self.edges:
+            self.edges[key] = number
+
+    def ring_order(self, message: str, host: str | None, pid: int | None) -> bool:
+        if "->" in message:
+            return False
+        match = _RING_ORDER.match(message)
+        if match is None:
+            return False
+        order = tuple(int(word) for word in match.group("order").split())
+        if len(set(order)) != len(order) or max(order) > MAX_RANK:
+            return False
+        comm = self.comm_of(host, pid, 0, max(order))
+        known = self.process_comms.get((host, pid))
+        if comm is None and known:
+            fitting = [key for key, _, nranks in known if nranks == len(order)]
+            comm = fitting[-1] if fitting else None
+        self.rings.setdefault((comm, int(match.group("ch"))), order)
+        return True
+
+    def tree(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
+        if _TREES.match(message) is None:
+            self.skip(number)
+            return
+        items = _TREE_ITEM.findall(message)
+        rank = int(items[0][4])
+        comm = self.comm_of(host, pid, rank, rank)
+        self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
+        for channel, child_a, child_b, child_c, _, parent in items:
+            children = tuple(int(child) for child in (child_a, child_b, child_c) if child != "-1")
+            self.trees.setdefault((comm, rank, int(channel)), (children, int(parent)))
+
+    def settle_communicators(self) -> None:
+        """Rename provisional keys that turned out to be one commId; give a fragment's unattributed
+        lines to the communicator when the log shows exactly one."""
+        rename: dict[str | None, str | None] = {key: next(iter(ids)) for key, ids in self.aliases.items() if len(ids) == 1}
+        known = {rename.get(key, key) for key in self.comm_sizes}
+        if len(known) == 1:
+            only = next(iter(known))
+            size = self.comm_sizes.get(only if only is not None else "", (None, None))[0]
+            highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
+            if size is None or highest < size:
+                rename[None] = only
+        if not rename:
+            return
+
+        def renamed(key: str | None) -> str | None:
+            return rename.get(key, key)
+
+        ranks: dict[tuple[str | None, int], dict[str, object]] = {}
+        for (comm, rank), facts in self.ranks.items():
+            merged = ranks.setdefault((renamed(comm), rank), {})
+            for name, value in facts.items():
+                merged.setdefault(name, value)
+        self.ranks = ranks
+        self.edges = {(renamed(key[0]), *key[1:]): number for key, number in self.edges.items()}
+        self.rings = {(renamed(comm), channel): order for (comm, channel), order in self.rings.items()}
+        self.trees = {(renamed(comm), rank, channel): tree for (comm, rank, channel), tree in self.trees.items()}
+        for key, target in rename.items():
+            if key is not None and target is not None and key in self.comm_sizes:
+                size = self.comm_sizes.pop(key)
+                self.comm_sizes[target] = (self.comm_sizes.get(target, size)[0], size[1] or self.comm_sizes.get(target, size)[1])
+
+    def result(self) -> NcclLog:
+        self.settle_communicators()
+        if self.nccl_lines == 0:
+            if self.skipped_count:
+                raise InputError(f"{self.name}:{self.skipped[0]}: no NCCL line reads cleanly "
+                                 f"({self.skipped_count} unreadable)")
+            raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
+        ranks = tuple(sorted((_rank(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
+                             key=lambda item: (item.comm or "", item.rank)))
+        edges = tuple(Edge(comm, src, dst, channel, _transport(detail), detail, side, number)
+                      for (comm, src, dst, channel, side, detail), number in self.edges.items())
+        comm_keys = sorted({key for key in self.comm_sizes} | {comm for comm, _ in self.rings if comm is not None})
+        communicators = tuple(
+            Communicator(
+                key=key,
+                nranks=self.comm_sizes.get(key, (None, None))[0],
+                nnodes=self.comm_sizes.get(key, (None, None))[1],
+                rings=tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm == key)),
+                trees=tuple(sorted((rank, channel, children, parent)
+                                   for (comm, rank, channel), (children, parent) in self.trees.items() if comm == key)),
+            )
+            for key in comm_keys
+        )
+        loose_rings = tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm is None))
+        loose_trees = tuple(sorted((rank, channel, children, parent)
+                                   for (comm, rank, channel), (children, parent) in self.trees.items() if comm is None))
+        if loose_rings or loose_trees:
+            communicators += (Communicator(key="?", nranks=None, nnodes=None, rings=loose_rings, trees=loose_trees),)
+        return NcclLog(
+            name=self.name, version=self.version, communicators=communicators, ranks=ranks,
+            edges=tuple(sorted(edges, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))),
+            env=tuple(self.env.items()),
+            warnings=_messages(self.warnings), errors=_messages(self.errors),
+            lines=self.lines, nccl_lines=self.nccl_lines,
+            skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count,
+        )
+
+
+def _bracket_facts(bracket: str) -> dict[str, object]:
+    """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
+    if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():
+        return {"device_index": int(bracket)}
+    return {"bus_id": bracket.lower()}
+
+
+def _transport(detail: str) -> str:
+    word = detail.split("/", 1)[0].strip().upper()
+    return word if word in TRANSPORTS else "NET" if word.startswith("NET") else word[:16]
+
+
+def _rank(comm: str | None, rank: int, facts: dict[str, object]) -> Rank:
+    def number(key: str) -> int | None:
+        value = facts.get(key)
+        return value if isinstance(value, int) else None
+
+    def text(key: str) -> str | None:
+        value = facts.get(key)
+        return value if isinstance(value, str) else None
+
+    return Rank(comm=comm, rank=rank, host=text("host"), pid=number("pid"), cuda_dev=number("cuda_dev"),
+                nvml_dev=number("nvml_dev"), bus_id=text("bus_id"), device_index=number("device_index"))
+
+
+def _messages(table: dict[str, _Tally]) -> tuple[Message, ...]:
+    return tuple(Message(text=text, host=tally.host, line=tally.line, count=tally.count) for text, tally in table.items())
+
+
+def bus_id_to_pci(bus_id: str) -> str:
+    """NCCL's compact bus id (`1b000`) as `nvidia-smi` spells it (`00000000:1B:00.0`)."""
+    digits = bus_id.rjust(5, "0")
+    function = digits[-1]
+    device = digits[-3:-1]
+    bus = digits[-5:-3]
+    domain = digits[:-5].rjust(8, "0")
+    return f"{domain}:{bus}:{device}.{function}".upper()
