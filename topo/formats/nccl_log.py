@@ -150,6 +150,7 @@ _TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,
 _TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
 _ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
+_CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL ?\Z")
 _CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet) \d")
 _RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
 
@@ -254,11 +255,12 @@ class _Reader:
             return
         marker = _MARKER.search(text)
         if marker is None:
-            if self.version is None:
-                version = _VERSION.search(text)
-                if version is not None:
-                    self.version = version.group(1)
-                    self.nccl_lines += 1
+            version = _VERSION.search(text) if self.version is None else None
+            if version is not None:
+                self.version = version.group(1)
+                self.nccl_lines += 1
+            elif _CUT_PREFIX.search(text):
+                self.skip(line.number)  # NCCL's prefix with the rest of the line cut off
             return
         if _MARKER.search(text, marker.end()) is not None:
             self.skip(line.number)  # two processes' lines fused into one
