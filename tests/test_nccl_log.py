@@ -69,7 +69,8 @@ EXPECTED: dict[str, Expected] = {
         hosts={11: "machine-1", 14: "machine-1", 13: "machine-1", 15: "machine-1",
                5: "machine-2", 1: "machine-2", 7: "machine-2"},
         transports={("P2P", None): 8, ("P2P", True): 3, ("NET", False): 2, ("NET", None): 1},
-        codes=(), skipped=1, bus_ids={11: "3e000", 9: "1b000", 7: "b2000", 14: "b1000", 0: "1a000"}),
+        codes=(), skipped=1, bus_ids={11: "3e000", 9: "1b000", 5: "89000", 7: "b2000", 14: "b1000", 1: "1b000", 0: "1a000",
+                 13: "89000", 10: "3d000", 15: "b2000", 6: "b1000"}),
     "nccl-687-2node-4gpu-busid-ipc-read-ib-gdr.txt": Expected(
         hosts={0: "cosmos-hpc-100a45", 1: "cosmos-hpc-100a45", 3: "cosmos-hpc-100a45",
                4: "cosmos-hpc-100a55", 5: "cosmos-hpc-100a55", 7: "cosmos-hpc-100a55"},
