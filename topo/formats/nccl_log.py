@@ -126,10 +126,12 @@ class NcclLog:
 
 _MARKER = re.compile(r"NCCL (INFO|WARN) ?")
 _PREFIX = re.compile(
-    r"(?:(?P<host>[^\s:\[\]|]{1,255}):(?P<pid>\d{1,10}):\d{1,10} )?\[(?P<dev>\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?\Z"
+    r"(?:(?P<host>[\w.<>-]{1,255}):(?P<pid>\d{1,10}):\d{1,10} )?\[(?P<dev>\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?\Z"
 )
 _SIZE_KEY = " ranks"
 """A communicator whose commId the log never shows is keyed by its size, e.g. `16 ranks`."""
+_SEPARATORS = "|]>):"
+"""What may stand right before NCCL's prefix besides whitespace (log viewers' and launchers' separators)."""
 _PREFIX_WINDOW = 400
 """How far before `NCCL INFO` NCCL's own prefix is looked for (keeps the search linear on long lines)."""
 _VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
@@ -266,8 +268,9 @@ class _Reader:
             self.skip(line.number)  # two processes' lines fused into one
             return
         prefix = _PREFIX.search(text, max(0, marker.start() - _PREFIX_WINDOW), marker.start())
-        if prefix is None and marker.start() > 0 and not text[marker.start() - 1].isspace():
-            self.skip(line.number)
+        start = prefix.start() if prefix is not None else marker.start()
+        if start > 0 and not (text[start - 1].isspace() or text[start - 1] in _SEPARATORS):
+            self.skip(line.number)  # glued to other output: where NCCL's line starts is a guess
             return
         self.nccl_lines += 1
         host = prefix.group("host") if prefix is not None and prefix.group("host") else line.host
