@@ -91,7 +91,7 @@ def _print_transports(console: Console, log: NcclLog) -> None:
 
 def _print_placement(console: Console, placement: NcclPlacement) -> None:
     counts: Counter[tuple[str, str]] = Counter((edge.transport, edge.link) for edge in placement.edges)
-    table = Table(title="connections inside a host, by the link they ride", box=box.SIMPLE_HEAD)
+    table = Table(title="links ridden inside a host", box=box.SIMPLE_HEAD)
     for column in ("transport", "link", "connections"):
         table.add_column(column, justify="right" if column == "connections" else "left")
     for (transport, link), count in sorted(counts.items()):
