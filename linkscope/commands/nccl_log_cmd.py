@@ -18,6 +18,8 @@ from topo.checks import SEVERITIES
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
+JSON_INDENT_LIMIT = 5000
+"""Past this many connections the JSON is printed on one line (indenting costs seconds at that size)."""
 
 
 def register(subparsers: Any) -> None:
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         report = report_json(log, findings)
         if placement is not None:
             report["placement"] = placement.to_json()
-        print(json.dumps(report, indent=2))
+        large = len(log.edges) > JSON_INDENT_LIMIT
+        print(json.dumps(report, indent=None if large else 2))
     else:
         from linkscope.render.nccl_log_view import print_report
 

@@ -16,7 +16,7 @@ when most of the first lines of the input carry them. All patterns are anchored 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from topo.text import strip_escapes
@@ -68,11 +68,13 @@ def clean_lines(text: str) -> list[Line]:
     return list(iter_clean_lines(text.split("\n")))
 
 
-def iter_clean_lines(raw_lines: Iterable[str]) -> Iterator[Line]:
+def iter_clean_lines(raw_lines: Iterable[str], keep: Callable[[str], bool] | None = None) -> Iterator[Line]:
     """Clean lines as they come (a file object works: bounded memory for large logs).
 
     The first :data:`DETECTION_LINES` non-empty lines are looked at before any is yielded, to
-    decide the ambiguous prefix styles for the whole input.
+    decide the ambiguous prefix styles for the whole input. With `keep`, only raw lines it
+    accepts are cleaned and yielded (numbers still count every line): a fast path for readers
+    that look for one marker in large logs.
     """
     iterator = iter(raw_lines)
     window: list[str] = []
@@ -87,10 +89,12 @@ def iter_clean_lines(raw_lines: Iterable[str]) -> Iterator[Line]:
     number = 0
     for raw in window:
         number += 1
-        yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
+        if keep is None or keep(raw):
+            yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
     for raw in iterator:
         number += 1
-        yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
+        if keep is None or keep(raw):
+            yield clean_line(raw, number, styles.srun_labels, styles.host_labels)
 
 
 def _detect_styles(raw_lines: list[str]) -> _Styles:
@@ -104,8 +108,11 @@ def _detect_styles(raw_lines: list[str]) -> _Styles:
         if srun_match:
             srun += 1
             line = _strip_unambiguous(line[srun_match.end():])[0]
-        if _HOST_LABEL.match(line):
+        host_match = _HOST_LABEL.match(line)
+        if host_match:
             host += 1
+            if not srun_match and _SRUN_LABEL.match(_strip_unambiguous(line[host_match.end():])[0]):
+                srun += 1  # pdsh outside srun: `node: 12: ...`
     return _Styles(srun_labels=total > 0 and srun >= _MAJORITY * total,
                    host_labels=total > 0 and host >= _MAJORITY * total)
 

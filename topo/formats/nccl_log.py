@@ -167,43 +167,74 @@ def read_nccl_log_text(text: str, name: str) -> NcclLog:
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise InputError(f"{name}:{line}: binary data (a NUL byte), not a text log")
-    return read_nccl_log_lines(text.split("\n"), name)
+    lines = text.split("\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # the newline ending the last line starts no new line
+    return read_nccl_log_lines(lines, name)
 
 
 def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
     """Read decoded raw lines (a line that is exactly :data:`UNREADABLE` counts as skipped)."""
     reader = _Reader(name)
-    for line in iter_clean_lines(raw_lines):
+
+    def counted() -> Iterator[str]:
+        for raw in raw_lines:
+            reader.lines += 1
+            yield raw
+
+    for line in iter_clean_lines(counted(), keep=_may_matter):
         reader.feed(line)
     return reader.result()
 
 
+def _may_matter(raw: str) -> bool:
+    """Whether a raw line can say anything to this reader (most of a large log is other output)."""
+    return "NCCL" in raw or raw == UNREADABLE
+
+
+CHUNK_BYTES = 1 << 20
+
+
 def _decoded_lines(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterator[str]:
-    """Lines of `stream` as text; undecodable or overlong lines become :data:`UNREADABLE`."""
+    """Lines of `stream` as text, read in chunks; undecodable or overlong lines become :data:`UNREADABLE`."""
     total = 0
     number = 0
+    carry = b""
+    overlong = False
     while True:
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        number += 1
-        total += len(raw)
+        chunk = stream.read(CHUNK_BYTES)
+        total += len(chunk)
         if max_bytes is not None and total > max_bytes:
             raise InputError(f"{name}: input is larger than the {max_bytes // (1024 * 1024)} MiB limit")
-        if b"\x00" in raw:
-            raise InputError(f"{name}:{number}: binary data (a NUL byte), not a text log")
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):
-                raw = stream.readline(MAX_LINE_BYTES + 1)
-                total += len(raw)
-                if max_bytes is not None and total > max_bytes:
-                    raise InputError(f"{name}: input is larger than the {max_bytes // (1024 * 1024)} MiB limit")
-            yield UNREADABLE
-            continue
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError:
-            yield UNREADABLE
+        if b"\x00" in chunk:
+            line = number + (carry + chunk[:chunk.index(b"\x00")]).count(b"\n") + 1
+            raise InputError(f"{name}:{line}: binary data (a NUL byte), not a text log")
+        if not chunk:
+            if carry or overlong:
+                number += 1
+                yield UNREADABLE if overlong else _decode(carry)
+            return
+        pieces = (carry + chunk).split(b"\n") if carry else chunk.split(b"\n")
+        carry = pieces.pop()
+        for raw in pieces:
+            number += 1
+            if overlong:
+                overlong = False
+                yield UNREADABLE
+            elif len(raw) > MAX_LINE_BYTES:
+                yield UNREADABLE
+            else:
+                yield _decode(raw)
+        if len(carry) > MAX_LINE_BYTES:
+            carry = b""
+            overlong = True
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return UNREADABLE
 
 
 class _Tally:
@@ -248,7 +279,6 @@ class _Reader:
             self.skipped.append(number)
 
     def feed(self, line: Line) -> None:
-        self.lines += 1
         text = line.text
         if text == UNREADABLE:
             self.skip(line.number)
@@ -379,6 +409,9 @@ class _Reader:
                 return False
             printer = dst if side == "receive" else src
             comm = self.comm_of(host, pid, printer, max(src, dst))
+            key = (comm, src, dst, int(match.group("ch")), side, match.group("detail").rstrip())
+            if key in self.edges:
+                return True
             self.learn(comm, printer, host=host, pid=pid, cuda_dev=dev)
             for rank, bracket in ((src, match.group("sb")), (dst, match.group("db"))):
                 if bracket is not None:
