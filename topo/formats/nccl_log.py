@@ -25,6 +25,7 @@ Message formats, as NCCL prints them across versions (facts from its source and 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ MAX_STDIN_BYTES = 1024 * 1024 * 1024
 MAX_KEPT_MESSAGES = 200
 """Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
 MAX_RANK = 10_000_000
+MAX_PARSED_LINES = 100_000
+"""Distinct connection messages whose parse is remembered."""
 UNREADABLE = "\x00"
 """Marks a raw line that could not be decoded or was too long (NUL never survives the binary check)."""
 
@@ -134,6 +137,7 @@ _SEPARATORS = "|]>):"
 """What may stand right before NCCL's prefix besides whitespace (log viewers' and launchers' separators)."""
 _PREFIX_WINDOW = 400
 """How far before `NCCL INFO` NCCL's own prefix is looked for (keeps the search linear on long lines)."""
+_LEADING = re.compile(r"([\w.<>-]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?NCCL (INFO|WARN) ?")
 _VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
 _INIT = re.compile(
     r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<nranks>\d{1,7}) cudaDev (?P<cuda>\d{1,4})"
@@ -176,20 +180,9 @@ def read_nccl_log_text(text: str, name: str) -> NcclLog:
 def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
     """Read decoded raw lines (a line that is exactly :data:`UNREADABLE` counts as skipped)."""
     reader = _Reader(name)
-
-    def counted() -> Iterator[str]:
-        for raw in raw_lines:
-            reader.lines += 1
-            yield raw
-
-    for line in iter_clean_lines(counted(), keep=_may_matter):
+    for line in iter_clean_lines(raw_lines, keep=reader.keep):
         reader.feed(line)
     return reader.result()
-
-
-def _may_matter(raw: str) -> bool:
-    """Whether a raw line can say anything to this reader (most of a large log is other output)."""
-    return "NCCL" in raw or raw == UNREADABLE
 
 
 CHUNK_BYTES = 1 << 20
@@ -268,6 +261,10 @@ class _Reader:
         self.errors: dict[str, _Tally] = {}
         self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
         """(host, pid, comm pointer) -> communicator key."""
+        self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
+        """Connection messages already parsed (the same line recurs for every new communicator)."""
+        self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
+        """NCCL prefixes already read: (host, pid, cudaDev, is a warning)."""
         self.aliases: dict[str, set[str]] = {}
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
@@ -278,12 +275,47 @@ class _Reader:
         if len(self.skipped) < MAX_KEPT_MESSAGES:
             self.skipped.append(number)
 
+    def keep(self, raw: str) -> bool:
+        """Called once per raw line, in order: a line that starts with NCCL's own prefix and needs no
+        cleaning is read here at once; the cleaner gets only the other lines that may matter."""
+        self.lines += 1
+        if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
+            leading = _LEADING.match(raw)
+            if leading is not None:
+                self.feed_prefixed(raw.rstrip(), leading, self.lines)
+                return False
+        return "NCCL" in raw or raw == UNREADABLE
+
+    def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
+        """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
+        end = leading.end()
+        if text.find("NCCL INFO", end) >= 0 or text.find("NCCL WARN", end) >= 0:
+            self.skip(number)  # two processes' lines fused into one
+            return
+        self.nccl_lines += 1
+        head = text[:end]
+        known = self.prefixes.get(head)
+        if known is None:
+            known = (leading.group(1), int(leading.group(2)), int(leading.group(3)), leading.group(4) == "WARN")
+            if len(self.prefixes) < MAX_PARSED_LINES:
+                self.prefixes[head] = known
+        host, pid, dev, warn = known
+        if warn:
+            self.note(self.warnings, text[end:].strip(), host, number)
+        else:
+            self.info(text[end:], host, pid, dev, number)
+
     def feed(self, line: Line) -> None:
+        """A cleaned line (launcher prefixes and escapes removed)."""
         text = line.text
         if text == UNREADABLE:
             self.skip(line.number)
             return
         if "NCCL" not in text:
+            return
+        leading = _LEADING.match(text)
+        if leading is not None:
+            self.feed_prefixed(text, leading, line.number)
             return
         marker = _MARKER.search(text)
         if marker is None:
@@ -401,22 +433,32 @@ class _Reader:
             self.learn(key, rank, host=host, pid=pid, cuda_dev=dev)
 
     def connection(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> bool:
-        match = _CONNECTION.match(message)
-        if match is not None:
-            src, dst = int(match.group("src")), int(match.group("dst"))
-            side = match.group("side")
-            if max(src, dst) > MAX_RANK:
-                return False
+        parsed = self.parsed.get(message)
+        if parsed is None:
+            parsed = _parse_connection(message)
+            if len(self.parsed) < MAX_PARSED_LINES:
+                self.parsed[message] = parsed
+        if parsed:
+            src, dst, channel, side, detail, src_bracket, dst_bracket = parsed
             printer = dst if side == "receive" else src
             comm = self.comm_of(host, pid, printer, max(src, dst))
-            key = (comm, src, dst, int(match.group("ch")), side, match.group("detail").rstrip())
+            key = (comm, src, dst, channel, side, detail)
             if key in self.edges:
                 return True
-            self.learn(comm, printer, host=host, pid=pid, cuda_dev=dev)
-            for rank, bracket in ((src, match.group("sb")), (dst, match.group("db"))):
+            entry = self.rank_entry(comm, printer)
+            if host is not None and "host" not in entry:
+                entry["host"] = host
+            if pid is not None and "pid" not in entry:
+                entry["pid"] = pid
+            if dev is not None and "cuda_dev" not in entry:
+                entry["cuda_dev"] = dev
+            for rank, bracket in ((src, src_bracket), (dst, dst_bracket)):
                 if bracket is not None:
-                    self.learn(comm, rank, **_bracket_facts(bracket))
-            self.add_edge(comm, src, dst, int(match.group("ch")), side, match.group("detail"), number)
+                    name, value = _bracket_fact(bracket)
+                    entry = self.rank_entry(comm, rank)
+                    if name not in entry:
+                        entry[name] = value
+            self.edges[key] = number
             return True
         collnet = _COLLNET.match(message)
         if collnet is not None:
@@ -531,13 +573,26 @@ class _Reader:
         )
 
 
-def _bracket_facts(bracket: str) -> dict[str, object]:
+def _parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:
+    """(src, dst, channel, side, detail, src bracket, dst bracket) of a connection line, or () when it is none."""
+    match = _CONNECTION.match(message)
+    if match is None:
+        return ()
+    src, dst = int(match.group("src")), int(match.group("dst"))
+    if max(src, dst) > MAX_RANK:
+        return ()
+    return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
+            match.group("sb"), match.group("db"))
+
+
+def _bracket_fact(bracket: str) -> tuple[str, object]:
     """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
     if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():
-        return {"device_index": int(bracket)}
-    return {"bus_id": bracket.lower()}
+        return "device_index", int(bracket)
+    return "bus_id", bracket.lower()
 
 
+@functools.lru_cache(maxsize=4096)
 def _transport(detail: str) -> str:
     word = detail.split("/", 1)[0].strip().upper()
     return word if word in TRANSPORTS else "NET" if word.startswith("NET") else word[:16]
