@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from topo.checks import SEVERITIES
+from topo.formats.nccl_log import NcclLog
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if worst >= SEVERITIES.index(args.fail_on) else EXIT_OK
 
 
-def read_log_argument(path: str) -> Any:
+def read_log_argument(path: str) -> NcclLog:
     """Read FILE (or `-`, with a size limit) as an NCCL log; every failure is one InputError line."""
     from topo.errors import InputError
     from topo.formats.nccl_log import MAX_STDIN_BYTES, read_nccl_log_stream

@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope open sample:dgx-h100\n"
             "  linkscope open snapshot.json --tab ranks\n"
             "  linkscope open sample:dgx-h100 --measurements nvbandwidth-imported.json\n"
+            "  linkscope open sample:consumer-2gpu --nccl-log train.log\n"
             "  linkscope                  (this machine)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -43,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements (linkscope bench/import -o) to show on SOURCE: measured GB/s on the Links grid, "
                         "results on the Bench tab, calibrated costs on the Ranks tab")
+    parser.add_argument("--nccl-log", default=None, metavar="FILE",
+                        help="an NCCL_DEBUG=INFO log of a job on SOURCE: the Links grid shows the transport NCCL chose "
+                        "for each GPU pair, and SHM or NET where P2P should be stands out")
     parser.set_defaults(run=run)
 
 
@@ -57,7 +61,15 @@ def run(args: argparse.Namespace) -> int:
         if snapshot is None:
             raise InputError("--measurements: name the SOURCE they were measured on (e.g. a `linkscope probe -o` file)")
         snapshot = with_measurements(snapshot, load_measurements(args.measurements))
+    nccl = None
+    if getattr(args, "nccl_log", None) is not None:
+        if snapshot is None:
+            raise InputError("--nccl-log: name the SOURCE the job ran on (a snapshot, topo text or sample:NAME)")
+        from linkscope.commands.nccl_log_cmd import read_log_argument
+        from topo.nccl_placement import place_edges
+
+        nccl = place_edges(read_log_argument(args.nccl_log), snapshot)
     from tui.app import build_app
 
-    build_app(source, snapshot=snapshot, initial_tab=tab).run()
+    build_app(source, snapshot=snapshot, initial_tab=tab, nccl=nccl).run()
     return 0

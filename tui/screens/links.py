@@ -12,6 +12,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from topo.model import Host, Snapshot
+from topo.nccl_placement import NcclPlacement
 from tui.link_cells import gpu_cells, nic_cells
 from tui.messages import RingChosen
 from tui.widgets.legend import Legend
@@ -39,6 +40,8 @@ class LinksView(Vertical):
     """True to show expected GB/s in cells that have no measurement, instead of the token."""
     host_index: reactive[int] = reactive(0)
     """Which host of a multi-host snapshot is on show."""
+    nccl: reactive[NcclPlacement | None] = reactive(None, always_update=True)
+    """An NCCL log laid on the snapshot: the transport of each GPU pair is shown in its cell."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="links-title", markup=False)
@@ -68,6 +71,9 @@ class LinksView(Vertical):
     def watch_host_index(self) -> None:
         self._redraw()
 
+    def watch_nccl(self) -> None:
+        self._redraw()
+
     def _title(self, host: Host) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
@@ -77,6 +83,12 @@ class LinksView(Vertical):
         measurements = self.snapshot.measurements if self.snapshot is not None else None
         if measurements is not None and measurements.peer_copies:
             title.append(f"  measured: {measurements.source}")
+        if self.nccl is not None and not self.nic_mode:
+            pairs = self.nccl.pair_transports(self.host_index)
+            slow = sum(1 for cell in self._slow_pairs(pairs, host))
+            title.append(f"  NCCL log: transports of {len(pairs)} GPU pairs")
+            if slow:
+                title.append(f", {slow} through SHM/NET where P2P should be", style="bold")
         if self.ring is not None and not self.nic_mode:
             title.append(f"  ring {self.ring.label}: {len(self.ring.hops)} hops in this host", style="bold")
             if self.ring.off_node_hops:
@@ -103,12 +115,18 @@ class LinksView(Vertical):
         else:
             ring = frozenset(self.ring.hops) if self.ring is not None else frozenset()
             measurements = self.snapshot.measurements if self.snapshot is not None else None
-            cells = gpu_cells(host, measurements, ring)
+            transports = self.nccl.pair_transports(self.host_index) if self.nccl is not None else None
+            cells = gpu_cells(host, measurements, ring, _frozen(transports))
             column_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
         grid.show(cells, row_labels, column_labels, self.show_expected)
         detail.host = host
         detail.nic_mode = self.nic_mode
         detail.cell = grid.cell_at(*grid.cursor)
+
+    @staticmethod
+    def _slow_pairs(pairs: dict[tuple[int, int], set[str]], host: Host) -> list[tuple[int, int]]:
+        cells = gpu_cells(host, None, frozenset(), _frozen(pairs))
+        return [(a, b) for a, b in pairs if cells[a][b].transport_below_link]
 
     def on_link_grid_cell_chosen(self, event: LinkGrid.CellChosen) -> None:
         self.query_one(LinkDetail).cell = event.cell
@@ -129,3 +147,7 @@ class LinksView(Vertical):
     def action_clear_ring(self) -> None:
         """Stop drawing the ring chosen on the Ranks tab."""
         self.ring = None
+
+
+def _frozen(pairs: dict[tuple[int, int], set[str]] | None) -> dict[tuple[int, int], frozenset[str]] | None:
+    return None if pairs is None else {key: frozenset(value) for key, value in pairs.items()}
