@@ -36,8 +36,8 @@ def rank_lines(rank: int, nranks: int) -> Iterator[str]:
     prefix = f"{host}:{pid}:{pid + 40} [{local}] NCCL INFO "
     bus = f"{0x1b + 0x20 * local:x}000"
     yield f"{host}:{pid}:{pid} [{local}] NCCL INFO NCCL version 2.21.5+cuda12.4"
-    yield (f"{host}:{pid}:{pid + 40} [{local}] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB "
-           f"[3]mlx5_3:1/IB [4]mlx5_4:1/IB [5]mlx5_5:1/IB [6]mlx5_6:1/IB [7]mlx5_7:1/IB [RO]; OOB ib0:10.0.{host_index % 250}.1<0>")
+    nics = " ".join(f"[{index}]mlx5_{index}:1/IB" for index in range(8))
+    yield f"{host}:{pid}:{pid + 40} [{local}] NCCL INFO NET/IB : Using {nics} [RO]; OOB ib0:10.0.{host_index % 250}.1<0>"
     yield (f"{prefix}ncclCommInitRank comm 0x{0x55550000 + rank:x} rank {rank} nranks {nranks} cudaDev {local} "
            f"nvmlDev {local} busId {bus} commId 0x5eed1024 - Init START")
     yield (f"{prefix}comm 0x{0x55550000 + rank:x} rank {rank} nRanks {nranks} nNodes {nranks // GPUS_PER_HOST} "
@@ -110,7 +110,7 @@ def main() -> int:
         size = write_log(path, int(args.size_mb * 1e6), args.ranks)
         start = time.perf_counter()
         result = subprocess.run([sys.executable, "-m", "linkscope", "nccl-log", path, "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+                                capture_output=True, check=False)
         wall_s = time.perf_counter() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         peak_mib = usage.ru_maxrss / 1024

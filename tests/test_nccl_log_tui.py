@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_nccl_log_cli import H100_SHM
 from textual.widgets import Static
 
 from topo.formats.nccl_log import read_nccl_log_text
-from topo.nccl_placement import place_edges
+from topo.nccl_placement import NcclPlacement, place_edges
 from topo.samples import load_sample
 from tui.app import build_app
 from tui.link_cells import gpu_cells
@@ -16,13 +17,12 @@ from tui.widgets.link_detail import LinkDetail
 from tui.widgets.link_grid import LinkGrid
 
 from layout_support import run_cli
-from test_nccl_log_cli import H100_SHM
 from tui_support import FakeServices, async_test, settle
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"
 
 
-def h100_placement():  # type: ignore[no-untyped-def]
+def h100_placement() -> NcclPlacement:
     return place_edges(read_nccl_log_text(H100_SHM, "h100.log"), load_sample("dgx-h100"))
 
 

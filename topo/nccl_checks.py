@@ -2,11 +2,11 @@
 
 | code | severity | when |
 |---|---|---|
-| `intra-host-shm` | warning | GPUs of one host connected through host memory (SHM): P2P is off or unsupported, typically 5-10x slower than NVLink |
+| `intra-host-shm` | warning | GPUs of one host connected through host memory (SHM): P2P is off or unsupported, 5-10x slower |
 | `intra-host-net` | warning | GPUs of one host connected through the network transport |
 | `net-socket` | warning | hosts connected over plain TCP sockets (`NET/Socket`) instead of RDMA |
 | `net-no-gdr` | warning | an RDMA network without GPUDirect RDMA: every message is staged in host memory |
-| `env-override` | warning / info | an `NCCL_*` variable that changes NCCL's transports or algorithms (warning when it disables one) |
+| `env-override` | warning / info | an `NCCL_*` variable that changes NCCL's paths (warning when it disables a transport) |
 | `nccl-warn` | warning | a line NCCL logged as `NCCL WARN` |
 """
 

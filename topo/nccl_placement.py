@@ -13,6 +13,7 @@ which was used). Findings:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +164,7 @@ def _ring_findings(log: NcclLog, snapshot: Snapshot, placed: dict[tuple[str | No
                     continue
                 gpus = sorted({item.gpu for item in placed.values()
                                if item.comm == key and item.host_index == src.host_index and item.rank in order})
-                nvlink_only = best_ring(gpus, lambda a, b, host=host: 1.0 if host.link(a, b).kind is LinkKind.NVLINK else 0.0)
+                nvlink_only = best_ring(gpus, _nvlink_only(host))
                 if nvlink_only.bottleneck_gbps > 0:
                     findings.append(NcclFinding(
                         "ring-hop-sys", "warning",
@@ -171,3 +172,8 @@ def _ring_findings(log: NcclLog, snapshot: Snapshot, placed: dict[tuple[str | No
                         f"{host.hostname}) crosses SYS although an NVLink-only ring through these GPUs exists "
                         f"({' '.join(f'GPU{gpu}' for gpu in nvlink_only.order)})", (src_rank, dst_rank), key))
     return tuple(findings[:64])
+
+
+def _nvlink_only(host: Host) -> Callable[[int, int], float]:
+    """A bandwidth function under which only NVLink hops count (1), so a ring with a positive bottleneck is NVLink-only."""
+    return lambda a, b: 1.0 if host.link(a, b).kind is LinkKind.NVLINK else 0.0

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from topo.links import DEGRADED_FRACTION, LINK_CLASS, LinkSpeed, link_speed, network_speed
 from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
 
-
 SLOW_TRANSPORTS = frozenset({"SHM", "NET"})
 P2P_LINK_KINDS = frozenset({LinkKind.NVLINK, LinkKind.PIX, LinkKind.PXB})
 """Links NCCL rides with P2P unless P2P is disabled or broken."""

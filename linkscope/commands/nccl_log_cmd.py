@@ -85,14 +85,10 @@ def read_log_argument(path: str) -> NcclLog:
     if path == "-":
         return read_nccl_log_stream(sys.stdin.buffer, "<stdin>", MAX_STDIN_BYTES)
     try:
-        handle = open(path, "rb")
+        with open(path, "rb") as handle:
+            return read_nccl_log_stream(handle, path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    with handle:
-        try:
-            return read_nccl_log_stream(handle, path)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 

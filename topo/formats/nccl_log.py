@@ -150,7 +150,9 @@ _CONNECTION = re.compile(
     r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
     r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
 )
-_COLLNET = re.compile(r"CollNet (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z")
+_COLLNET = re.compile(
+    r"CollNet (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
+)
 _RING_ORDER = re.compile(r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,4})? :(?P<order>(?: +\d{1,7}){1,65536})\Z")
 _TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,7}->-?\d{1,7}){1,1024})\Z")
 _TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
@@ -233,7 +235,7 @@ def _decode(raw: bytes) -> str:
 class _Tally:
     """How often one warning or error text was seen, and where first."""
 
-    __slots__ = ("host", "line", "count")
+    __slots__ = ("count", "host", "line")
 
     def __init__(self, host: str | None, line: int) -> None:
         self.host = host
@@ -511,7 +513,7 @@ class _Reader:
         known = {rename.get(key, key) for key in self.comm_sizes}
         if len(known) == 1:
             only = next(iter(known))
-            size = self.comm_sizes.get(only if only is not None else "", (None, None))[0]
+            size = self.comm_sizes.get(only or "", self.comm_sizes.get(next(iter(self.comm_sizes)), (None, None)))[0]
             highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
             if size is None or highest < size:
                 rename[None] = only
@@ -532,8 +534,9 @@ class _Reader:
         self.trees = {(renamed(comm), rank, channel): tree for (comm, rank, channel), tree in self.trees.items()}
         for key, target in rename.items():
             if key is not None and target is not None and key in self.comm_sizes:
-                size = self.comm_sizes.pop(key)
-                self.comm_sizes[target] = (self.comm_sizes.get(target, size)[0], size[1] or self.comm_sizes.get(target, size)[1])
+                nranks, nnodes = self.comm_sizes.pop(key)
+                known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
+                self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
 
     def result(self) -> NcclLog:
         self.settle_communicators()
