@@ -110,6 +110,14 @@ def test_fused_and_cut_lines_are_skipped_and_counted_never_guessed() -> None:
     assert log.skipped_count == 4 and log.skipped_lines == (2, 3, 4, 5)
 
 
+def test_framework_nccl_errors_are_kept() -> None:
+    log = read("h:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n"
+               "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"
+               "h:1:1 [0] NCCL INFO transport/net_ib.cc:818 -> 2\n")
+    assert [(error.text[:34], error.line) for error in log.errors] == [
+        ("torch.distributed.DistBackendError", 2), ("transport/net_ib.cc:818 -> 2", 3)]
+
+
 def test_old_formats() -> None:
     log = read("host1:9:9 [0] NCCL INFO Ring 00 :  0 1 2 3\n"
                "host1:9:9 [3] NCCL INFO Ring 00 : 3[3] -> 0[0] via P2P/IPC\n"

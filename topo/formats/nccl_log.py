@@ -44,6 +44,8 @@ MAX_STDIN_BYTES = 1024 * 1024 * 1024
 MAX_KEPT_MESSAGES = 200
 """Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
 MAX_RANK = 10_000_000
+MAX_MESSAGE_CHARS = 400
+"""Longest error text kept from a framework's line."""
 MAX_PARSED_LINES = 100_000
 """Distinct connection messages whose parse is remembered."""
 UNREADABLE = "\x00"
@@ -327,6 +329,8 @@ class _Reader:
                 self.nccl_lines += 1
             elif _CUT_PREFIX.search(text):
                 self.skip(line.number)  # NCCL's prefix with the rest of the line cut off
+            elif "NCCL error" in text:  # what the framework raised, e.g. `DistBackendError: NCCL error in: ...`
+                self.note(self.errors, text.strip()[:MAX_MESSAGE_CHARS], line.host, line.number)
             return
         if _MARKER.search(text, marker.end()) is not None:
             self.skip(line.number)  # two processes' lines fused into one
