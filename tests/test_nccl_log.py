@@ -129,10 +129,19 @@ def test_comm_and_rings_of_a_full_log() -> None:
     assert (comm.key, comm.nranks, comm.nnodes) == ("0x70fba02a8d314739", 8, 4)
     assert comm.rings == tuple((channel, tuple(range(8))) for channel in range(3))
     assert (0, 0, (1, 4), -1) in comm.trees and (4, 1, (5,), 3) in comm.trees
+    assert comm.channels == (3, 3, 0)
     assert dict(log.env) == {"NCCL_COLLNET_ENABLE": "1"}
     assert {error.text for error in log.errors} == {"transport.cc:356 -> 2", "transport/coll_net.cc:1358 -> 2"}
     pxn = [edge for edge in log.edges if edge.detail == "NET/IBext_v8/5(2)/GDRDMA"]
     assert {(edge.src, edge.dst, edge.side) for edge in pxn} == {(3, 4, "send")}
+
+
+def test_channel_counts_without_collnet_field() -> None:
+    """NCCL 2.18 prints `16 coll channels, 0 nvls channels, ...` with no CollNet count."""
+    log = read(REAL / "nccl-892-h800-8gpu-direct-pointer-algo-env.txt")
+    assert [comm.channels for comm in log.communicators] == []  # no comm line in this piece: nothing to attribute to
+    log = read(REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt")
+    assert [comm.channels for comm in log.communicators] == [(2, 2, 0)]
 
 
 def test_receive_lines_name_the_receiver_as_the_printing_rank() -> None:

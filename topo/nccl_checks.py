@@ -156,6 +156,8 @@ def report_json(log: NcclLog, findings: tuple[NcclFinding, ...]) -> dict[str, An
         "source": log.name,
         "version": log.version,
         "communicators": [{"comm": comm.key, "nranks": comm.nranks, "nnodes": comm.nnodes,
+                           "coll_channels": comm.channels[0], "collnet_channels": comm.channels[1],
+                           "nvls_channels": comm.channels[2],
                            "rings": [{"channel": channel, "order": list(order)} for channel, order in comm.rings],
                            "trees": [{"rank": rank, "channel": channel, "children": list(children), "parent": parent}
                                      for rank, channel, children, parent in comm.trees]}

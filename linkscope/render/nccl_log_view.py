@@ -32,7 +32,10 @@ def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: Ncc
     for comm in log.communicators:
         size = f"{comm.nranks} ranks" if comm.nranks is not None else "size not shown"
         nodes = f" on {comm.nnodes} nodes" if comm.nnodes is not None else ""
-        console.print(Text(f"communicator {printable(comm.key)}: {size}{nodes}, {len(comm.rings)} ring channels"))
+        coll, collnet, nvls = comm.channels
+        counts = "".join(f", {count} {name} channels" for name, count in (("coll", coll), ("CollNet", collnet), ("NVLS", nvls))
+                         if count is not None)
+        console.print(Text(f"communicator {printable(comm.key)}: {size}{nodes}, {len(comm.rings)} ring orders{counts}"))
         for channel, order in comm.rings[:2]:
             console.print(Text(f"  ring {channel:02d}: {' '.join(str(rank) for rank in order[:64])}"
                                f"{' ...' if len(order) > 64 else ''}"))

@@ -97,6 +97,9 @@ class Communicator:
     """(channel, rank order) per ring channel."""
     trees: tuple[tuple[int, int, tuple[int, ...], int], ...]
     """(rank, channel, children, parent) with -1 for none, as `Trees` lines say."""
+    channels: tuple[int | None, int | None, int | None] = (None, None, None)
+    """(collective, CollNet, NVLS) channel counts from `N coll channels, N collnet channels, N nvls channels`;
+    NVLS prints no per-connection line, so a positive NVLS count is how a log shows NVLink SHARP in use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +156,7 @@ _CONNECTION = re.compile(
     r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
 )
 _COLLNET = re.compile(
-    r"CollNet (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
+    r"Coll(?:Net)? (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
 )
 _RING_ORDER = re.compile(r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,4})? :(?P<order>(?: +\d{1,7}){1,65536})\Z")
 _TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,7}->-?\d{1,7}){1,1024})\Z")
@@ -161,7 +164,10 @@ _TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
 _ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
 _CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL ?\Z")
-_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet) \d")
+_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll) \d")
+_CHANNEL_COUNTS = re.compile(
+    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?\d{1,4} p2p channels"
+)
 _RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
 
 
@@ -267,6 +273,7 @@ class _Reader:
         """(host, pid, comm pointer) -> communicator key."""
         self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
         """Connection messages already parsed (the same line recurs for every new communicator)."""
+        self.channel_counts: dict[str, tuple[int | None, ...]] = {}
         self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
         """NCCL prefixes already read: (host, pid, cudaDev, is a warning)."""
         self.aliases: dict[str, set[str]] = {}
@@ -382,6 +389,13 @@ class _Reader:
                 if env is not None:
                     self.env.setdefault(env.group(1), env.group(2))
                 return
+        if first.isdigit() and " coll channels" in message:
+            counts = _CHANNEL_COUNTS.match(message)
+            known = self.process_comms.get((host, pid))
+            if counts is not None and known:
+                self.channel_counts.setdefault(known[-1][0], tuple(
+                    int(value) if value is not None else None for value in counts.groups()))
+            return
         if " -> " in message and _ERROR_TRACE.match(message):
             self.note(self.errors, message.strip(), host, number)
 
@@ -536,6 +550,7 @@ class _Reader:
         self.edges = {(renamed(key[0]), *key[1:]): number for key, number in self.edges.items()}
         self.rings = {(renamed(comm), channel): order for (comm, channel), order in self.rings.items()}
         self.trees = {(renamed(comm), rank, channel): tree for (comm, rank, channel), tree in self.trees.items()}
+        self.channel_counts = {renamed(key) or key: counts for key, counts in self.channel_counts.items()}
         for key, target in rename.items():
             if key is not None and target is not None and key in self.comm_sizes:
                 nranks, nnodes = self.comm_sizes.pop(key)
@@ -562,6 +577,7 @@ class _Reader:
                 rings=tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm == key)),
                 trees=tuple(sorted((rank, channel, children, parent)
                                    for (comm, rank, channel), (children, parent) in self.trees.items() if comm == key)),
+                channels=_three(self.channel_counts.get(key, ())),
             )
             for key in comm_keys
         )
@@ -590,6 +606,11 @@ def _parse_connection(message: str) -> tuple[int, int, int, str | None, str, str
         return ()
     return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
             match.group("sb"), match.group("db"))
+
+
+def _three(counts: tuple[int | None, ...]) -> tuple[int | None, int | None, int | None]:
+    padded = (*counts, None, None, None)
+    return padded[0], padded[1], padded[2]
 
 
 def _bracket_fact(bracket: str) -> tuple[str, object]:
