@@ -133,7 +133,8 @@ def test_collnet_and_nvls() -> None:
     log = read("h:1:1 [0] NCCL INFO comm 0x1 rank 4 nranks 8 cudaDev 0 busId 1b000 commId 0xc0 - Init START\n"
                "h:1:1 [0] NCCL INFO CollNet 00/0 : 4 [receive] via COLLNET/SHARP/0/GDRDMA\n"
                "h:1:1 [0] NCCL INFO Coll 01 : 4 [receive] via COLLNET/SHARP/1\n"
-               "h:1:1 [0] NCCL INFO 24 coll channels, 16 collnet channels, 16 nvls channels, 32 p2p channels, 2 p2p channels per peer\n")
+               "h:1:1 [0] NCCL INFO 24 coll channels, 16 collnet channels, 16 nvls channels, 32 p2p channels, "
+               "2 p2p channels per peer\n")
     assert sorted((edge.transport, edge.src, edge.dst, edge.channel) for edge in log.edges) == [
         ("COLLNET", 4, None, 0), ("COLLNET", 4, None, 1)]
     assert [comm.channels for comm in log.communicators] == [(24, 16, 16)]
