@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from topo.errors import InputError
-from topo.formats.nccl_log import MAX_LINE_BYTES, NcclLog, read_nccl_log_stream, read_nccl_log_text
+from topo.formats.nccl_log import MAX_LINE_BYTES, read_nccl_log_stream, read_nccl_log_text
+from topo.formats.nccl_log_model import NcclLog
 from topo.nccl_checks import nccl_findings, rank_hosts, same_host
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"

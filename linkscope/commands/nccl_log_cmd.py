@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from topo.checks import SEVERITIES
-from topo.formats.nccl_log import NcclLog
+from topo.formats.nccl_log_model import NcclLog
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
-from topo.formats.nccl_log import NcclLog
+from topo.formats.nccl_log_model import NcclLog
 from topo.nccl_checks import NcclFinding, rank_hosts, same_host
 from topo.nccl_placement import NcclPlacement
 from topo.text import printable
