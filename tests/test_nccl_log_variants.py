@@ -170,6 +170,12 @@ def test_undecodable_and_overlong_lines_are_skipped() -> None:
     assert log.skipped_lines == (2, 3) and len(log.edges) == 2 and log.lines == 4
 
 
+def test_connections_past_the_cap_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("topo.formats.nccl_log_reader.MAX_EDGES", 3)
+    log = read("".join(f"h:1:1 [0] NCCL INFO Channel {channel:02d} : 0[0] -> 1[1] via P2P/IPC\n" for channel in range(5)))
+    assert [edge.channel for edge in log.edges] == [0, 1, 2] and log.edges_dropped == 2
+
+
 def test_stdin_limit() -> None:
     with pytest.raises(InputError, match="larger than"):
         read_nccl_log_stream(io.BytesIO(b"h:1:1 [0] NCCL INFO x\n" * 100), "<stdin>", max_bytes=1024)

@@ -173,6 +173,7 @@ def report_json(log: NcclLog, findings: tuple[NcclFinding, ...]) -> dict[str, An
         "lines": log.lines,
         "nccl_lines": log.nccl_lines,
         "skipped_lines": {"count": log.skipped_count, "first": list(log.skipped_lines)},
+        "edges_dropped": log.edges_dropped,
     }
 
 

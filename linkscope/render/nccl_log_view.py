@@ -27,6 +27,7 @@ def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: Ncc
     """Print the summary of one log."""
     console = table_console()
     skipped = f", {log.skipped_count} unreadable skipped" if log.skipped_count else ""
+    skipped += f", {log.edges_dropped} connections past the {len(log.edges)} kept" if log.edges_dropped else ""
     console.print(Text(f"{printable(log.name)}: NCCL {printable(log.version or 'version not shown')}, "
                        f"{log.nccl_lines} NCCL lines of {log.lines}{skipped}", style="bold"))
     for comm in log.communicators:

@@ -90,6 +90,8 @@ class NcclLog:
     skipped_lines: tuple[int, ...]
     """Numbers of lines that looked like NCCL's but could not be read (the first MAX_KEPT_MESSAGES)."""
     skipped_count: int
+    edges_dropped: int = 0
+    """Distinct connections beyond the reader's cap, counted but not kept."""
 
 
 def bus_id_to_pci(bus_id: str) -> str:

@@ -18,6 +18,8 @@ MAX_KEPT_MESSAGES = 200
 MAX_RANK = 10_000_000
 MAX_MESSAGE_CHARS = 400
 """Longest error text kept from a framework's line."""
+MAX_EDGES = 1_000_000
+"""Distinct connections kept (an all-to-all of 1,024 ranks is about this many); later ones are counted only."""
 MAX_PARSED_LINES = 100_000
 """Distinct connection messages whose parse is remembered."""
 UNREADABLE = "\x00"
@@ -83,6 +85,7 @@ class LogReader:
         self.nccl_lines = 0
         self.skipped: list[int] = []
         self.skipped_count = 0
+        self.edges_dropped = 0
         self.ranks: dict[tuple[str | None, int], dict[str, object]] = {}
         self.edges: dict[tuple[str | None, int, int | None, int, str | None, str], int] = {}
         self.comm_sizes: dict[str, tuple[int | None, int | None]] = {}
@@ -287,6 +290,9 @@ class LogReader:
             key = (comm, src, dst, channel, side, detail)
             if key in self.edges:
                 return True
+            if len(self.edges) >= MAX_EDGES:
+                self.edges_dropped += 1
+                return True
             entry = self.rank_entry(comm, printer)
             if host is not None and "host" not in entry:
                 entry["host"] = host
@@ -314,8 +320,12 @@ class LogReader:
     def add_edge(self, comm: str | None, src: int, dst: int | None, channel: int, side: str | None,
                  detail: str, number: int) -> None:
         key = (comm, src, dst, channel, side, detail.rstrip())
-        if key not in self.edges:
-            self.edges[key] = number
+        if key in self.edges:
+            return
+        if len(self.edges) >= MAX_EDGES:
+            self.edges_dropped += 1
+            return
+        self.edges[key] = number
 
     def ring_order(self, message: str, host: str | None, pid: int | None) -> bool:
         if "->" in message:
@@ -414,7 +424,7 @@ class LogReader:
             env=tuple(self.env.items()),
             warnings=_messages(self.warnings), errors=_messages(self.errors),
             lines=self.lines, nccl_lines=self.nccl_lines,
-            skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count,
+            skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
         )
 
 
