@@ -17,8 +17,8 @@ Message formats, as NCCL prints them across versions (facts from its source and 
 - `Trees [0] 1/4/-1->0->-1 [1] ...`: children / this rank / parent per channel;
 - connections `Channel 00/1 : 3[1] -> 4[0] [send] via NET/IB/0(2)/GDRDMA`, `Channel 00 :
   11[3e000] -> 9[1b000] via P2P/direct pointer`, `Ring 00 : 3[3] -> 2[2] via P2P/IPC`,
-  `Ring 00 : 43 -> 44 [receive] via NET/Socket/0`: the bracket holds a bus id (hex, 2.5-2.18)
-  or a device index (2.4, and nvmlDev from 2.19); `[receive]` lines are printed by the receiver;
+  `Ring 00 : 43 -> 44 [receive] via NET/Socket/0`: the bracket holds a bus id (hex, 2.5 to about 2.18)
+  or a device index (cudaDev in 2.4, nvmlDev in recent versions); `[receive]` lines are printed by the receiver;
   `CollNet 00/0 : 4 [receive] via COLLNET/SHARP/0/GDRDMA` names one rank;
 - `NCCL_X set by environment to V.` and `NCCL_IB_HCA set to V`.
 """
