@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from topo.model import Host, Snapshot
 from topo.nccl_placement import NcclPlacement
-from tui.link_cells import gpu_cells, nic_cells
+from tui.link_cells import GridCell, gpu_cells, nic_cells
 from tui.messages import RingChosen
 from tui.widgets.legend import Legend
 from tui.widgets.link_detail import LinkDetail
@@ -74,7 +74,7 @@ class LinksView(Vertical):
     def watch_nccl(self) -> None:
         self._redraw()
 
-    def _title(self, host: Host) -> Text:
+    def _title(self, host: Host, cells: list[list[GridCell]]) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
         title.append(f"  {len(host.gpus)} GPUs, {len(host.nics)} NICs")
@@ -84,9 +84,9 @@ class LinksView(Vertical):
         if measurements is not None and measurements.peer_copies:
             title.append(f"  measured: {measurements.source}")
         if self.nccl is not None and not self.nic_mode:
-            pairs = self.nccl.pair_transports(self.host_index)
-            slow = sum(1 for cell in self._slow_pairs(pairs, host))
-            title.append(f"  NCCL log: transports of {len(pairs)} GPU pairs")
+            pairs = sum(1 for row in cells for cell in row if cell.transports and cell.row < cell.col)
+            slow = sum(1 for row in cells for cell in row if cell.transport_below_link and cell.row < cell.col)
+            title.append(f"  NCCL log: transports of {pairs} GPU pairs")
             if slow:
                 title.append(f", {slow} through SHM/NET where P2P should be", style="bold")
         if self.ring is not None and not self.nic_mode:
@@ -107,7 +107,6 @@ class LinksView(Vertical):
             title.update(Text("Waiting for a snapshot..."), layout=False)
             grid.show([], [], [], self.show_expected)
             return
-        title.update(self._title(host), layout=False)
         row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
         if self.nic_mode:
             cells = nic_cells(host)
@@ -118,15 +117,11 @@ class LinksView(Vertical):
             transports = self.nccl.pair_transports(self.host_index) if self.nccl is not None else None
             cells = gpu_cells(host, measurements, ring, _frozen(transports))
             column_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
+        title.update(self._title(host, cells), layout=False)
         grid.show(cells, row_labels, column_labels, self.show_expected)
         detail.host = host
         detail.nic_mode = self.nic_mode
         detail.cell = grid.cell_at(*grid.cursor)
-
-    @staticmethod
-    def _slow_pairs(pairs: dict[tuple[int, int], set[str]], host: Host) -> list[tuple[int, int]]:
-        cells = gpu_cells(host, None, frozenset(), _frozen(pairs))
-        return [(a, b) for a, b in pairs if cells[a][b].transport_below_link]
 
     def on_link_grid_cell_chosen(self, event: LinkGrid.CellChosen) -> None:
         self.query_one(LinkDetail).cell = event.cell
