@@ -92,6 +92,11 @@ EXPECTED: dict[str, Expected] = {
                8: "server2", 12: "server2", 14: "server2", 13: "server2", 15: "server2",
                7: "server1", 1: "server1", 6: "server1", 4: "server1"},
         transports={("P2P", True): 12, ("P2P", None): 7}, codes=(), skipped=1),
+    "ray-59778-vllm-ray-prefix-comm-suffix.txt": Expected(
+        hosts={16: "k8s17"}, transports={("P2P", None): 1}, codes=(), skipped=1,
+        bus_ids={16: "17000", 18: "21000"}, comm="32 ranks"),
+    "vllm-27521-8gpu-cumem-read-fused-with-python-logging.txt": Expected(
+        hosts={1: "os-node-created-f8h54"}, transports={("P2P", None): 4}, codes=(), skipped=1),
 }
 
 
@@ -143,6 +148,15 @@ def test_channel_counts_without_collnet_field() -> None:
     assert [comm.channels for comm in log.communicators] == []  # no comm line in this piece: nothing to attribute to
     log = read(REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt")
     assert [comm.channels for comm in log.communicators] == [(2, 2, 0)]
+
+
+def test_newer_lines_name_their_communicator_at_the_end() -> None:
+    """`... via P2P/IPC comm 0x5609976f9470 nRanks 32`: the suffix is not part of the detail, and it names the comm."""
+    log = read(REAL / "ray-59778-vllm-ray-prefix-comm-suffix.txt")
+    assert [(edge.detail, edge.comm) for edge in log.edges] == [("P2P/IPC", "32 ranks")]
+    (comm,) = log.communicators
+    assert comm.nranks == 32 and (16, 0, (17, 24), 0) in comm.trees and len(comm.trees) == 16
+    assert dict(log.env) == {"NCCL_MIN_P2P_NCHANNELS": "16", "NCCL_NCHANNELS_PER_PEER": "16"}
 
 
 def test_receive_lines_name_the_receiver_as_the_printing_rank() -> None:

@@ -56,8 +56,11 @@ _TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,
 _TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
 _ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
-_CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL ?\Z")
-_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll) \d")
+_CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL(?! INFO| WARN)")
+"""NCCL's prefix followed by neither level: the line was cut there or overwritten by another process."""
+_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll)(?: \d|\Z)")
+_COMM_SUFFIX = re.compile(r" comm (0x[0-9a-fA-F]{1,16}) nRanks (\d{1,7})(?: busId ([0-9a-fA-F]{1,16}))?\Z")
+"""What newer versions append to connection and Trees lines: the communicator they belong to."""
 _CHANNEL_COUNTS = re.compile(
     r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?\d{1,4} p2p channels"
 )
@@ -101,6 +104,8 @@ class LogReader:
         self.channel_counts: dict[str, tuple[int | None, ...]] = {}
         self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
         """NCCL prefixes already read: (host, pid, cudaDev, is a warning)."""
+        self.suffix: tuple[str, int, str | None] | None = None
+        """(comm pointer, rank count, bus id) the line being read ends with, until a rank claims it."""
         self.aliases: dict[str, set[str]] = {}
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
@@ -160,7 +165,7 @@ class LogReader:
                 self.version = version.group(1)
                 self.nccl_lines += 1
             elif _CUT_PREFIX.search(text):
-                self.skip(line.number)  # NCCL's prefix with the rest of the line cut off
+                self.skip(line.number)  # NCCL's prefix, then the line cut off or overwritten
             elif "NCCL error" in text:  # what the framework raised, e.g. `DistBackendError: NCCL error in: ...`
                 self.note(self.errors, text.strip()[:MAX_MESSAGE_CHARS], line.host, line.number)
             return
@@ -191,6 +196,12 @@ class LogReader:
 
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         first = message[:1]
+        self.suffix = None
+        if first in ("C", "R", "T") and " nRanks " in message:
+            suffix = _COMM_SUFFIX.search(message)
+            if suffix is not None:
+                self.suffix = (suffix.group(1).lower(), int(suffix.group(2)), suffix.group(3))
+                message = message[:suffix.start()]
         if first in ("C", "R"):
             if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
                 return
@@ -225,7 +236,20 @@ class LogReader:
             self.note(self.errors, message.strip(), host, number)
 
     def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
-        """The communicator a line of (host, pid) about rank `printer` belongs to: the latest one that fits."""
+        """The communicator a line of (host, pid) about rank `printer` belongs to: the one the line names
+        (newer versions append `comm 0x... nRanks N`), else the latest of the process that fits."""
+        if self.suffix is not None:
+            pointer, nranks, bus = self.suffix
+            self.suffix = None
+            if printer < nranks and highest < nranks:
+                key = self.pointer_comm.setdefault((host, pid, pointer), f"{nranks}{_SIZE_KEY}")
+                self.comm_sizes.setdefault(key, (nranks, None))
+                known = self.process_comms.setdefault((host, pid), [])
+                if (key, printer, nranks) not in known:
+                    known.append((key, printer, nranks))
+                if bus is not None:
+                    self.learn(key, printer, bus_id=bus.lower())
+                return key
         for key, rank, nranks in reversed(self.process_comms.get((host, pid), ())):
             if rank == printer and highest < nranks:
                 return key
