@@ -129,3 +129,9 @@ def test_snapshot_flags_a_ring_hop_over_sys_when_an_nvlink_ring_exists(tmp_path:
 def test_snapshot_text_shows_links(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["nccl-log", CONSUMER, "--snapshot", "sample:consumer-2gpu"], capsys)
     assert code == 1 and "PHB" in out and "links ridden inside a host" in out
+
+
+def test_snapshot_that_matches_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(REAL / "nccl-385-16gpu-old-ring-busid-p2p-ib.txt")
+    code, out, _ = run_cli(["nccl-log", log, "--snapshot", "sample:dgx-h100"], capsys)
+    assert code == 0 and "could be placed" in out

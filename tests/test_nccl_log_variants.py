@@ -119,6 +119,13 @@ def test_framework_nccl_errors_are_kept() -> None:
         ("torch.distributed.DistBackendError", 2), ("transport/net_ib.cc:818 -> 2", 3)]
 
 
+def test_a_transport_nccl_does_not_print_is_skipped_not_guessed() -> None:
+    log = read("h:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n"
+               "h:1:1 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via WORMHOLE/0\n"
+               "h:1:1 [0] NCCL INFO CollNet 00 : 0 [send] via MAGIC/0\n")
+    assert [edge.transport for edge in log.edges] == ["P2P"] and log.skipped_lines == (2, 3)
+
+
 def test_old_formats() -> None:
     log = read("host1:9:9 [0] NCCL INFO Ring 00 :  0 1 2 3\n"
                "host1:9:9 [3] NCCL INFO Ring 00 : 3[3] -> 0[0] via P2P/IPC\n"

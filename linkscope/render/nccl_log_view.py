@@ -94,6 +94,13 @@ def _print_transports(console: Console, log: NcclLog) -> None:
 
 
 def _print_placement(console: Console, placement: NcclPlacement) -> None:
+    if not placement.edges:
+        console.print(Text("no connection between two GPUs of one host could be placed on the snapshot "
+                           "(hosts, bus ids or device numbers do not match)"))
+    for note in placement.notes:
+        console.print(Text(f"note: {note}"))
+    if not placement.edges:
+        return
     counts: Counter[tuple[str, str]] = Counter((edge.transport, edge.link) for edge in placement.edges)
     table = Table(title="links ridden inside a host", box=box.SIMPLE_HEAD)
     for column in ("transport", "link", "connections"):
@@ -101,8 +108,6 @@ def _print_placement(console: Console, placement: NcclPlacement) -> None:
     for (transport, link), count in sorted(counts.items()):
         table.add_row(transport, link, str(count))
     console.print(table)
-    for note in placement.notes:
-        console.print(Text(f"note: {note}"))
 
 
 def _without_nic(detail: str) -> str:

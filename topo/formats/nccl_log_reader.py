@@ -333,7 +333,7 @@ class LogReader:
             self.edges[key] = number
             return True
         collnet = _COLLNET.match(message)
-        if collnet is not None:
+        if collnet is not None and _transport(collnet.group("detail")) is not None:
             rank = int(collnet.group("rank"))
             comm = self.comm_of(host, pid, rank, rank)
             self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
@@ -422,7 +422,7 @@ class LogReader:
             raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
         ranks = tuple(sorted((_rank(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
                              key=lambda item: (item.comm or "", item.rank)))
-        edges = tuple(Edge(comm, src, dst, channel, _transport(detail), detail, side, number)
+        edges = tuple(Edge(comm, src, dst, channel, _transport(detail) or "", detail, side, number)
                       for (comm, src, dst, channel, side, detail), number in self.edges.items())
         comm_keys = sorted({key for key in self.comm_sizes} | {comm for comm, _ in self.rings if comm is not None})
         communicators = tuple(
@@ -458,7 +458,7 @@ def _parse_connection(message: str) -> tuple[int, int, int, str | None, str, str
     if match is None:
         return ()
     src, dst = int(match.group("src")), int(match.group("dst"))
-    if max(src, dst) > MAX_RANK:
+    if max(src, dst) > MAX_RANK or _transport(match.group("detail")) is None:
         return ()
     return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
             match.group("sb"), match.group("db"))
@@ -477,9 +477,10 @@ def _bracket_fact(bracket: str) -> tuple[str, object]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _transport(detail: str) -> str:
+def _transport(detail: str) -> str | None:
+    """The transport class a detail names (`P2P/IPC/read` -> P2P), or None for a word NCCL does not print."""
     word = detail.split("/", 1)[0].strip().upper()
-    return word if word in TRANSPORTS else "NET" if word.startswith("NET") else word[:16]
+    return word if word in TRANSPORTS else None
 
 
 def _rank(comm: str | None, rank: int, facts: dict[str, object]) -> Rank:
