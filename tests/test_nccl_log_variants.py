@@ -17,9 +17,12 @@ from topo.errors import InputError
 from topo.formats.nccl_log import MAX_LINE_BYTES, read_nccl_log_stream, read_nccl_log_text
 from topo.formats.nccl_log_model import NcclLog
 from topo.nccl_checks import nccl_findings, rank_hosts, same_host
+from topo.nccl_placement import place_edges
+from topo.samples import load_sample
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"
 REAL_FILES = sorted(REAL.glob("*.txt"))
+DGX1 = load_sample("dgx1-v100")
 
 TWO_HOSTS = """\
 nodeA:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
@@ -233,3 +236,4 @@ def test_mutated_real_logs_give_a_result_or_input_error(path: Path, seed: int, e
     except InputError:
         return
     nccl_findings(log)
+    place_edges(log, DGX1)
