@@ -92,6 +92,9 @@ EXPECTED: dict[str, Expected] = {
                8: "server2", 12: "server2", 14: "server2", 13: "server2", 15: "server2",
                7: "server1", 1: "server1", 6: "server1", 4: "server1"},
         transports={("P2P", True): 12, ("P2P", None): 7}, codes=(), skipped=1),
+    "nccl-1814-h100-64rank-nvls-channels.txt": Expected(
+        hosts={rank: "hostname-test" for rank in (32, 34, 35, 36)}, transports={}, codes=(), skipped=1,
+        bus_ids={32: "18000", 34: "49000", 35: "59000", 36: "9b000"}, comm="0x5ae77eb5ea4ec1ee"),
     "ray-59778-vllm-ray-prefix-comm-suffix.txt": Expected(
         hosts={16: "k8s17"}, transports={("P2P", None): 1}, codes=(), skipped=1,
         bus_ids={16: "17000", 18: "21000"}, comm="32 ranks"),
@@ -148,6 +151,12 @@ def test_channel_counts_without_collnet_field() -> None:
     assert [comm.channels for comm in log.communicators] == []  # no comm line in this piece: nothing to attribute to
     log = read(REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt")
     assert [comm.channels for comm in log.communicators] == [(2, 2, 0)]
+
+
+def test_text_quoting_nccl_is_not_a_line_nccl_wrote() -> None:
+    """The file's own source line quotes `NCCL WARN ...` in an issue title: not a warning of the log."""
+    log = read(REAL / "nccl-1814-h100-64rank-nvls-channels.txt")
+    assert log.warnings == () and [comm.key for comm in log.communicators] == ["0x5ae77eb5ea4ec1ee"]
 
 
 def test_newer_lines_name_their_communicator_at_the_end() -> None:

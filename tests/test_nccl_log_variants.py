@@ -129,6 +129,14 @@ def test_a_transport_nccl_does_not_print_is_skipped_not_guessed() -> None:
     assert [edge.transport for edge in log.edges] == ["P2P"] and log.skipped_lines == (2, 3)
 
 
+def test_comm_split_lines_give_their_comm_id_and_a_cut_init_line_is_skipped() -> None:
+    log = read("h:1:1 [0] NCCL INFO ncclCommSplit comm 0x55 rank 1 nranks 2 cudaDev 3 nvmlDev 3 busId 3d000 "
+               "parent 0x44 color 1 key 1 commId 0xabc - Init COMPLETE\n"
+               "h:1:2 [1] NCCL INFO comm 0x66 rank 0 nranks 2 cudaDev 1 nvmlDev\n")
+    assert [(rank.comm, rank.rank, rank.bus_id, rank.cuda_dev) for rank in log.ranks] == [("0xabc", 1, "3d000", 3)]
+    assert log.skipped_lines == (2,)
+
+
 def test_old_formats() -> None:
     log = read("host1:9:9 [0] NCCL INFO Ring 00 :  0 1 2 3\n"
                "host1:9:9 [3] NCCL INFO Ring 00 : 3[3] -> 0[0] via P2P/IPC\n"

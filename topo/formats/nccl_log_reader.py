@@ -39,8 +39,13 @@ _LEADING = re.compile(r"([\w.<>-]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] (?:[
 _VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
 _INIT = re.compile(
     r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<nranks>\d{1,7}) cudaDev (?P<cuda>\d{1,4})"
-    r"(?: nvmlDev (?P<nvml>\d{1,4}))?(?: busId (?P<bus>[0-9a-fA-F]{1,16}))?(?: commId (?P<cid>0x[0-9a-fA-F]{1,16}))?"
+    r"(?: nvmlDev (?P<nvml>\d{1,4}))?"
 )
+_INIT_END = re.compile(r" - (?:Init|Destroy|Abort) (?:START|COMPLETE)")
+"""How a whole init, destroy or abort line ends."""
+_BUS_ID = re.compile(r" busId ([0-9a-fA-F]{1,16})\b")
+_COMM_ID = re.compile(r" commId (0x[0-9a-fA-F]{1,16})\b")
+"""The communicator's hash, the same on every rank (ncclCommSplit prints parent, color and key before it)."""
 _COMM = re.compile(
     r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
 )
@@ -173,6 +178,8 @@ class LogReader:
             self.skip(line.number)  # two processes' lines fused into one
             return
         prefix = _PREFIX.search(text, max(0, marker.start() - _PREFIX_WINDOW), marker.start())
+        if prefix is None and marker.start() > 0:
+            return  # `NCCL INFO` inside other text (a message quoting NCCL), not a line NCCL wrote
         start = prefix.start() if prefix is not None else marker.start()
         if start > 0 and not (text[start - 1].isspace() or text[start - 1] in _SEPARATORS):
             self.skip(line.number)  # glued to other output: where NCCL's line starts is a guess
@@ -212,7 +219,7 @@ class LogReader:
             self.tree(message, host, pid, dev, number)
             return
         if "comm 0x" in message:
-            self.communicator(message, host, pid, dev)
+            self.communicator(message, host, pid, dev, number)
             return
         if first == "N":
             if message.startswith("NCCL version"):
@@ -268,8 +275,11 @@ class LogReader:
             if value is not None and key not in entry:
                 entry[key] = value
 
-    def communicator(self, message: str, host: str | None, pid: int | None, dev: int | None) -> None:
+    def communicator(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         init = _INIT.search(message)
+        if init is not None and _INIT_END.search(message, init.end()) is None:
+            self.skip(number)  # an init line cut short: its commId may be what is missing
+            return
         comm_line = _COMM.search(message) if init is None else None
         match = init or comm_line
         if match is None:
@@ -279,8 +289,9 @@ class LogReader:
             return
         pointer = match.group("ptr").lower()
         key = self.pointer_comm.get((host, pid, pointer))
-        if init is not None and init.group("cid"):
-            comm_id = init.group("cid").lower()
+        found_id = _COMM_ID.search(message, match.end()) if init is not None else None
+        if found_id is not None:
+            comm_id = found_id.group(1).lower()
             if key is not None and key != comm_id and key.endswith(_SIZE_KEY):
                 self.aliases.setdefault(key, set()).add(comm_id)
             key = comm_id
@@ -294,7 +305,8 @@ class LogReader:
         nnodes = int(comm_line.group("nnodes")) if comm_line is not None else old_size[1]
         self.comm_sizes[key] = (nranks, nnodes)
         if init is not None:
-            bus = init.group("bus")
+            found_bus = _BUS_ID.search(message, init.end())
+            bus = found_bus.group(1) if found_bus is not None else None
             self.learn(key, rank, host=host, pid=pid, cuda_dev=int(init.group("cuda")),
                        nvml_dev=int(init.group("nvml")) if init.group("nvml") else None,
                        bus_id=bus.lower() if bus else None)
