@@ -31,8 +31,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "doctor",
     "diff",
     "record",
+    "nccl-log",
 )
-"""Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd`."""
+"""Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd` (`-` read as `_`)."""
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -48,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _command_module(name: str) -> ModuleType:
-    return importlib.import_module(f"linkscope.commands.{name}_cmd")
+    return importlib.import_module(f"linkscope.commands.{name.replace('-', '_')}_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,7 @@ from textual.widgets import Header, TabbedContent, TabPane
 
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
+from topo.nccl_placement import NcclPlacement
 from tui.messages import MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
@@ -62,10 +63,12 @@ class LinkscopeApp(App[None]):
         initial_tab: str = "links",
         live: bool = False,
         trace_paths: tuple[str, ...] = (),
+        nccl: NcclPlacement | None = None,
     ) -> None:
         super().__init__()
         self.trace_paths = trace_paths
         self.live = live
+        self.nccl = nccl
         self.services = services
         self.source = source
         self.snapshot = snapshot
@@ -153,6 +156,7 @@ class LinkscopeApp(App[None]):
         self.sub_title = (snapshot.source or "snapshot") + (" (this machine, live)" if self.live else "")
         self.query_one(BenchView).live = self.live
         self.query_one(MonitorView).live = self.live
+        self.query_one(LinksView).nccl = self.nccl
         self.query_one(LinksView).snapshot = snapshot
         self.query_one(TopologyView).snapshot = snapshot
         self.query_one(RanksView).snapshot = snapshot
@@ -188,6 +192,7 @@ class LinkscopeApp(App[None]):
 
     def open_sample(self, name: str) -> None:
         """Load a built-in sample in place of the current snapshot."""
+        self.nccl = None  # the log was laid on the machine opened first
         self.sub_title = f"loading sample:{name}"
         self.load_source(f"sample:{name}")
 
@@ -226,12 +231,14 @@ def build_app(
     initial_tab: str = "links",
     live: bool = False,
     trace_paths: tuple[str, ...] = (),
+    nccl: NcclPlacement | None = None,
 ) -> LinkscopeApp:
     """The app for `source` (None: this machine) or an already loaded `snapshot`.
 
     `services` defaults to the real ones (:class:`tui.services.LocalServices`); tests pass a fake.
     `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it);
-    `trace_paths` are a job's profiler traces for the Steps tab.
+    `trace_paths` are a job's profiler traces for the Steps tab; `nccl` is an NCCL log laid on `snapshot`,
+    shown on the Links grid.
     """
     return LinkscopeApp(services or LocalServices(), source=source, snapshot=snapshot, notice=notice,
-                        initial_tab=initial_tab, live=live, trace_paths=trace_paths)
+                        initial_tab=initial_tab, live=live, trace_paths=trace_paths, nccl=nccl)

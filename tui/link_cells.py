@@ -5,11 +5,16 @@ Pure functions over the snapshot model, so the grid widget only draws and tests 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
 from topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
 from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
+
+SLOW_TRANSPORTS = frozenset({"SHM", "NET"})
+P2P_LINK_KINDS = frozenset({LinkKind.NVLINK, LinkKind.PIX, LinkKind.PXB})
+"""Links NCCL rides with P2P unless P2P is disabled or broken."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,13 @@ class GridCell:
     on_ring: bool = False
     best_gbps: float | None = None
     """Best expected bandwidth of any pair of the same kind on this host (to spot a link below its peers)."""
+    transports: frozenset[str] = frozenset()
+    """Transports an NCCL log shows between the two GPUs (`P2P`, `SHM`, `NET`), empty without a log."""
+
+    @property
+    def transport_below_link(self) -> bool:
+        """True when NCCL went through host memory or the network on a link P2P should ride (NVLink, PCIe switch)."""
+        return bool(self.transports & SLOW_TRANSPORTS) and self.kind in P2P_LINK_KINDS
 
     @property
     def ratio(self) -> float | None:
@@ -65,6 +77,11 @@ class GridCell:
         """The short cell text: measured GB/s and ratio, else expected GB/s or the token."""
         if self.kind is LinkKind.SELF:
             return "X"
+        if self.transports:
+            return f"{self._base_text(show_expected)}:{'/'.join(sorted(self.transports))}"
+        return self._base_text(show_expected)
+
+    def _base_text(self, show_expected: bool) -> str:
         ratio = self.ratio
         if self.measured_gbps is not None and ratio is not None:
             return f"{self.measured_gbps:.0f} {ratio:.0%}"
@@ -91,9 +108,13 @@ def _largest_copies(measurements: Measurements | None, hostname: str) -> dict[tu
 
 
 def gpu_cells(
-    host: Host, measurements: Measurements | None, ring: frozenset[tuple[int, int]] = frozenset()
+    host: Host,
+    measurements: Measurements | None,
+    ring: frozenset[tuple[int, int]] = frozenset(),
+    transports: Mapping[tuple[int, int], frozenset[str]] | None = None,
 ) -> list[list[GridCell]]:
-    """The GPU x GPU grid of `host`; `ring` holds (position, position) hops to mark in both directions."""
+    """The GPU x GPU grid of `host`; `ring` holds (position, position) hops to mark in both directions;
+    `transports` the NCCL transports per (lower, higher) position pair, from a log."""
     copies = _largest_copies(measurements, host.hostname)
     count = len(host.gpus)
     pairs = {(link.a, link.b): link for link in host.links}
@@ -120,6 +141,7 @@ def gpu_cells(
                     measured_size_bytes=copy.size_bytes if copy is not None else None,
                     on_ring=(a, b) in ring or (b, a) in ring,
                     best_gbps=best.get(link.kind) if link is not None and a != b else None,
+                    transports=transports.get(key, frozenset()) if transports and a != b else frozenset(),
                 )
             )
         rows.append(row)

@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope open snapshot.json --tab ranks\n"
             "  linkscope open sample:dgx-h100 --measurements nvbandwidth-imported.json\n"
             "  linkscope open sample:dgx-h100 --trace traces/   (a job's profiler traces on the Steps tab)\n"
+            "  linkscope open sample:consumer-2gpu --nccl-log train.log\n"
             "  linkscope                  (this machine)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -49,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--trace", action="append", default=None, metavar="PATH",
                         help="a job's profiler traces (files or a directory; repeatable) for the Steps tab: exposed "
                         "communication per step and the collectives below their links' speed")
+    parser.add_argument("--nccl-log", default=None, metavar="FILE",
+                        help="an NCCL_DEBUG=INFO log of a job on SOURCE: the Links grid shows the transport NCCL chose "
+                        "for each GPU pair, and SHM or NET where P2P should be stands out")
     parser.set_defaults(run=run)
 
 
@@ -72,7 +76,15 @@ def run(args: argparse.Namespace) -> int:
         measurements = load_measurements(args.measurements)
         check_measured_on(snapshot, measurements, getattr(args, "force", False), "--measurements")
         snapshot = with_measurements(snapshot, measurements)
+    nccl = None
+    if getattr(args, "nccl_log", None) is not None:
+        if snapshot is None:
+            raise InputError("--nccl-log: name the SOURCE the job ran on (a snapshot, topo text or sample:NAME)")
+        from linkscope.commands.nccl_log_cmd import read_log_argument
+        from topo.nccl_placement import place_edges
+
+        nccl = place_edges(read_log_argument(args.nccl_log), snapshot)
     from tui.app import build_app
 
-    build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces).run()
+    build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl).run()
     return 0

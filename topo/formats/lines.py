@@ -18,7 +18,7 @@ only where the number is the line's own. All patterns are anchored and linear.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from topo.text import strip_escapes
@@ -76,11 +76,13 @@ def clean_lines(text: str) -> list[Line]:
     return list(iter_clean_lines(text.split("\n")))
 
 
-def iter_clean_lines(raw_lines: Iterable[str]) -> Iterator[Line]:
+def iter_clean_lines(raw_lines: Iterable[str], keep: Callable[[str], bool] | None = None) -> Iterator[Line]:
     """Clean lines as they come (a file object works: bounded memory for large logs).
 
     The first :data:`DETECTION_LINES` non-empty lines are looked at before any is yielded, to
-    decide the ambiguous prefix styles for the whole input.
+    decide the ambiguous prefix styles for the whole input. With `keep`, only raw lines it
+    accepts are cleaned and yielded (numbers still count every line): a fast path for readers
+    that look for one marker in large logs.
     """
     iterator = iter(raw_lines)
     window: list[str] = []
@@ -95,10 +97,12 @@ def iter_clean_lines(raw_lines: Iterable[str]) -> Iterator[Line]:
     number = 0
     for raw in window:
         number += 1
-        yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
+        if keep is None or keep(raw):
+            yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
     for raw in iterator:
         number += 1
-        yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
+        if keep is None or keep(raw):
+            yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
 
 
 def _numbered_as(number: int, styles: _Styles) -> int | None:

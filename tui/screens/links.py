@@ -12,7 +12,8 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from topo.model import Host, Snapshot
-from tui.link_cells import gpu_cells, nic_cells
+from topo.nccl_placement import NcclPlacement
+from tui.link_cells import GridCell, gpu_cells, nic_cells
 from tui.messages import RingChosen
 from tui.widgets.legend import Legend
 from tui.widgets.link_detail import LinkDetail
@@ -39,6 +40,8 @@ class LinksView(Vertical):
     """True to show expected GB/s in cells that have no measurement, instead of the token."""
     host_index: reactive[int] = reactive(0)
     """Which host of a multi-host snapshot is on show."""
+    nccl: reactive[NcclPlacement | None] = reactive(None, always_update=True)
+    """An NCCL log laid on the snapshot: the transport of each GPU pair is shown in its cell."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="links-title", markup=False)
@@ -68,7 +71,10 @@ class LinksView(Vertical):
     def watch_host_index(self) -> None:
         self._redraw()
 
-    def _title(self, host: Host) -> Text:
+    def watch_nccl(self) -> None:
+        self._redraw()
+
+    def _title(self, host: Host, cells: list[list[GridCell]]) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
         title.append(f"  {len(host.gpus)} GPUs, {len(host.nics)} NICs")
@@ -77,6 +83,12 @@ class LinksView(Vertical):
         measurements = self.snapshot.measurements if self.snapshot is not None else None
         if measurements is not None and measurements.peer_copies:
             title.append(f"  measured: {measurements.source}")
+        if self.nccl is not None and not self.nic_mode:
+            pairs = sum(1 for row in cells for cell in row if cell.transports and cell.row < cell.col)
+            slow = sum(1 for row in cells for cell in row if cell.transport_below_link and cell.row < cell.col)
+            title.append(f"  NCCL log: transports of {pairs} GPU pairs")
+            if slow:
+                title.append(f", {slow} through SHM/NET where P2P should be", style="bold")
         if self.ring is not None and not self.nic_mode:
             title.append(f"  ring {self.ring.label}: {len(self.ring.hops)} hops in this host", style="bold")
             if self.ring.off_node_hops:
@@ -95,7 +107,6 @@ class LinksView(Vertical):
             title.update(Text("Waiting for a snapshot..."), layout=False)
             grid.show([], [], [], self.show_expected)
             return
-        title.update(self._title(host), layout=False)
         row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
         if self.nic_mode:
             cells = nic_cells(host)
@@ -103,8 +114,10 @@ class LinksView(Vertical):
         else:
             ring = frozenset(self.ring.hops) if self.ring is not None else frozenset()
             measurements = self.snapshot.measurements if self.snapshot is not None else None
-            cells = gpu_cells(host, measurements, ring)
+            transports = self.nccl.pair_transports(self.host_index) if self.nccl is not None else None
+            cells = gpu_cells(host, measurements, ring, _frozen(transports))
             column_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
+        title.update(self._title(host, cells), layout=False)
         grid.show(cells, row_labels, column_labels, self.show_expected)
         detail.host = host
         detail.nic_mode = self.nic_mode
@@ -129,3 +142,7 @@ class LinksView(Vertical):
     def action_clear_ring(self) -> None:
         """Stop drawing the ring chosen on the Ranks tab."""
         self.ring = None
+
+
+def _frozen(pairs: dict[tuple[int, int], set[str]] | None) -> dict[tuple[int, int], frozenset[str]] | None:
+    return None if pairs is None else {key: frozenset(value) for key, value in pairs.items()}

@@ -50,6 +50,10 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
                 text.append("  (copies too small to judge)")
     else:
         text.append("\nnot measured (Bench tab, or open a snapshot with measurements)")
+    if cell.transports:
+        text.append(f"\nNCCL log: connections via {', '.join(sorted(cell.transports))}")
+        if cell.transport_below_link:
+            text.append("  (P2P expected on this link: P2P is disabled or failing)", style="bold reverse")
     if link is not None and link.p2p is not None:
         p2p = link.p2p
         text.append(

@@ -22,6 +22,7 @@ class LinkGrid(CellGrid):
         "link-grid--degraded",
         "link-grid--reduced",
         "link-grid--ring",
+        "link-grid--transport-below-link",
     }
 
     class CellChosen(Message):
@@ -58,7 +59,8 @@ class LinkGrid(CellGrid):
         return label
 
     def render_cell(self, row: int, column: int) -> tuple[str, Style]:
-        """The cell's text, styled by link class, degraded measurement and ring membership."""
+        """The cell's text, styled by link class, degraded measurement, ring membership and an NCCL
+        transport below the link (SHM or NET where P2P should be)."""
         cell = self.cell_at(row, column)
         if cell is None:
             return "", Style()
@@ -69,6 +71,8 @@ class LinkGrid(CellGrid):
             style = style + self.get_component_rich_style("link-grid--degraded", partial=True)
         if cell.on_ring:
             style = style + self.get_component_rich_style("link-grid--ring", partial=True)
+        if cell.transport_below_link:
+            style = style + self.get_component_rich_style("link-grid--transport-below-link", partial=True)
         return self._texts[row][column], style
 
     def cell_at(self, row: int, column: int) -> GridCell | None:

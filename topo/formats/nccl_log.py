@@ -1,0 +1,107 @@
+"""Read NCCL's own `NCCL_DEBUG=INFO` log: version, ranks, communicators, rings, trees, connections.
+
+Logs come from one or many ranks and hosts, with or without launcher prefixes (cleaned by
+:mod:`topo.formats.lines`), interleaved with the program's own output, sometimes with two
+processes' lines fused or a last line cut short. Every line that NCCL wrote and that reads
+cleanly is used; a line that looks like NCCL's but cannot be read is skipped and counted, never
+guessed at. The reader streams: memory grows with the number of distinct ranks and connections,
+not with the size of the log.
+
+Message formats, as NCCL prints them across versions (facts from its source and real logs):
+- prefix `host:pid:tid [cudaDev] NCCL INFO ...`; warnings `host:pid:tid [cudaDev] file.cc:123 NCCL WARN ...`;
+- `NCCL version 2.23.4+cuda12.4` (sometimes with no prefix at all, printed by rank 0);
+- `comm 0x... rank R nranks N cudaDev D nvmlDev M busId B commId 0x... - Init START|COMPLETE`
+  and `comm 0x... rank R nRanks N nNodes K localRanks L localRank l MNNVL m`;
+- ring orders `Channel 00/24 :    0   1   2` (2.7+) and `Ring 00 : 0 1 2 3` (2.4-2.6); the
+  newer `Ring 00 : 7 -> 0 -> 1` is previous -> rank -> next, not an order;
+- `Trees [0] 1/4/-1->0->-1 [1] ...`: children / this rank / parent per channel;
+- connections `Channel 00/1 : 3[1] -> 4[0] [send] via NET/IB/0(2)/GDRDMA`, `Channel 00 :
+  11[3e000] -> 9[1b000] via P2P/direct pointer`, `Ring 00 : 3[3] -> 2[2] via P2P/IPC`,
+  `Ring 00 : 43 -> 44 [receive] via NET/Socket/0`: the bracket holds a bus id (hex, 2.5 to about 2.18)
+  or a device index (cudaDev in 2.4, nvmlDev in recent versions); `[receive]` lines are printed by the receiver;
+  `CollNet 00/0 : 4 [receive] via COLLNET/SHARP/0/GDRDMA` names one rank;
+- `NCCL_X set by environment to V.` and `NCCL_IB_HCA set to V`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+from topo.errors import InputError
+from topo.formats.lines import iter_clean_lines
+from topo.formats.nccl_log_model import NcclLog
+from topo.formats.nccl_log_reader import UNREADABLE, LogReader
+
+MAX_LINE_BYTES = 64 * 1024
+"""Longer lines are skipped (counted) without being held whole."""
+MAX_STDIN_BYTES = 1024 * 1024 * 1024
+"""Standard input is refused past this size (a file is streamed with no limit)."""
+
+
+def read_nccl_log_stream(stream: BinaryIO, name: str, max_bytes: int | None = None) -> NcclLog:
+    """Read a log from a binary stream, one line at a time; InputError `name:line: ...` on a binary or empty input."""
+    return read_nccl_log_lines(_decoded_lines(stream, name, max_bytes), name)
+
+
+def read_nccl_log_text(text: str, name: str) -> NcclLog:
+    """Read a log held as text (tests, small inputs)."""
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise InputError(f"{name}:{line}: binary data (a NUL byte), not a text log")
+    lines = text.split("\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # the newline ending the last line starts no new line
+    return read_nccl_log_lines(lines, name)
+
+
+def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
+    """Read decoded raw lines (a line that is exactly :data:`UNREADABLE` counts as skipped)."""
+    reader = LogReader(name)
+    for line in iter_clean_lines(raw_lines, keep=reader.keep):
+        reader.feed(line)
+    return reader.result()
+
+
+CHUNK_BYTES = 1 << 20
+
+
+def _decoded_lines(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterator[str]:
+    """Lines of `stream` as text, read in chunks; undecodable or overlong lines become :data:`UNREADABLE`."""
+    total = 0
+    number = 0
+    carry = b""
+    overlong = False
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        total += len(chunk)
+        if max_bytes is not None and total > max_bytes:
+            raise InputError(f"{name}: input is larger than the {max_bytes // (1024 * 1024)} MiB limit")
+        if b"\x00" in chunk:
+            line = number + (carry + chunk[:chunk.index(b"\x00")]).count(b"\n") + 1
+            raise InputError(f"{name}:{line}: binary data (a NUL byte), not a text log")
+        if not chunk:
+            if carry or overlong:
+                number += 1
+                yield UNREADABLE if overlong else _decode(carry)
+            return
+        pieces = (carry + chunk).split(b"\n") if carry else chunk.split(b"\n")
+        carry = pieces.pop()
+        for raw in pieces:
+            number += 1
+            if overlong:
+                overlong = False
+                yield UNREADABLE
+            elif len(raw) > MAX_LINE_BYTES:
+                yield UNREADABLE
+            else:
+                yield _decode(raw)
+        if len(carry) > MAX_LINE_BYTES:
+            carry = b""
+            overlong = True
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return UNREADABLE

@@ -1,0 +1,512 @@
+"""The state machine behind :mod:`topo.formats.nccl_log`: what each NCCL line says, accumulated.
+
+Every pattern is anchored or bounded, so a long adversarial line costs linear time. Memory grows
+with the distinct ranks, connections and messages, each table capped, never with the log's size.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from topo.errors import InputError
+from topo.formats.lines import Line
+from topo.formats.nccl_log_model import TRANSPORTS, Communicator, Edge, Message, NcclLog, Rank
+
+MAX_KEPT_MESSAGES = 200
+"""Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
+MAX_RANK = 10_000_000
+MAX_MESSAGE_CHARS = 400
+"""Longest error text kept from a framework's line."""
+MAX_EDGES = 1_000_000
+"""Distinct connections kept (an all-to-all of 1,024 ranks is about this many); later ones are counted only."""
+MAX_PARSED_LINES = 100_000
+"""Distinct connection messages whose parse is remembered."""
+UNREADABLE = "\x00"
+"""Marks a raw line that could not be decoded or was too long (NUL never survives the binary check)."""
+
+_MARKER = re.compile(r"NCCL (INFO|WARN) ?")
+_PREFIX = re.compile(
+    r"(?:(?P<host>[\w.<>-]{1,255}):(?P<pid>\d{1,10}):\d{1,10} )?\[(?P<dev>\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?\Z"
+)
+_SIZE_KEY = " ranks"
+"""A communicator whose commId the log never shows is keyed by its size, e.g. `16 ranks`."""
+_SEPARATORS = "|]>):"
+"""What may stand right before NCCL's prefix besides whitespace (log viewers' and launchers' separators)."""
+_PREFIX_WINDOW = 400
+"""How far before `NCCL INFO` NCCL's own prefix is looked for (keeps the search linear on long lines)."""
+_LEADING = re.compile(r"([\w.<>-]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?NCCL (INFO|WARN) ?")
+_VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
+_INIT = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<nranks>\d{1,7}) cudaDev (?P<cuda>\d{1,4})"
+    r"(?: nvmlDev (?P<nvml>\d{1,4}))?"
+)
+_INIT_END = re.compile(r" - (?:Init|Destroy|Abort) (?:START|COMPLETE)")
+"""How a whole init, destroy or abort line ends."""
+_BUS_ID = re.compile(r" busId ([0-9a-fA-F]{1,16})\b")
+_COMM_ID = re.compile(r" commId (0x[0-9a-fA-F]{1,16})\b")
+"""The communicator's hash, the same on every rank (ncclCommSplit prints parent, color and key before it)."""
+_COMM = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
+)
+_CONNECTION = re.compile(
+    r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
+    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
+)
+_COLLNET = re.compile(
+    r"Coll(?:Net)? (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
+)
+_RING_ORDER = re.compile(r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,4})? :(?P<order>(?: +\d{1,7}){1,65536})\Z")
+_TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,7}->-?\d{1,7}){1,1024})\Z")
+_TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
+_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
+_ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
+_CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL(?! INFO| WARN)")
+"""NCCL's prefix followed by neither level: the line was cut there or overwritten by another process."""
+_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll)(?: \d|\Z)")
+_COMM_SUFFIX = re.compile(r" comm (0x[0-9a-fA-F]{1,16}) nRanks (\d{1,7})(?: busId ([0-9a-fA-F]{1,16}))?\Z")
+"""What newer versions append to connection and Trees lines: the communicator they belong to."""
+_CHANNEL_COUNTS = re.compile(
+    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?\d{1,4} p2p channels"
+)
+_RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
+
+
+class _Tally:
+    """How often one warning or error text was seen, and where first."""
+
+    __slots__ = ("count", "host", "line")
+
+    def __init__(self, host: str | None, line: int) -> None:
+        self.host = host
+        self.line = line
+        self.count = 1
+
+
+class LogReader:
+    """Accumulates what the lines say; :meth:`result` freezes it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.version: str | None = None
+        self.lines = 0
+        self.nccl_lines = 0
+        self.skipped: list[int] = []
+        self.skipped_count = 0
+        self.edges_dropped = 0
+        self.ranks: dict[tuple[str | None, int], dict[str, object]] = {}
+        self.edges: dict[tuple[str | None, int, int | None, int, str | None, str], int] = {}
+        self.comm_sizes: dict[str, tuple[int | None, int | None]] = {}
+        self.rings: dict[tuple[str | None, int], tuple[int, ...]] = {}
+        self.trees: dict[tuple[str | None, int, int], tuple[tuple[int, ...], int]] = {}
+        self.env: dict[str, str] = {}
+        self.warnings: dict[str, _Tally] = {}
+        self.errors: dict[str, _Tally] = {}
+        self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
+        """(host, pid, comm pointer) -> communicator key."""
+        self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
+        """Connection messages already parsed (the same line recurs for every new communicator)."""
+        self.channel_counts: dict[str, tuple[int | None, ...]] = {}
+        self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
+        """NCCL prefixes already read: (host, pid, cudaDev, is a warning)."""
+        self.suffix: tuple[str, int, str | None] | None = None
+        """(comm pointer, rank count, bus id) the line being read ends with, until a rank claims it."""
+        self.aliases: dict[str, set[str]] = {}
+        """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
+        self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
+        """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+
+    def skip(self, number: int) -> None:
+        self.skipped_count += 1
+        if len(self.skipped) < MAX_KEPT_MESSAGES:
+            self.skipped.append(number)
+
+    def keep(self, raw: str) -> bool:
+        """Called once per raw line, in order: a line that starts with NCCL's own prefix and needs no
+        cleaning is read here at once; the cleaner gets only the other lines that may matter."""
+        self.lines += 1
+        if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
+            leading = _LEADING.match(raw)
+            if leading is not None:
+                self.feed_prefixed(raw.rstrip(), leading, self.lines)
+                return False
+        return "NCCL" in raw or raw == UNREADABLE
+
+    def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
+        """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
+        end = leading.end()
+        if text.find("NCCL INFO", end) >= 0 or text.find("NCCL WARN", end) >= 0:
+            self.skip(number)  # two processes' lines fused into one
+            return
+        self.nccl_lines += 1
+        head = text[:end]
+        known = self.prefixes.get(head)
+        if known is None:
+            known = (leading.group(1), int(leading.group(2)), int(leading.group(3)), leading.group(4) == "WARN")
+            if len(self.prefixes) < MAX_PARSED_LINES:
+                self.prefixes[head] = known
+        host, pid, dev, warn = known
+        if warn:
+            self.note(self.warnings, text[end:].strip(), host, number)
+        else:
+            self.info(text[end:], host, pid, dev, number)
+
+    def feed(self, line: Line) -> None:
+        """A cleaned line (launcher prefixes and escapes removed)."""
+        text = line.text
+        if text == UNREADABLE:
+            self.skip(line.number)
+            return
+        if "NCCL" not in text:
+            return
+        leading = _LEADING.match(text)
+        if leading is not None:
+            self.feed_prefixed(text, leading, line.number)
+            return
+        marker = _MARKER.search(text)
+        if marker is None:
+            version = _VERSION.search(text) if self.version is None else None
+            if version is not None:
+                self.version = version.group(1)
+                self.nccl_lines += 1
+            elif _CUT_PREFIX.search(text):
+                self.skip(line.number)  # NCCL's prefix, then the line cut off or overwritten
+            elif "NCCL error" in text:  # what the framework raised, e.g. `DistBackendError: NCCL error in: ...`
+                self.note(self.errors, text.strip()[:MAX_MESSAGE_CHARS], line.host, line.number)
+            return
+        if _MARKER.search(text, marker.end()) is not None:
+            self.skip(line.number)  # two processes' lines fused into one
+            return
+        prefix = _PREFIX.search(text, max(0, marker.start() - _PREFIX_WINDOW), marker.start())
+        if prefix is None and marker.start() > 0:
+            return  # `NCCL INFO` inside other text (a message quoting NCCL), not a line NCCL wrote
+        start = prefix.start() if prefix is not None else marker.start()
+        if start > 0 and not (text[start - 1].isspace() or text[start - 1] in _SEPARATORS):
+            self.skip(line.number)  # glued to other output: where NCCL's line starts is a guess
+            return
+        self.nccl_lines += 1
+        host = prefix.group("host") if prefix is not None and prefix.group("host") else line.host
+        pid = int(prefix.group("pid")) if prefix is not None and prefix.group("pid") else None
+        dev = int(prefix.group("dev")) if prefix is not None else None
+        message = text[marker.end():]
+        if marker.group(1) == "WARN":
+            self.note(self.warnings, message.strip(), host, line.number)
+            return
+        self.info(message, host, pid, dev, line.number)
+
+    def note(self, table: dict[str, _Tally], text: str, host: str | None, number: int) -> None:
+        tally = table.get(text)
+        if tally is not None:
+            tally.count += 1
+        elif len(table) < MAX_KEPT_MESSAGES:
+            table[text] = _Tally(host, number)
+
+    def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
+        first = message[:1]
+        self.suffix = None
+        if first in ("C", "R", "T") and " nRanks " in message:
+            suffix = _COMM_SUFFIX.search(message)
+            if suffix is not None:
+                self.suffix = (suffix.group(1).lower(), int(suffix.group(2)), suffix.group(3))
+                message = message[:suffix.start()]
+        if first in ("C", "R"):
+            if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
+                return
+            if _CONNECTION_START.match(message) and not _RING_NEIGHBOURS.match(message):
+                self.skip(number)
+            return
+        if first == "T" and message.startswith("Trees"):
+            self.tree(message, host, pid, dev, number)
+            return
+        if "comm 0x" in message:
+            self.communicator(message, host, pid, dev, number)
+            return
+        if first == "N":
+            if message.startswith("NCCL version"):
+                version = _VERSION.match(message)
+                if version is not None and self.version is None:
+                    self.version = version.group(1)
+                return
+            if message.startswith("NCCL_"):
+                env = _ENV.match(message)
+                if env is not None:
+                    self.env.setdefault(env.group(1), env.group(2))
+                return
+        if first.isdigit() and " coll channels" in message:
+            counts = _CHANNEL_COUNTS.match(message)
+            known = self.process_comms.get((host, pid))
+            if counts is not None and known:
+                self.channel_counts.setdefault(known[-1][0], tuple(
+                    int(value) if value is not None else None for value in counts.groups()))
+            return
+        if " -> " in message and _ERROR_TRACE.match(message):
+            self.note(self.errors, message.strip(), host, number)
+
+    def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
+        """The communicator a line of (host, pid) about rank `printer` belongs to: the one the line names
+        (newer versions append `comm 0x... nRanks N`), else the latest of the process that fits."""
+        if self.suffix is not None:
+            pointer, nranks, bus = self.suffix
+            self.suffix = None
+            if printer < nranks and highest < nranks:
+                key = self.pointer_comm.setdefault((host, pid, pointer), f"{nranks}{_SIZE_KEY}")
+                self.comm_sizes.setdefault(key, (nranks, None))
+                known = self.process_comms.setdefault((host, pid), [])
+                if (key, printer, nranks) not in known:
+                    known.append((key, printer, nranks))
+                if bus is not None:
+                    self.learn(key, printer, bus_id=bus.lower())
+                return key
+        for key, rank, nranks in reversed(self.process_comms.get((host, pid), ())):
+            if rank == printer and highest < nranks:
+                return key
+        return None
+
+    def rank_entry(self, comm: str | None, rank: int) -> dict[str, object]:
+        entry = self.ranks.get((comm, rank))
+        if entry is None:
+            entry = {}
+            self.ranks[(comm, rank)] = entry
+        return entry
+
+    def learn(self, comm: str | None, rank: int, **facts: object) -> None:
+        entry = self.rank_entry(comm, rank)
+        for key, value in facts.items():
+            if value is not None and key not in entry:
+                entry[key] = value
+
+    def communicator(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
+        init = _INIT.search(message)
+        if init is not None and _INIT_END.search(message, init.end()) is None:
+            self.skip(number)  # an init line cut short: its commId may be what is missing
+            return
+        comm_line = _COMM.search(message) if init is None else None
+        match = init or comm_line
+        if match is None:
+            return
+        rank, nranks = int(match.group("rank")), int(match.group("nranks"))
+        if rank >= nranks or nranks > MAX_RANK:
+            return
+        pointer = match.group("ptr").lower()
+        key = self.pointer_comm.get((host, pid, pointer))
+        found_id = _COMM_ID.search(message, match.end()) if init is not None else None
+        if found_id is not None:
+            comm_id = found_id.group(1).lower()
+            if key is not None and key != comm_id and key.endswith(_SIZE_KEY):
+                self.aliases.setdefault(key, set()).add(comm_id)
+            key = comm_id
+        if key is None:
+            key = f"{nranks}{_SIZE_KEY}"
+        self.pointer_comm[(host, pid, pointer)] = key
+        known = self.process_comms.setdefault((host, pid), [])
+        if (key, rank, nranks) not in known:
+            known.append((key, rank, nranks))
+        old_size = self.comm_sizes.get(key, (None, None))
+        nnodes = int(comm_line.group("nnodes")) if comm_line is not None else old_size[1]
+        self.comm_sizes[key] = (nranks, nnodes)
+        if init is not None:
+            found_bus = _BUS_ID.search(message, init.end())
+            bus = found_bus.group(1) if found_bus is not None else None
+            self.learn(key, rank, host=host, pid=pid, cuda_dev=int(init.group("cuda")),
+                       nvml_dev=int(init.group("nvml")) if init.group("nvml") else None,
+                       bus_id=bus.lower() if bus else None)
+        else:
+            self.learn(key, rank, host=host, pid=pid, cuda_dev=dev)
+
+    def connection(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> bool:
+        parsed = self.parsed.get(message)
+        if parsed is None:
+            parsed = _parse_connection(message)
+            if len(self.parsed) < MAX_PARSED_LINES:
+                self.parsed[message] = parsed
+        if parsed:
+            src, dst, channel, side, detail, src_bracket, dst_bracket = parsed
+            printer = dst if side == "receive" else src
+            comm = self.comm_of(host, pid, printer, max(src, dst))
+            key = (comm, src, dst, channel, side, detail)
+            if key in self.edges:
+                return True
+            if len(self.edges) >= MAX_EDGES:
+                self.edges_dropped += 1
+                return True
+            entry = self.rank_entry(comm, printer)
+            if host is not None and "host" not in entry:
+                entry["host"] = host
+            if pid is not None and "pid" not in entry:
+                entry["pid"] = pid
+            if dev is not None and "cuda_dev" not in entry:
+                entry["cuda_dev"] = dev
+            for rank, bracket in ((src, src_bracket), (dst, dst_bracket)):
+                if bracket is not None:
+                    name, value = _bracket_fact(bracket)
+                    entry = self.rank_entry(comm, rank)
+                    if name not in entry:
+                        entry[name] = value
+            self.edges[key] = number
+            return True
+        collnet = _COLLNET.match(message)
+        if collnet is not None and _transport(collnet.group("detail")) is not None:
+            rank = int(collnet.group("rank"))
+            comm = self.comm_of(host, pid, rank, rank)
+            self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
+            self.add_edge(comm, rank, None, int(collnet.group("ch")), collnet.group("side"), collnet.group("detail"), number)
+            return True
+        return False
+
+    def add_edge(self, comm: str | None, src: int, dst: int | None, channel: int, side: str | None,
+                 detail: str, number: int) -> None:
+        key = (comm, src, dst, channel, side, detail.rstrip())
+        if key in self.edges:
+            return
+        if len(self.edges) >= MAX_EDGES:
+            self.edges_dropped += 1
+            return
+        self.edges[key] = number
+
+    def ring_order(self, message: str, host: str | None, pid: int | None) -> bool:
+        if "->" in message:
+            return False
+        match = _RING_ORDER.match(message)
+        if match is None:
+            return False
+        order = tuple(int(word) for word in match.group("order").split())
+        if len(set(order)) != len(order) or max(order) > MAX_RANK:
+            return False
+        comm = self.comm_of(host, pid, 0, max(order))
+        known = self.process_comms.get((host, pid))
+        if comm is None and known:
+            fitting = [key for key, _, nranks in known if nranks == len(order)]
+            comm = fitting[-1] if fitting else None
+        self.rings.setdefault((comm, int(match.group("ch"))), order)
+        return True
+
+    def tree(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
+        if _TREES.match(message) is None:
+            self.skip(number)
+            return
+        items = _TREE_ITEM.findall(message)
+        rank = int(items[0][4])
+        comm = self.comm_of(host, pid, rank, rank)
+        self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
+        for channel, child_a, child_b, child_c, _, parent in items:
+            children = tuple(int(child) for child in (child_a, child_b, child_c) if child != "-1")
+            self.trees.setdefault((comm, rank, int(channel)), (children, int(parent)))
+
+    def settle_communicators(self) -> None:
+        """Rename provisional keys that turned out to be one commId; give a fragment's unattributed
+        lines to the communicator when the log shows exactly one."""
+        rename: dict[str | None, str | None] = {key: next(iter(ids)) for key, ids in self.aliases.items() if len(ids) == 1}
+        known = {rename.get(key, key) for key in self.comm_sizes}
+        if len(known) == 1:
+            only = next(iter(known))
+            size = self.comm_sizes.get(only or "", self.comm_sizes.get(next(iter(self.comm_sizes)), (None, None)))[0]
+            highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
+            if size is None or highest < size:
+                rename[None] = only
+        if not rename:
+            return
+
+        def renamed(key: str | None) -> str | None:
+            return rename.get(key, key)
+
+        ranks: dict[tuple[str | None, int], dict[str, object]] = {}
+        for (comm, rank), facts in self.ranks.items():
+            merged = ranks.setdefault((renamed(comm), rank), {})
+            for name, value in facts.items():
+                merged.setdefault(name, value)
+        self.ranks = ranks
+        self.edges = {(renamed(key[0]), *key[1:]): number for key, number in self.edges.items()}
+        self.rings = {(renamed(comm), channel): order for (comm, channel), order in self.rings.items()}
+        self.trees = {(renamed(comm), rank, channel): tree for (comm, rank, channel), tree in self.trees.items()}
+        self.channel_counts = {renamed(key) or key: counts for key, counts in self.channel_counts.items()}
+        for key, target in rename.items():
+            if key is not None and target is not None and key in self.comm_sizes:
+                nranks, nnodes = self.comm_sizes.pop(key)
+                known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
+                self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
+
+    def result(self) -> NcclLog:
+        self.settle_communicators()
+        if self.nccl_lines == 0:
+            if self.skipped_count:
+                raise InputError(f"{self.name}:{self.skipped[0]}: no NCCL line reads cleanly "
+                                 f"({self.skipped_count} unreadable)")
+            raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
+        ranks = tuple(sorted((_rank(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
+                             key=lambda item: (item.comm or "", item.rank)))
+        edges = tuple(Edge(comm, src, dst, channel, _transport(detail) or "", detail, side, number)
+                      for (comm, src, dst, channel, side, detail), number in self.edges.items())
+        comm_keys = sorted({key for key in self.comm_sizes} | {comm for comm, _ in self.rings if comm is not None})
+        communicators = tuple(
+            Communicator(
+                key=key,
+                nranks=self.comm_sizes.get(key, (None, None))[0],
+                nnodes=self.comm_sizes.get(key, (None, None))[1],
+                rings=tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm == key)),
+                trees=tuple(sorted((rank, channel, children, parent)
+                                   for (comm, rank, channel), (children, parent) in self.trees.items() if comm == key)),
+                channels=_three(self.channel_counts.get(key, ())),
+            )
+            for key in comm_keys
+        )
+        loose_rings = tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm is None))
+        loose_trees = tuple(sorted((rank, channel, children, parent)
+                                   for (comm, rank, channel), (children, parent) in self.trees.items() if comm is None))
+        if loose_rings or loose_trees:
+            communicators += (Communicator(key="?", nranks=None, nnodes=None, rings=loose_rings, trees=loose_trees),)
+        return NcclLog(
+            name=self.name, version=self.version, communicators=communicators, ranks=ranks,
+            edges=tuple(sorted(edges, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))),
+            env=tuple(self.env.items()),
+            warnings=_messages(self.warnings), errors=_messages(self.errors),
+            lines=self.lines, nccl_lines=self.nccl_lines,
+            skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
+        )
+
+
+def _parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:
+    """(src, dst, channel, side, detail, src bracket, dst bracket) of a connection line, or () when it is none."""
+    match = _CONNECTION.match(message)
+    if match is None:
+        return ()
+    src, dst = int(match.group("src")), int(match.group("dst"))
+    if max(src, dst) > MAX_RANK or _transport(match.group("detail")) is None:
+        return ()
+    return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
+            match.group("sb"), match.group("db"))
+
+
+def _three(counts: tuple[int | None, ...]) -> tuple[int | None, int | None, int | None]:
+    padded = (*counts, None, None, None)
+    return padded[0], padded[1], padded[2]
+
+
+def _bracket_fact(bracket: str) -> tuple[str, object]:
+    """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
+    if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():
+        return "device_index", int(bracket)
+    return "bus_id", bracket.lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def _transport(detail: str) -> str | None:
+    """The transport class a detail names (`P2P/IPC/read` -> P2P), or None for a word NCCL does not print."""
+    word = detail.split("/", 1)[0].strip().upper()
+    return word if word in TRANSPORTS else None
+
+
+def _rank(comm: str | None, rank: int, facts: dict[str, object]) -> Rank:
+    def number(key: str) -> int | None:
+        value = facts.get(key)
+        return value if isinstance(value, int) else None
+
+    def text(key: str) -> str | None:
+        value = facts.get(key)
+        return value if isinstance(value, str) else None
+
+    return Rank(comm=comm, rank=rank, host=text("host"), pid=number("pid"), cuda_dev=number("cuda_dev"),
+                nvml_dev=number("nvml_dev"), bus_id=text("bus_id"), device_index=number("device_index"))
+
+
+def _messages(table: dict[str, _Tally]) -> tuple[Message, ...]:
+    return tuple(Message(text=text, host=tally.host, line=tally.line, count=tally.count) for text, tally in table.items())

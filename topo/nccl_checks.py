@@ -1,0 +1,182 @@
+"""Findings over an NCCL log: the transports NCCL chose that cost bandwidth, and the variables that forced them.
+
+| code | severity | when |
+|---|---|---|
+| `intra-host-shm` | warning | GPUs of one host connected through host memory (SHM): P2P is off or unsupported, 5-10x slower |
+| `intra-host-net` | warning | GPUs of one host connected through the network transport |
+| `net-socket` | warning | hosts connected over plain TCP sockets (`NET/Socket`) instead of RDMA |
+| `net-no-gdr` | warning | an RDMA network without GPUDirect RDMA: every message is staged in host memory |
+| `env-override` | warning / info | an `NCCL_*` variable that changes NCCL's paths (warning when it disables a transport) |
+| `nccl-warn` | warning | a line NCCL logged as `NCCL WARN` |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from topo.formats.nccl_log_model import Edge, NcclLog, Rank
+
+FINDING_CODES: tuple[str, ...] = (
+    "intra-host-shm", "intra-host-net", "net-socket", "net-no-gdr", "env-override", "nccl-warn",
+)
+
+PATH_VARIABLES: dict[str, str] = {
+    "NCCL_P2P_DISABLE": "turns off GPU peer-to-peer (NVLink/PCIe) transfers",
+    "NCCL_P2P_LEVEL": "limits which GPU pairs may use P2P",
+    "NCCL_SHM_DISABLE": "turns off the shared-memory transport",
+    "NCCL_IB_DISABLE": "turns off InfiniBand/RoCE",
+    "NCCL_NET": "forces a network transport",
+    "NCCL_NET_PLUGIN": "chooses the network plug-in",
+    "NCCL_NET_GDR_LEVEL": "limits GPUDirect RDMA by distance",
+    "NCCL_NET_GDR_READ": "changes GPUDirect RDMA reads",
+    "NCCL_IB_HCA": "restricts the InfiniBand NICs used",
+    "NCCL_SOCKET_IFNAME": "chooses the socket interfaces",
+    "NCCL_CROSS_NIC": "lets rings change NICs between nodes",
+    "NCCL_PXN_DISABLE": "turns off PCI x NVLink relaying",
+    "NCCL_NVLS_ENABLE": "switches NVLink SHARP on or off",
+    "NCCL_COLLNET_ENABLE": "switches in-network reduction on or off",
+    "NCCL_ALGO": "restricts the algorithms",
+    "NCCL_PROTO": "restricts the protocols",
+    "NCCL_TOPO_FILE": "replaces the detected topology",
+    "NCCL_GRAPH_FILE": "replaces the searched rings and trees",
+    "NCCL_MIN_NCHANNELS": "changes the channel count",
+    "NCCL_MAX_NCHANNELS": "changes the channel count",
+    "NCCL_CUMEM_ENABLE": "changes how peer memory is shared",
+    "NCCL_P2P_USE_CUDA_MEMCPY": "moves P2P copies to the copy engines",
+}
+"""Variables that change which path NCCL takes, and what each does."""
+
+_DISABLING = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
+MAX_FINDING_RANKS = 64
+
+
+@dataclass(frozen=True)
+class NcclFinding:
+    """One problem the log shows."""
+
+    code: str
+    severity: str
+    message: str
+    ranks: tuple[int, ...]
+    comm: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as the `nccl-log --json` contract spells it."""
+        return {"code": self.code, "severity": self.severity, "message": self.message,
+                "ranks": list(self.ranks), "comm": self.comm}
+
+
+def rank_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
+    """(communicator, rank) -> host, for ranks whose host the log names."""
+    return {(rank.comm, rank.rank): rank.host for rank in log.ranks if rank.host is not None}
+
+
+def same_host(edge: Edge, hosts: dict[tuple[str | None, int], str]) -> bool | None:
+    """Whether both ends of `edge` are on one host; None when a host is unknown."""
+    if edge.dst is None:
+        return None
+    src, dst = hosts.get((edge.comm, edge.src)), hosts.get((edge.comm, edge.dst))
+    if src is None or dst is None:
+        return None
+    return src == dst
+
+
+def net_kind(detail: str) -> str:
+    """The network's name in a NET detail (`IB`, `Socket`, `AWS Libfabric`, `IBext_v8`)."""
+    parts = detail.split("/")
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
+def nccl_findings(log: NcclLog) -> tuple[NcclFinding, ...]:
+    """Every finding of `log`, grouped so that one cause gives one finding per communicator and host."""
+    hosts = rank_hosts(log)
+    groups: dict[tuple[str, str | None, str], set[int]] = {}
+    for edge in log.edges:
+        code = _edge_code(edge, same_host(edge, hosts))
+        if code is None or edge.dst is None:
+            continue
+        where = hosts.get((edge.comm, edge.src), "") if code.startswith("intra-host") else net_kind(edge.detail)
+        groups.setdefault((code, edge.comm, where), set()).update((edge.src, edge.dst))
+    env = dict(log.env)
+    findings = [_edge_finding(code, comm, where, ranks, env) for (code, comm, where), ranks in sorted(
+        groups.items(), key=lambda item: (FINDING_CODES.index(item[0][0]), item[0][1] or "", item[0][2]))]
+    for name, value in log.env:
+        if name in PATH_VARIABLES:
+            disabling = name in _DISABLING and value.strip() == "1"
+            findings.append(NcclFinding(
+                "env-override", "warning" if disabling else "info",
+                f"{name}={value} is set in the environment: it {PATH_VARIABLES[name]}", ()))
+    for warning in log.warnings:
+        times = f"{warning.count} times, first" if warning.count > 1 else "once,"
+        where = f" on {warning.host}" if warning.host else ""
+        findings.append(NcclFinding("nccl-warn", "warning",
+                                    f"NCCL WARN ({times}{where} at line {warning.line}): {warning.text}", ()))
+    return tuple(findings)
+
+
+def _edge_code(edge: Edge, on_one_host: bool | None) -> str | None:
+    if edge.transport == "SHM" and on_one_host:
+        return "intra-host-shm"
+    if edge.transport != "NET":
+        return None
+    if on_one_host:
+        return "intra-host-net"
+    kind = net_kind(edge.detail)
+    if kind.lower() == "socket":
+        return "net-socket"
+    if "GDRDMA" not in edge.detail:
+        return "net-no-gdr"
+    return None
+
+
+def _edge_finding(code: str, comm: str | None, where: str, ranks: set[int], env: dict[str, str]) -> NcclFinding:
+    listed = tuple(sorted(ranks))[:MAX_FINDING_RANKS]
+    count = f"{len(ranks)} ranks"
+    if code == "intra-host-shm":
+        cause = " (NCCL_P2P_DISABLE is set)" if env.get("NCCL_P2P_DISABLE", "").strip() == "1" else ""
+        message = (f"{count} on host {where} connect through host shared memory (SHM), not P2P{cause}: "
+                   "P2P between these GPUs is off or unsupported, typically 5-10x slower than NVLink")
+    elif code == "intra-host-net":
+        message = (f"{count} on host {where} connect through the network transport although they share a host: "
+                   "P2P and SHM are off or unusable between them")
+    elif code == "net-socket":
+        message = (f"{count} connect across hosts over plain TCP sockets (NET/Socket): no RDMA NIC is used; "
+                   "expect a fraction of InfiniBand/RoCE bandwidth")
+    else:
+        message = (f"{count} connect across hosts over {where or 'an RDMA network'} without GPUDirect RDMA: "
+                   "every transfer is staged in host memory (check nvidia-peermem / dma-buf)")
+    return NcclFinding(code, "warning", message, listed, comm)
+
+
+def report_json(log: NcclLog, findings: tuple[NcclFinding, ...]) -> dict[str, Any]:
+    """The `nccl-log --json` object: `ranks`, `edges`, `findings`, with version, communicators and counts."""
+    hosts = rank_hosts(log)
+    return {
+        "source": log.name,
+        "version": log.version,
+        "communicators": [{"comm": comm.key, "nranks": comm.nranks, "nnodes": comm.nnodes,
+                           "coll_channels": comm.channels[0], "collnet_channels": comm.channels[1],
+                           "nvls_channels": comm.channels[2],
+                           "rings": [{"channel": channel, "order": list(order)} for channel, order in comm.rings],
+                           "trees": [{"rank": rank, "channel": channel, "children": list(children), "parent": parent}
+                                     for rank, channel, children, parent in comm.trees]}
+                          for comm in log.communicators],
+        "ranks": [_rank_json(rank) for rank in log.ranks],
+        "edges": [{"comm": edge.comm, "src": edge.src, "dst": edge.dst, "channel": edge.channel,
+                   "transport": edge.transport, "detail": edge.detail, "side": edge.side,
+                   "same_host": same_host(edge, hosts), "line": edge.line} for edge in log.edges],
+        "env": {name: value for name, value in log.env},
+        "warnings": [{"text": item.text, "host": item.host, "line": item.line, "count": item.count} for item in log.warnings],
+        "errors": [{"text": item.text, "host": item.host, "line": item.line, "count": item.count} for item in log.errors],
+        "findings": [finding.to_json() for finding in findings],
+        "lines": log.lines,
+        "nccl_lines": log.nccl_lines,
+        "skipped_lines": {"count": log.skipped_count, "first": list(log.skipped_lines)},
+        "edges_dropped": log.edges_dropped,
+    }
+
+
+def _rank_json(rank: Rank) -> dict[str, Any]:
+    return {"comm": rank.comm, "rank": rank.rank, "host": rank.host, "pid": rank.pid, "cuda_dev": rank.cuda_dev,
+            "nvml_dev": rank.nvml_dev, "bus_id": rank.bus_id, "device_index": rank.device_index}
