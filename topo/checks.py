@@ -323,7 +323,7 @@ def check_layout(
         *_nic_far_from_gpu(context, cost_model),
         *_dp_not_rail_aligned(context),
         *_underfills(context, hosts, capacity, request),
-        *_health(context, HealthContext(snapshot, measurements)),
+        *_health(context, HealthContext(snapshot)),  # measurements calibrate check; doctor judges them
     ]
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     suggestion = None
