@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from topo.errors import InputError
+from topo.jsonio import json_text
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_COPIES = 64
@@ -180,8 +180,8 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
     notes = result["notes"]
     slow_groups = stragglers(result["rows"])
     if args.json:
-        print(json.dumps({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
-                          "stragglers": slow_groups, "notes": notes}, indent=2))
+        print(json_text({"rows": result["rows"], "group_setup_ms": dict(result["setup_ms"]),
+                         "stragglers": slow_groups, "notes": notes}))
     else:
         _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes)
     _write_output(args, measurements)
@@ -316,7 +316,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
             "findings": [asdict(finding) for finding in findings],
             "notes": notes,
         }
-        print(json.dumps(payload, indent=2))
+        print(json_text(payload))
     else:
         _print_p2p({**result, "host": host_rows}, copies, uni, bi, findings, notes)
     _write_output(args, measurements)

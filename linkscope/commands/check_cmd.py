@@ -9,8 +9,6 @@ The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from linkscope.files import load_measurements
@@ -18,6 +16,7 @@ from linkscope.source import add_source_argument, open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.layout import DEFAULT_ORDER, DIMENSIONS, parse_mesh, parse_positive_int
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
@@ -170,8 +169,7 @@ def run(args: argparse.Namespace) -> int:
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     if args.json:
         large = report.layout is not None and report.layout.world_size > 4096
-        json.dump(report.to_json(), sys.stdout, separators=(",", ":") if large else None)
-        sys.stdout.write("\n")
+        print(json_text(report.to_json(), indent=None, compact=large))
     else:
         _print(report, args.suggest)
     return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK

@@ -7,11 +7,11 @@ JSON (`--json`): `op`, `size_bytes`, `ranks`, `nodes`, `algo`, `time_s`, `algbw_
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from topo.cost.collectives import ALGORITHMS, OPS, collective_cost, parse_alpha_beta, uniform_links
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.sizes import format_size_bytes, parse_size_bytes
 
 DEFAULT_INTRA = "1:300"
@@ -83,11 +83,11 @@ def run(args: argparse.Namespace) -> int:
         except InputError:
             continue
     if args.json:
-        print(json.dumps({
+        print(json_text({
             "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": args.nodes, "algo": cost.algo,
             "time_s": cost.time_s, "algbw_gbps": cost.algbw_gbps, "busbw_gbps": cost.busbw_gbps,
             "algorithms": algorithms,
-        }, indent=2))
+        }))
         return 0
     from rich.console import Console
     from rich.table import Table

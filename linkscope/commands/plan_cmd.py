@@ -8,12 +8,12 @@ Rich tables, `--markdown`, or `--json`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
 from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.layout import DIMENSIONS
 
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 
     if args.json:
-        print(json.dumps(plan_json(plan), indent=2))
+        print(json_text(plan_json(plan)))
     elif args.markdown:
         print(plan_markdown(plan), end="")
     else:

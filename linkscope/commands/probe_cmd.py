@@ -9,11 +9,10 @@ that `show`, `check` and the app open on any machine.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from topo.errors import InputError
+from topo.jsonio import json_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -152,8 +151,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_text_file(args.output, snapshot_to_json(snapshot))
     if args.json:
-        json.dump({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json_text({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}))
         return 0
     from rich.console import Console
     from rich.text import Text

@@ -8,13 +8,12 @@ host's `hostname`, `gpus`, `matrix`, `nics`, `gpu_nic`, `cpu_affinity`, `numa_af
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from linkscope.render import gpu_nic_tokens, matrix_tokens
 from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.model import Gpu, Host, Snapshot
 
 
@@ -96,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if not snapshot.hosts:
         raise InputError(f"{args.source or 'this machine'}: the snapshot describes no host")
     if args.json:
-        json.dump(show_json(snapshot), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json_text(show_json(snapshot)))
         return 0
     from rich.console import Console
 
