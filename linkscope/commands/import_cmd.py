@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from topo.formats.results import read_measurements
 from topo.model import Measurements
 
 
@@ -31,16 +29,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
-    from linkscope.files import open_output, write_measurements
+    from linkscope.files import load_measurements, open_output, write_measurements
     from topo.codec import measurements_to_json
-    from topo.sources import read_text_file
 
     attached = open_output(args)
-    if args.file == "-":
-        text, name = sys.stdin.read(), "<stdin>"
-    else:
-        text, name = read_text_file(args.file), args.file
-    measurements = read_measurements(text, name, args.op)
+    measurements = load_measurements(args.file, args.op)
     if args.output:
         write_measurements(args.output, measurements, attached)
     if args.json:
