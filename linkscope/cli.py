@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from linkscope import __version__
 from topo.errors import InputError
+from topo.text import printable
 
 COMMAND_MODULES: tuple[str, ...] = (
     "open",
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
         return int(args.run(args))
     except InputError as exc:
-        print(f"linkscope: error: {exc}", file=sys.stderr)
+        print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("linkscope: interrupted", file=sys.stderr)

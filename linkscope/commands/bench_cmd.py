@@ -11,6 +11,7 @@ from typing import Any
 
 from topo.errors import InputError
 from topo.jsonio import json_text
+from topo.text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_COPIES = 64
@@ -97,31 +98,41 @@ def _progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int],
     if not enabled or not sys.stderr.isatty():
         yield lambda done: None
         return
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from linkscope.render.console import console as safe_console
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as progress:
+                  console=safe_console(stderr=True), transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda done: progress.update(task, completed=done)
 
 
-def _run_guarded(function: Callable[[], int]) -> int:
+def _run_guarded(function: Callable[[Any], int]) -> int:
+    """Run `function(cancel)` (measure, then report) with SIGINT and SIGTERM turned into `cancel`: a
+    signal while measuring ends the run keeping its rows; one after it cannot cut the table or -o short."""
     from probes.bench.preflight import GpuBusy
-    from probes.bench.runner import BenchError, BenchInterrupted
+    from probes.bench.runner import BenchError, BenchInterrupted, Interruption, signals_cancel
 
+    interruption = Interruption()
     try:
-        return function()
+        with signals_cancel(interruption):
+            status = function(interruption)
+        if interruption.is_set():
+            print(f"linkscope: bench {interruption.reason} after the run ended; every row is shown"
+                  " (and written with -o)", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return status
     except BenchInterrupted as exc:
         shown = "; what it measured before is shown above" if exc.partial is not None else ""
-        print(f"linkscope: bench {exc}; workers ended{shown}", file=sys.stderr)
+        print(f"linkscope: bench {printable(str(exc))}; workers ended{shown}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BenchError as exc:
         shown = " (what it measured before is shown above)" if exc.partial is not None else ""
-        print(f"linkscope: error: bench: {exc}{shown}", file=sys.stderr)
+        print(f"linkscope: error: bench: {printable(str(exc))}{shown}", file=sys.stderr)
         return EXIT_FAILED
     except GpuBusy as exc:
-        print(f"linkscope: error: bench: {exc}", file=sys.stderr)
+        print(f"linkscope: error: bench: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
 
 
@@ -144,14 +155,15 @@ def run_collectives(args: argparse.Namespace) -> int:
         raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
     spec = spec_from_args(args, backend, nproc)
 
-    def body() -> int:
+    def body(cancel: Any) -> int:
         from probes.bench.api import run_collectives as measure
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
         def measured() -> tuple[Any, dict[str, Any]]:
             with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
-                return measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
+                return measure(spec, args.timeout, lambda done, _total: update(done), cancel=cancel,
+                               notes=tuple(preflight))
 
         return _measure_then_report(measured, lambda measurements, result: _report_collectives(args, measurements, result))
 
@@ -262,7 +274,7 @@ def run_p2p(args: argparse.Namespace) -> int:
     if not pairs and args.no_host:
         raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
 
-    def body() -> int:
+    def body(cancel: Any) -> int:
         from probes.bench.api import run_peer_copies
 
         preflight = gpu_preflight(count, args.force)
@@ -271,7 +283,8 @@ def run_p2p(args: argparse.Namespace) -> int:
         def measured() -> tuple[Any, dict[str, Any]]:
             with _progress(steps, f"p2p x{count}", not args.json) as update:
                 return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
-                                       lambda done, _total: update(done), gpu_count=count, notes=tuple(preflight))
+                                       lambda done, _total: update(done), cancel=cancel, gpu_count=count,
+                                       notes=tuple(preflight))
 
         return _measure_then_report(measured, lambda measurements, result: _report_p2p(args, measurements, result))
 

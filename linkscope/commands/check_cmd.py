@@ -176,11 +176,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(report: CheckReport, suggested: bool) -> None:
-    from rich.console import Console
-
     from linkscope.render.check_view import check_view
+    from linkscope.render.console import console as safe_console
 
-    console = Console()
+    console = safe_console()
     console.print(check_view(report))
     if suggested and report.suggestion is None:
         console.print("\nSuggestion: none: no order, distribution or device permutation beats this layout by more than 1%.")

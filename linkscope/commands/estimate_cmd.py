@@ -89,10 +89,10 @@ def run(args: argparse.Namespace) -> int:
             "algorithms": algorithms,
         }))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     from linkscope.render.check_view import format_seconds
+    from linkscope.render.console import console as safe_console
 
     table = Table(title=f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {args.nodes} node(s)",
                   title_justify="left", show_edge=False)
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         each = collective_cost(op, links, size_bytes, algo)
         marker = " *" if each.algo == cost.algo else ""
         table.add_row(each.algo + marker, format_seconds(time_s), f"{each.algbw_gbps:.1f} GB/s", f"{each.busbw_gbps:.1f} GB/s")
-    console = Console()
+    console = safe_console()
     console.print(table)
     console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {cost.algbw_gbps:.2f} GB/s, "
                   f"busbw {cost.busbw_gbps:.2f} GB/s")

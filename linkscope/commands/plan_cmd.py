@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.markdown:
         print(plan_markdown(plan), end="")
     else:
-        from rich.console import Console
+        from linkscope.render.console import console as safe_console
 
-        Console().print(plan_view(plan))
+        safe_console().print(plan_view(plan))
     return 0

@@ -153,12 +153,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}))
         return 0
-    from rich.console import Console
     from rich.text import Text
 
+    from linkscope.render.console import console as safe_console
     from linkscope.render.view import snapshot_view
 
-    console = Console(highlight=False, emoji=False)
+    console = safe_console()
     for name, value in snapshot.meta:
         if name == "note":
             console.print(Text(f"note: {value}", style="yellow"))

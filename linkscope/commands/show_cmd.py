@@ -97,9 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(show_json(snapshot)))
         return 0
-    from rich.console import Console
-
+    from linkscope.render.console import console as safe_console
     from linkscope.render.view import snapshot_view
 
-    Console(highlight=False, emoji=False).print(snapshot_view(snapshot))
+    safe_console().print(snapshot_view(snapshot))
     return 0
