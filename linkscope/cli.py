@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run linkscope with `argv` (default: sys.argv[1:]) and return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if hasattr(signal, "SIGXFSZ"):  # past a file-size limit, a write fails (one line) instead of killing us
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         parser = build_parser()
         if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):

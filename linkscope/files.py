@@ -66,6 +66,8 @@ def _remove_quietly(path: str) -> None:
 
 def check_writable(path: str) -> None:
     """InputError now, before a long run, when `path` could not be written later (or is a symlink)."""
+    if "\x00" in path:
+        raise InputError(f"{path!r}: a file name cannot hold a NUL character")
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.islink(path):
         raise InputError(f"{printable(path)}: is a symbolic link; linkscope does not write through links (name the target)")

@@ -43,6 +43,8 @@ def read_stdin_text(stdin: TextIO | None = None, max_bytes: int = MAX_SNAPSHOT_B
 
 def read_text_file(path: str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> str:
     """Read a UTF-8 text file with a size limit; every failure becomes one InputError line."""
+    if "\x00" in path:
+        raise InputError(f"{path!r}: a file name cannot hold a NUL character")
     try:
         status = os.stat(path)
         size, mode = status.st_size, status.st_mode

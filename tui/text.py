@@ -1,13 +1,52 @@
-"""Turning values into plain rich Text: untrusted strings (hostnames, device names) are never markup."""
+"""Turning values into plain rich Text, and the app's one sanitiser for untrusted strings.
+
+Host, GPU, NIC and version names, sources and notes come from files and snapshots and may carry
+terminal escape sequences. Textual writes a Text's characters to the terminal as they are, so
+every snapshot is made printable (:func:`printable_fields`) where it enters the app
+(`LinkscopeApp.show_snapshot`), and :func:`plain` makes any other value printable; strings are
+never parsed as markup.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, TypeVar
+
 from rich.text import Text
+
+from topo.text import printable
+
+T = TypeVar("T")
 
 
 def plain(value: object, style: str = "") -> Text:
-    """`value` as Text with no markup parsing; None shows as a dash."""
-    return Text("-" if value is None else str(value), style=style)
+    """`value` as printable Text with no markup parsing; None shows as a dash."""
+    return Text("-" if value is None else printable(str(value)), style=style)
+
+
+def printable_fields(value: T) -> T:
+    """`value` (a frozen dataclass, tuple or string, nested) with every string made printable; the
+    same object where nothing needed a change, so an ordinary snapshot is not copied."""
+    return _printable(value)  # type: ignore[no-any-return]
+
+
+def _printable(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, tuple):
+        items = tuple(_printable(item) for item in value)
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for field in dataclasses.fields(value):
+            if not field.init:
+                continue
+            old = getattr(value, field.name)
+            new = _printable(old)
+            if new is not old:
+                changes[field.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
 
 
 def gbps_label(gbps: float | None) -> str:

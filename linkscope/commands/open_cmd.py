@@ -59,5 +59,6 @@ def run(args: argparse.Namespace) -> int:
         snapshot = with_measurements(snapshot, load_measurements(args.measurements))
     from tui.app import build_app
 
-    build_app(source, snapshot=snapshot, initial_tab=tab).run()
-    return 0
+    app = build_app(source, snapshot=snapshot, initial_tab=tab)
+    app.run()
+    return app.return_code or 0
