@@ -31,3 +31,10 @@ def check_cap(count: int, cap: int, what: str, where: str) -> int:
     if count > cap:
         raise InputError(f"{where}: {what} {count:,} is above linkscope's cap of {cap:,} (topo/limits.py)")
     return count
+
+MAX_SIZE_BYTES = 1 << 50
+"""Largest message or buffer size (1 PiB): far above the memory of any GPU or host (a few TB), so a
+size past it is a typo; it keeps every size an exact integer in a float too (below 2^53)."""
+
+MAX_PARAMETER_COUNT = 1e15
+"""Largest model (10^15 parameters, 1000T): the largest models trained today hold a few 10^12."""

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from linkscope.argtypes import seconds, whole_number
 from topo.errors import InputError
 from topo.jsonio import json_text
+from topo.limits import MAX_GPUS_PER_HOST
 from topo.text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -54,7 +56,8 @@ def _register_collectives(sub: Any) -> None:
         "--max-bytes 4M --layout tp=2,dp=2 --json",
     )
     add_collective_arguments(parser)
-    parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
+    parser.add_argument("--nproc", type=whole_number(0, MAX_GPUS_PER_HOST), default=None,
+                        help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
     _common_options(parser)
     parser.set_defaults(run=run_collectives)
@@ -74,8 +77,10 @@ def _register_p2p(sub: Any) -> None:
     )
     parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
     parser.add_argument("--bytes", default="256M", help="copy size (default 256M)")
-    parser.add_argument("--samples", type=int, default=5, help="timed samples per measurement; the median is reported")
-    parser.add_argument("--copies", type=int, default=4, help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
+    parser.add_argument("--samples", type=whole_number(0, 1_000_000), default=5,
+                        help="timed samples per measurement; the median is reported")
+    parser.add_argument("--copies", type=whole_number(0, 1_000_000), default=4,
+                        help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="snapshot to take the expected link speeds from (default: probe this machine)")
@@ -84,7 +89,7 @@ def _register_p2p(sub: Any) -> None:
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    parser.add_argument("--timeout", type=seconds(), default=900.0, help="deadline for the whole run in seconds (default 900)")
     parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="write Measurements JSON to FILE")

@@ -7,11 +7,14 @@ JSON (`--json`): `op`, `size_bytes`, `ranks`, `nodes`, `algo`, `time_s`, `algbw_
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
+from linkscope.argtypes import whole_number
 from topo.cost.collectives import ALGORITHMS, OPS, collective_cost, parse_alpha_beta, uniform_links
 from topo.errors import InputError
 from topo.jsonio import json_text
+from topo.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from topo.sizes import format_size_bytes, parse_size_bytes
 
 DEFAULT_INTRA = "1:300"
@@ -52,8 +55,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("op", metavar="OP", help=f"collective: {', '.join(OPS)}")
     parser.add_argument("--bytes", required=True, metavar="SIZE",
                         help="buffer size: bytes, or 64K / 1M / 1G (powers of 1024), 1GiB, 1GB (10^9)")
-    parser.add_argument("--ranks", required=True, type=int, metavar="N", help="ranks in the group")
-    parser.add_argument("--nodes", type=int, default=1, metavar="K", help="nodes the ranks spread over evenly (default 1)")
+    parser.add_argument("--ranks", required=True, type=whole_number(1, MAX_WORLD_RANKS), metavar="N", help="ranks in the group")
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=1, metavar="K",
+                        help="nodes the ranks spread over evenly (default 1)")
     parser.add_argument("--intra", default=DEFAULT_INTRA, metavar="ALPHA_US:GBPS",
                         help=f"hop inside a node (default {DEFAULT_INTRA})")
     parser.add_argument("--inter", default=DEFAULT_INTER, metavar="ALPHA_US:GBPS",
@@ -101,9 +105,14 @@ def run(args: argparse.Namespace) -> int:
     for algo, time_s in algorithms.items():
         each = collective_cost(op, links, size_bytes, algo)
         marker = " *" if each.algo == cost.algo else ""
-        table.add_row(each.algo + marker, format_seconds(time_s), f"{each.algbw_gbps:.1f} GB/s", f"{each.busbw_gbps:.1f} GB/s")
+        table.add_row(each.algo + marker, format_seconds(time_s), _gbps(each.algbw_gbps, 1), _gbps(each.busbw_gbps, 1))
     console = safe_console()
     console.print(table)
-    console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {cost.algbw_gbps:.2f} GB/s, "
-                  f"busbw {cost.busbw_gbps:.2f} GB/s")
+    console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {_gbps(cost.algbw_gbps, 2)}, "
+                  f"busbw {_gbps(cost.busbw_gbps, 2)}")
     return 0
+
+
+def _gbps(value: float, decimals: int) -> str:
+    """A bandwidth for people; one over no time (a single rank moves nothing) has no finite value: `-`."""
+    return f"{value:.{decimals}f} GB/s" if math.isfinite(value) else "- GB/s"

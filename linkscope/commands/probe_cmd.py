@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     from topo.codec import snapshot_to_json, to_jsonable
 
     budget_s = DEFAULT_BUDGET_S if args.budget is None else args.budget
-    if not budget_s > 0:
+    if not 0 < budget_s < float("inf"):  # nan and inf too
         raise InputError(f"--budget: must be a positive number of seconds, got {args.budget}")
     snapshot = probe_host(budget_s=budget_s, with_torch=args.with_torch)
     table = identity_table(snapshot.host)
