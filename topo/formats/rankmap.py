@@ -153,8 +153,8 @@ def _read_csv(lines: list[tuple[int, str]], name: str) -> tuple[RankMapEntry, ..
         if len(cells) != 3:
             raise InputError(f"{name}: line {number}: expected 3 fields rank,host,gpu, got {len(cells)}")
         rank, host, gpu = cells
-        if not host:
-            raise InputError(f"{name}: line {number}: expected rank,host,gpu, got {printable(line[:60])!r}")
+        if not _is_index(rank) or not _is_index(gpu) or not host:
+            raise InputError(f"{name}: line {number}: expected rank,host,gpu with whole numbers, got {printable(line[:60])!r}")
         where = f"{name}: line {number}:"
         entries.append(RankMapEntry(parse_int(rank, f"{where} rank", 0, MAX_WORLD_RANKS - 1), host,
                                     parse_int(gpu, f"{where} gpu", 0, MAX_GPUS_PER_HOST - 1)))
