@@ -111,3 +111,28 @@ async def test_the_app_shows_no_control_character(tmp_path: Path) -> None:
             stream = app.screen._compositor.render_full_update().render_segments(app.console)
             assert terminal_controls(stream) == [], tab_id
         assert "pwned" not in str(app.title)
+
+
+TOPO_WITH_FAR_NIC = Path(__file__).parent / "fixtures" / "real" / "topo" / "l40s-8gpu-pcie-node-sys-1nic-pass-case.txt"
+
+
+@pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
+@pytest.mark.parametrize(
+    ("command", "shows_nic"),
+    [(["show", "{file}"], True), (["check", "{file}", "--tp", "8", "--nodes", "2"], True),
+     (["plan", "{file}", "--gpus", "16"], False)],
+    ids=["show", "check", "plan"],
+)
+def test_a_crafted_topology_text_cannot_reach_the_terminal(
+    payload: str, command: list[str], shows_nic: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A NIC name in an `nvidia-smi topo -m` legend carries the payload; `check` quotes it in its
+    nic-far-from-gpu finding (the NIC is SYS to every GPU)."""
+    path = tmp_path / "topo.txt"
+    path.write_text(TOPO_WITH_FAR_NIC.read_text() + f"\nNIC Legend:\n\n  NIC0: mlx5_0{payload}\n")
+    status, out, err = _run([part.format(file=path) for part in command], capsys)
+    assert status in (0, 1, 2) and "Traceback" not in err
+    assert control_characters(out) == [] and control_characters(err) == []
+    one_word = not any(char.isspace() or char in "\x00\x1c\x1d\x1e" for char in payload)
+    if shows_nic and one_word:  # the legend names the NIC with the payload: it reached the output
+        assert status != 2 and "mlx5_0" in out
