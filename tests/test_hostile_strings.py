@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from hostile_support import PAYLOADS, control_characters, hostile_snapshot_file, terminal_controls
+
 from linkscope.cli import main
+
 from tui_support import async_test, settle
 
 ALL_PAYLOADS = "".join(PAYLOADS.values())
@@ -57,7 +58,7 @@ def test_json_output_escapes_what_it_carries(tmp_path: Path, capsys: pytest.Capt
 def test_error_lines_naming_a_hostile_file_are_printable(payload: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / f"no{payload}such.json"
-    status, out, err = _run(["show", str(missing)], capsys)
+    status, _out, err = _run(["show", str(missing)], capsys)
     assert status == 2 and ("no such file" in err or "NUL" in err)
     assert control_characters(err) == [] and err.count("\n") == 1
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fuzz_support import Reader, assert_clean_outcome, command, readers, run_cli
 
 LINE_CHARS = 200_000

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fuzz_support import run_cli
 
 pytest.importorskip("torch")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fuzz_support import SAMPLES, assert_clean_outcome, run_cli
 
 Mutant = Callable[[dict[str, Any]], None]
