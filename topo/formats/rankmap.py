@@ -124,6 +124,13 @@ def parse_tasks_per_node(text: str, field: str = "SLURM_TASKS_PER_NODE") -> list
 
 def read_rank_map(text: str, name: str, default_slots: int) -> tuple[RankMapEntry, ...]:
     """Parse a rank-map file of any supported format; `default_slots` is the GPUs per host when unsaid."""
+    entries = _read_any(text, name, default_slots)
+    if not entries:
+        raise InputError(f"{name}: the rank map names no ranks")
+    return entries
+
+
+def _read_any(text: str, name: str, default_slots: int) -> tuple[RankMapEntry, ...]:
     stripped = text.strip()
     if not stripped:
         raise InputError(f"{name}: empty rank map")
@@ -139,8 +146,11 @@ def read_rank_map(text: str, name: str, default_slots: int) -> tuple[RankMapEntr
         return _read_csv(lines, name)
     if len(lines) == 1:
         return _from_hosts(expand_hostlist(lines[0][1], f"{name}: line {lines[0][0]}"), [default_slots], "block", name)
-    number, line = next((number, line) for number, line in lines if "," not in line and not _HOSTFILE_LINE.match(line))
-    raise InputError(f"{name}: line {number}: {line[:60]!r} is not `rank,host,gpu`, `HOST slots=N` or a Slurm hostlist")
+    csv_like = "," in lines[0][1]  # the first line decides the format the others break
+    number, line = next(((number, line) for number, line in lines
+                         if ("," in line) != csv_like or not (csv_like or _HOSTFILE_LINE.match(line))), lines[0])
+    raise InputError(f"{name}: line {number}: {printable(line[:60])!r} is not `rank,host,gpu`, `HOST slots=N` "
+                     "or a Slurm hostlist")
 
 
 def _read_csv(lines: list[tuple[int, str]], name: str) -> tuple[RankMapEntry, ...]:
