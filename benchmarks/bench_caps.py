@@ -36,11 +36,11 @@ def seconds(call: object, size: int) -> tuple[float, str]:
 
 
 def main() -> int:
-    print(f"{'cap':40} {'value':>16} {'at the cap':>16} {'one past':>16}")
+    print(f"{'cap':40} {'value':>22} {'at the cap':>17} {'one past':>17}")
     for case in CAP_CASES:
         at_s, at = seconds(case.call, case.cap)
         past_s, past = seconds(case.call, case.cap + 1)
-        print(f"{case.name:40} {case.cap:>16,} {at_s * 1000:>10.1f} ms {at[:3]} {past_s * 1000:>10.1f} ms {past[:3]}")
+        print(f"{case.name:40} {case.cap:>22,} {at_s * 1000:>10.1f} ms {at[:3]} {past_s * 1000:>10.1f} ms {past[:3]}")
     return 0
 
 

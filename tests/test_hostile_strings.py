@@ -137,3 +137,15 @@ def test_a_crafted_topology_text_cannot_reach_the_terminal(
     one_word = not any(char.isspace() or char in "\x00\x1c\x1d\x1e" for char in payload)
     if shows_nic and one_word:  # the legend names the NIC with the payload: it reached the output
         assert status != 2 and "mlx5_0" in out
+
+
+def test_a_newline_in_a_name_cannot_forge_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "forged.json"
+    data = json.loads((Path(__file__).parents[1] / "topo" / "samples" / "dgx-h100.json").read_text())
+    data["hosts"][0]["hostname"] = "node1\nlinkscope: error: forged"
+    data["hosts"][0]["nics"][0]["name"] = "mlx5_0\r\nALL GOOD"
+    path.write_text(json.dumps(data))
+    status, out, _ = _run(["show", str(path)], capsys)
+    assert status == 0
+    assert not any(line.startswith(("linkscope: error: forged", "ALL GOOD")) for line in out.splitlines())
+    assert "node1\\x0alinkscope" in out

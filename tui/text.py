@@ -27,7 +27,7 @@ def plain(value: object, style: str = "") -> Text:
 def printable_fields(value: T) -> T:
     """`value` (a frozen dataclass, tuple or string, nested) with every string made printable; the
     same object where nothing needed a change, so an ordinary snapshot is not copied."""
-    return _printable(value)  # type: ignore[no-any-return]
+    return _printable(value)
 
 
 def _printable(value: Any) -> Any:
