@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzz_support import SAMPLES, Reader, assert_clean_outcome, command, readers, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_support import SAMPLES, Reader, assert_clean_outcome, command, readers, run_cli
 
 BOUND_S = 5.0
 FUZZ = settings(max_examples=int(os.environ.get("LINKSCOPE_FUZZ_EXAMPLES", "60")), deadline=None, derandomize=True,
@@ -104,10 +103,10 @@ def mutated_json(draw: st.DrawFn, data: Any) -> Any:
         index = draw(st.integers(0, len(data) - 1))
         choice = draw(st.integers(0, 9))
         if choice == 0:
-            return data + [data[index]]
+            return [*data, data[index]]
         if choice == 1:
             return []
-        return data[:index] + [draw(mutated_json(data[index]))] + data[index + 1 :]
+        return [*data[:index], draw(mutated_json(data[index])), *data[index + 1:]]
     return draw(REPLACEMENTS)
 
 
@@ -170,4 +169,5 @@ def test_whitespace_only_variants_give_identical_json(reader: Reader) -> None:
         for variant, changed in _whitespace_variants(text).items():
             path.write_text(changed)
             outcome = run_cli(command(reader, path))
-            assert (outcome.status, outcome.out) == (expected.status, expected.out), f"{fixture.name} with {variant}: {outcome.err}"
+            assert (outcome.status, outcome.out) == (expected.status, expected.out), \
+                f"{fixture.name} with {variant}: {outcome.err}"

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fuzz_support import REAL, ROOT, run_cli
+
 from topo.jsonio import json_text, read_json
 
 
