@@ -121,8 +121,8 @@ TOPO_WITH_FAR_NIC = Path(__file__).parent / "fixtures" / "real" / "topo" / "l40s
 @pytest.mark.parametrize(
     ("command", "shows_nic"),
     [(["show", "{file}"], True), (["check", "{file}", "--tp", "8", "--nodes", "2"], True),
-     (["plan", "{file}", "--gpus", "16"], False)],
-    ids=["show", "check", "plan"],
+     (["plan", "{file}", "--gpus", "16"], False), (["plan", "{file}", "--gpus", "16", "--markdown"], False)],
+    ids=["show", "check", "plan", "plan-markdown"],
 )
 def test_a_crafted_topology_text_cannot_reach_the_terminal(
     payload: str, command: list[str], shows_nic: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]

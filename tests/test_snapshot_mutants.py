@@ -80,12 +80,15 @@ def _commands(path: Path) -> list[list[str]]:
 
 
 def _refused_everywhere(path: Path, fragment: str) -> None:
+    lines = set()
     for argv in _commands(path):
         outcome = run_cli(argv)
+        lines.add(outcome.err)
         assert_clean_outcome(outcome, " ".join(argv))
         assert outcome.status == 2, f"{argv}: accepted ({outcome.out[:200]})"
         assert outcome.err.startswith(f"linkscope: error: {path}: "), outcome.err  # the file given, not `source`
         assert fragment in outcome.err, outcome.err
+    assert len(lines) == 1, f"the commands and the app say different things: {lines}"
 
 
 def test_the_unmutated_sample_is_accepted(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
 from topo.jsonio import json_text
 from topo.layout import DIMENSIONS
+from topo.text import printable_block
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(plan_json(plan)))
     elif args.markdown:
-        print(plan_markdown(plan), end="")
+        print(printable_block(plan_markdown(plan)), end="")  # markdown is text on a terminal too
     else:
         from linkscope.render.console import console as safe_console
 
