@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -124,3 +127,37 @@ def assert_clean_outcome(outcome: Outcome, what: str) -> None:
     if outcome.status == 2:
         lines = outcome.err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("linkscope: error: "), f"{what}: {outcome.err[-1000:]}"
+
+
+WEIRD_WORDS = (
+    "9" * 5000, "-1", "0", "1e400", "nan", "inf", "NaN", "\u00b9\u00b2", "\u0663", "1_000", "0x10", "\x1b]0;t\x07",
+    "\x00", "\x85", "\u2028", "GPU0", "NV0", "NV-3", "X", "SYS", "NIC99", "[", "]", "(x999999999)", "slots=0", ",",
+    "\t", "  ", "#", "N/A", "\ufeff", "\ud7ff", "r[0-99999]n[0-99999]",
+)
+"""Words that have broken parsers: huge and foreign digits, non-finite numbers, controls, format tokens."""
+
+
+REPLACEMENTS = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12), st.sampled_from(WEIRD_WORDS), st.just([]), st.just({}), st.lists(st.integers(-3, 300), max_size=4),
+)
+
+
+@st.composite
+def mutated_json(draw: st.DrawFn, data: Any) -> Any:
+    """`data` with one value somewhere replaced (or a list emptied, an item repeated, a key dropped)."""
+    if isinstance(data, dict) and data and draw(st.integers(0, 3)):
+        key = draw(st.sampled_from(sorted(data)))
+        choice = draw(st.integers(0, 9))
+        if choice == 0:
+            return {name: value for name, value in data.items() if name != key}
+        return {**data, key: draw(mutated_json(data[key]))}
+    if isinstance(data, list) and data and draw(st.integers(0, 3)):
+        index = draw(st.integers(0, len(data) - 1))
+        choice = draw(st.integers(0, 9))
+        if choice == 0:
+            return [*data, data[index]]
+        if choice == 1:
+            return []
+        return [*data[:index], draw(mutated_json(data[index])), *data[index + 1:]]
+    return draw(REPLACEMENTS)

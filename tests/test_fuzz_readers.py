@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz_support import SAMPLES, Reader, assert_clean_outcome, command, readers, run_cli
+from fuzz_support import (
+    SAMPLES,
+    WEIRD_WORDS,
+    Reader,
+    assert_clean_outcome,
+    command,
+    mutated_json,
+    readers,
+    run_cli,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,14 +35,6 @@ FUZZ = settings(max_examples=int(os.environ.get("LINKSCOPE_FUZZ_EXAMPLES", "60")
 _FOLDER = Path(tempfile.mkdtemp(prefix="linkscope-fuzz-"))
 READERS = readers(_FOLDER)
 TEXT_READERS = [reader for reader in READERS if reader.name != "snapshot"]
-
-WEIRD_WORDS = (
-    "9" * 5000, "-1", "0", "1e400", "nan", "inf", "NaN", "\u00b9\u00b2", "\u0663", "1_000", "0x10", "\x1b]0;t\x07",
-    "\x00", "\x85", "\u2028", "GPU0", "NV0", "NV-3", "X", "SYS", "NIC99", "[", "]", "(x999999999)", "slots=0", ",",
-    "\t", "  ", "#", "N/A", "\ufeff", "\ud7ff", "r[0-99999]n[0-99999]",
-)
-"""Words that have broken parsers: huge and foreign digits, non-finite numbers, controls, format tokens."""
-
 
 def _write(text: str, name: str) -> Path:
     path = _FOLDER / name
@@ -82,32 +83,6 @@ def test_any_mutation_of_a_text_input_is_a_result_or_one_line(reader: Reader, da
     outcome = run_cli(command(reader, _write(text, f"fuzz-{reader.name}{fixture.suffix}")), seconds=BOUND_S * 2)
     assert_clean_outcome(outcome, f"{reader.name} on a mutation of {fixture.name}")
     assert outcome.seconds < BOUND_S
-
-
-REPLACEMENTS = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=12), st.sampled_from(WEIRD_WORDS), st.just([]), st.just({}), st.lists(st.integers(-3, 300), max_size=4),
-)
-
-
-@st.composite
-def mutated_json(draw: st.DrawFn, data: Any) -> Any:
-    """`data` with one value somewhere replaced (or a list emptied, an item repeated, a key dropped)."""
-    if isinstance(data, dict) and data and draw(st.integers(0, 3)):
-        key = draw(st.sampled_from(sorted(data)))
-        choice = draw(st.integers(0, 9))
-        if choice == 0:
-            return {name: value for name, value in data.items() if name != key}
-        return {**data, key: draw(mutated_json(data[key]))}
-    if isinstance(data, list) and data and draw(st.integers(0, 3)):
-        index = draw(st.integers(0, len(data) - 1))
-        choice = draw(st.integers(0, 9))
-        if choice == 0:
-            return [*data, data[index]]
-        if choice == 1:
-            return []
-        return [*data[:index], draw(mutated_json(data[index])), *data[index + 1:]]
-    return draw(REPLACEMENTS)
 
 
 SNAPSHOT_COMMANDS = (("show", "{file}"), ("show", "{file}", "--json"), ("check", "{file}", "--tp", "4"),
