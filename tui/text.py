@@ -10,6 +10,8 @@ never parsed as markup.
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
 from typing import Any, TypeVar
 
 from rich.text import Text
@@ -30,21 +32,30 @@ def printable_fields(value: T) -> T:
     return _printable(value)
 
 
+_ATOMS = (int, float, bool, type(None))
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls) if field.init)
+
+
 def _printable(value: Any) -> Any:
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, tuple):
+    kind = type(value)
+    if kind is str:
+        return value if value.isprintable() else printable(value)
+    if kind in _ATOMS or isinstance(value, enum.Enum):
+        return value
+    if kind is tuple:
         items = tuple(_printable(item) for item in value)
         return value if all(new is old for new, old in zip(items, value, strict=True)) else items
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {}
-        for field in dataclasses.fields(value):
-            if not field.init:
-                continue
-            old = getattr(value, field.name)
+        for name in _field_names(kind):
+            old = getattr(value, name)
             new = _printable(old)
             if new is not old:
-                changes[field.name] = new
+                changes[name] = new
         return dataclasses.replace(value, **changes) if changes else value
     return value
 
