@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 from typing import Any, TypeVar
 
 from rich.text import Text
@@ -35,9 +34,14 @@ def printable_fields(value: T) -> T:
 _ATOMS = (int, float, bool, type(None))
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(cls) if field.init)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls) if field.init)
+    return names
 
 
 def _printable(value: Any) -> Any:
