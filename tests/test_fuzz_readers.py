@@ -146,3 +146,28 @@ def test_whitespace_only_variants_give_identical_json(reader: Reader) -> None:
             outcome = run_cli(command(reader, path))
             assert (outcome.status, outcome.out) == (expected.status, expected.out), \
                 f"{fixture.name} with {variant}: {outcome.err}"
+
+
+FLAG_VALUES = st.one_of(st.sampled_from(WEIRD_WORDS), st.text(max_size=12), st.integers(-(10**30), 10**30).map(str),
+                        st.floats().map(str))
+FLAG_COMMANDS = (
+    ("estimate", "all_reduce", "--bytes", "{v}", "--ranks", "8"),
+    ("estimate", "all_reduce", "--bytes", "1M", "--ranks", "{v}", "--nodes", "2"),
+    ("estimate", "all_reduce", "--bytes", "1M", "--ranks", "8", "--nodes", "{v}"),
+    ("estimate", "all_reduce", "--bytes", "1M", "--ranks", "8", "--intra", "{v}"),
+    ("check", "sample:dgx-h100", "--tp", "8", "--visible-devices", "{v}"),
+    ("check", "sample:dgx-h100", "--tp", "8", "--params", "{v}"),
+    ("check", "sample:dgx-h100", "--tp", "{v}"),
+    ("plan", "sample:dgx-h100", "--gpus", "{v}"),
+    ("bench", "p2p", "--bytes", "{v}"),
+    ("bench", "collectives", "--timeout", "{v}", "--nproc", "0"),
+)
+"""Numeric flags; the bench ones fail before any worker starts (no CUDA GPU, or --nproc 0)."""
+
+
+@FUZZ
+@given(argv=st.sampled_from(FLAG_COMMANDS), value=FLAG_VALUES)
+def test_any_value_of_a_numeric_flag_is_a_result_or_one_line(argv: tuple[str, ...], value: str) -> None:
+    outcome = run_cli([part.format(v=value) for part in argv], seconds=BOUND_S * 2)
+    assert_clean_outcome(outcome, f"{' '.join(argv)} with {value!r}")
+    assert outcome.seconds < BOUND_S
