@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import tempfile
 from typing import Any
 
 from topo.codec import measurements_from_json, measurements_to_json, snapshot_to_json
@@ -28,6 +27,8 @@ def write_text_file(path: str, text: str) -> None:
     it was. A symlink at `path` is refused rather than followed. The new file gets the mode the
     old one had, or 0666 less the umask, like a file the shell creates.
     """
+    import tempfile
+
     check_writable(path)
     directory = os.path.dirname(os.path.abspath(path))
     try:
