@@ -8,8 +8,10 @@ mutated as JSON (any value replaced by one of another type, sign or size).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ FUZZ = settings(max_examples=int(os.environ.get("LINKSCOPE_FUZZ_EXAMPLES", "60")
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 _FOLDER = Path(tempfile.mkdtemp(prefix="linkscope-fuzz-"))
+atexit.register(shutil.rmtree, _FOLDER, True)
 READERS = readers(_FOLDER)
 TEXT_READERS = [reader for reader in READERS if reader.name != "snapshot"]
 
