@@ -96,10 +96,21 @@ def test_hostile_measurements_through_import(tmp_path: Path, capsys: pytest.Capt
 async def test_the_app_shows_no_control_character(tmp_path: Path) -> None:
     """Every tab of the app on a snapshot whose every name carries every payload: the screen (SVG) and
     the terminal stream hold no control character but Textual's own colour and cursor sequences."""
+    import dataclasses
+
+    from topo.model import CollectiveResult, Measurements, PeerCopy
     from topo.sources import load_source
     from tui.app import TABS, build_app
 
     snapshot = load_source(str(hostile_snapshot_file(tmp_path, ALL_PAYLOADS)))
+    measured = Measurements(
+        f"nccl-tests{ALL_PAYLOADS}",
+        peer_copies=(PeerCopy(0, 1, 1 << 28, 390.0, host=f"host{ALL_PAYLOADS}"),),
+        collectives=(CollectiveResult(f"all_reduce{ALL_PAYLOADS}", 1 << 20, f"float{ALL_PAYLOADS}", 20.0, 52.0, 91.0, 8,
+                                      group=f"tp0{ALL_PAYLOADS}", backend=ALL_PAYLOADS),),
+        notes=(ALL_PAYLOADS,),
+    )
+    snapshot = dataclasses.replace(snapshot, measurements=measured)
     app = build_app(snapshot=snapshot)
     async with app.run_test(size=(140, 45)) as pilot:
         await settle(app)
