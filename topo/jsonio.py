@@ -3,7 +3,7 @@
 Python's `json` reads `NaN` and `Infinity`, raises ValueError for integers past 4,300 digits and
 RecursionError for deeply nested arrays; it writes `NaN` and `Infinity`, which other JSON readers
 refuse. Here, reading a non-finite constant, an integer longer than MAX_JSON_INTEGER_DIGITS or
-nesting deeper than MAX_JSON_DEPTH is one :class:`InputError` line; writing is always standard
+nesting past the decoder's depth check is one :class:`InputError` line; writing is always standard
 JSON: a non-finite float (a bandwidth over zero time, say) is written as `null`, "no finite value".
 """
 
@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 from topo.errors import InputError
 
 MAX_JSON_INTEGER_DIGITS = 18
 """Longest integer read from JSON: below 2**63, far above any real count, index or size in bytes."""
-
-MAX_JSON_DEPTH = 64
-"""Deepest nesting of arrays and objects read; linkscope's own files nest at most 6 deep."""
-
 
 def _refuse_constant(word: str) -> Any:
     raise InputError(f"{word} is not a JSON number (non-finite values are not accepted)")
@@ -40,42 +37,18 @@ def _finite_float(word: str) -> float:
     return value
 
 
-def _depth_exceeds(text: str, limit: int) -> bool:
-    """Whether brackets outside strings nest deeper than `limit` (a linear scan, no recursion)."""
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
-
-
 def read_json(text: str, name: str) -> Any:
     """Parse standard JSON `text`; every failure is InputError `<name>: ...` (never a traceback)."""
-    if _depth_exceeds(text, MAX_JSON_DEPTH):
-        raise InputError(f"{name}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:  # the decoder's own depth check, at the interpreter's recursion limit
+        raise InputError(f"{name}: JSON nested deeper than linkscope reads (arrays or objects inside each other "
+                         f"about {sys.getrecursionlimit()} deep)") from None
+    except ValueError as exc:
         raise InputError(f"{name}: not valid JSON ({type(exc).__name__})") from None
 
 
