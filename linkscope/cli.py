@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -15,6 +16,7 @@ from typing import NoReturn
 
 from linkscope import __version__
 from topo.errors import InputError
+from topo.text import printable
 
 COMMAND_MODULES: tuple[str, ...] = (
     "open",
@@ -74,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run linkscope with `argv` (default: sys.argv[1:]) and return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if hasattr(signal, "SIGXFSZ"):  # past a file-size limit, a write fails (one line) instead of killing us
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         parser = build_parser()
         if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):
@@ -81,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
         return int(args.run(args))
     except InputError as exc:
-        print(f"linkscope: error: {exc}", file=sys.stderr)
+        print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("linkscope: interrupted", file=sys.stderr)

@@ -5,23 +5,64 @@ Every failure is an InputError naming the file, so the command line prints one l
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 from typing import Any
 
 from topo.codec import measurements_from_json, measurements_to_json, snapshot_to_json
 from topo.errors import InputError
 from topo.formats.results import read_measurements
 from topo.model import Measurements, Snapshot
-from topo.sources import read_text_file
+from topo.sources import read_stdin_text, read_text_file
+from topo.text import printable
+from topo.validate import validate_measurements
 
 
 def write_text_file(path: str, text: str) -> None:
-    """Write `text` (plus a final newline) to `path`."""
+    """Write `text` (plus a final newline) to `path` whole or not at all.
+
+    The text goes to a temporary file in the same directory, which then replaces `path` in one
+    step: a write cut short (disk full, a file-size limit, a signal) leaves the previous file as
+    it was. A symlink at `path` is refused rather than followed. The new file gets the mode the
+    old one had, or 0666 less the umask, like a file the shell creates.
+    """
+    import tempfile
+
+    check_writable(path)
+    directory = os.path.dirname(os.path.abspath(path))
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
+        raise InputError(f"{printable(path)}: cannot write ({exc.strerror})") from None
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".linkscope-", suffix=".tmp", dir=directory)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text if text.endswith("\n") else text + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+        temporary = None
+    except OSError as exc:
+        raise InputError(f"{printable(path)}: cannot write ({exc.strerror}); the previous file is unchanged") from None
+    finally:
+        if temporary is not None:
+            _remove_quietly(temporary)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def write_text_file_atomic(path: str, text: str) -> None:
@@ -46,10 +87,12 @@ def write_text_file_atomic(path: str, text: str) -> None:
 
 
 def check_writable(path: str) -> None:
-    """InputError now, before a long run, when `path` could not be written later."""
-    import os
-
+    """InputError now, before a long run, when `path` could not be written later (or is a symlink)."""
+    if "\x00" in path:
+        raise InputError(f"{path!r}: a file name cannot hold a NUL character")
     parent = os.path.dirname(os.path.abspath(path))
+    if os.path.islink(path):
+        raise InputError(f"{printable(path)}: is a symbolic link; linkscope does not write through links (name the target)")
     if os.path.isdir(path):
         raise InputError(f"{path}: cannot write (it is a directory)")
     if not os.path.isdir(parent):
@@ -72,13 +115,19 @@ def open_output(args: Any) -> Snapshot | None:
     return open_source(args.attach)
 
 
-def load_measurements(path: str) -> Measurements:
-    """Measurements from a file: what `linkscope bench -o` / `import -o` wrote, a snapshot carrying them,
-    or the raw output of nccl-tests, nvbandwidth or p2pBandwidthLatencyTest."""
-    text = read_text_file(path)
+def load_measurements(path: str, op: str | None = None) -> Measurements:
+    """Measurements from a file (`-`: stdin): what `linkscope bench -o` / `import -o` wrote, a snapshot
+    carrying them, or the raw output of nccl-tests, nvbandwidth or p2pBandwidthLatencyTest."""
+    name = "<stdin>" if path == "-" else path
+    text = read_stdin_text() if path == "-" else read_text_file(path)
     if text.lstrip().startswith("{"):
-        return measurements_from_json(text, path)
-    return read_measurements(text, path)
+        return measurements_from_json(text, name)
+    measurements = read_measurements(text, name, op)
+    try:
+        validate_measurements(measurements)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    return measurements
 
 
 def with_measurements(snapshot: Snapshot, measurements: Measurements) -> Snapshot:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from linkscope.render.json_out import json_text
+from topo.jsonio import json_text
 from topo.layout import megatron_refusal, resolve_layout
 from topo.suggest import candidate_layouts
 

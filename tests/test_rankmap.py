@@ -69,7 +69,7 @@ def test_bare_hostlist_uses_the_default_slots() -> None:
         ("0,n1,0\nx,n1,1\n", "line 2: expected rank,host,gpu"),
         ("0,n1,0\n0,n2,1\n", "rank 0 appears twice"),
         ('[{"rank":0,"host":"a"}]', r"\$\[0\]\.gpu"),
-        ('[{"rank":0,', "not JSON"),
+        ('[{"rank":0,', "not valid JSON"),
         ("SLURM_TASKS_PER_NODE=2\n", "no SLURM_JOB_NODELIST"),
         ("SLURM_JOB_NODELIST=a[1-2]\nSLURM_TASKS_PER_NODE=2(x3)\n", "covers 3 nodes"),
         ("", "empty rank map"),

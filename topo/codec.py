@@ -1,15 +1,14 @@
 """JSON round-trip for the frozen dataclasses of :mod:`topo.model`.
 
 One generic encoder/decoder driven by the dataclass type hints, so adding a field to the
-model needs no codec change. Decoding validates types and raises :class:`InputError`
-with the JSON path of the first bad field.
+model needs no codec change. Decoding checks types, then meaning (:mod:`topo.validate`), and
+raises :class:`InputError` naming the file given and the JSON path of the first bad field.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import types
 import typing
 from collections.abc import Callable
@@ -17,7 +16,9 @@ from functools import cache
 from typing import Any, TypeVar
 
 from topo.errors import InputError
+from topo.jsonio import json_text, read_json
 from topo.model import SCHEMA_VERSION, Measurements, Snapshot
+from topo.validate import validate_measurements, validate_snapshot
 
 T = TypeVar("T")
 
@@ -233,26 +234,29 @@ def _kind(data: Any) -> str:
 
 def snapshot_to_json(snapshot: Snapshot, indent: int | None = 2) -> str:
     """Serialise a snapshot to JSON text."""
-    return json.dumps(to_jsonable(snapshot), indent=indent)
+    return json_text(to_jsonable(snapshot), indent=indent)
 
 
 def snapshot_from_json(text: str, name: str = "<json>") -> Snapshot:
     """Parse snapshot JSON text; raise InputError naming `name` and the problem."""
     data = _load_json_object(text, name)
+    path = "$"
     if "schema" not in data and isinstance(data.get("snapshot"), dict):
-        data = data["snapshot"]  # the output of `linkscope probe --json` wraps the snapshot
+        data, path = data["snapshot"], "$.snapshot"  # the output of `linkscope probe --json` wraps the snapshot
     schema = data.get("schema")
     if schema != SCHEMA_VERSION:
         raise InputError(f"{name}: unsupported snapshot schema {schema!r} (this linkscope reads schema {SCHEMA_VERSION})")
     try:
-        return from_jsonable(Snapshot, data)
+        snapshot = from_jsonable(Snapshot, data, path)
+        validate_snapshot(snapshot, path)
+        return snapshot
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
 
 
 def measurements_to_json(measurements: Measurements, indent: int | None = 2) -> str:
     """Serialise measurements to JSON text (with the schema version)."""
-    return json.dumps({"schema": SCHEMA_VERSION, "measurements": to_jsonable(measurements)}, indent=indent)
+    return json_text({"schema": SCHEMA_VERSION, "measurements": to_jsonable(measurements)}, indent=indent)
 
 
 def measurements_from_json(text: str, name: str = "<json>") -> Measurements:
@@ -264,7 +268,9 @@ def measurements_from_json(text: str, name: str = "<json>") -> Measurements:
     if payload is None:
         raise InputError(f"{name}: no measurements in this file")
     try:
-        return from_jsonable(Measurements, payload, "$.measurements")
+        measurements = from_jsonable(Measurements, payload, "$.measurements")
+        validate_measurements(measurements, "$.measurements")
+        return measurements
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
 
@@ -272,10 +278,7 @@ def measurements_from_json(text: str, name: str = "<json>") -> Measurements:
 def _load_json_object(text: str, name: str) -> dict[str, Any]:
     if len(text) > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{name}: file is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    data = read_json(text, name)
     if not isinstance(data, dict):
         raise InputError(f"{name}: expected a JSON object at the top level")
     return data

@@ -53,6 +53,11 @@ def parse_float(word: str, where: str, minimum: float | None = None, maximum: fl
 
 def _check_range(value: float, word: str, where: str, minimum: float | None, maximum: float | None) -> None:
     if minimum is not None and value < minimum:
-        raise InputError(f"{where} {word!r} is below the minimum {minimum:g}")
+        raise InputError(f"{where} {word!r} is below the minimum {_shown(minimum)}")
     if maximum is not None and value > maximum:
-        raise InputError(f"{where} {word!r} is above the maximum {maximum:g}")
+        raise InputError(f"{where} {word!r} is above the maximum {_shown(maximum)}")
+
+
+def _shown(limit: float) -> str:
+    """A range limit as people write it: integers in full (1048576, not 1.04858e+06)."""
+    return str(int(limit)) if float(limit).is_integer() and abs(limit) < 1e18 else f"{limit:g}"

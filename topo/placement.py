@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from topo.errors import InputError
 from topo.layout import MAX_RANKS
+from topo.limits import MAX_GPUS_PER_HOST
 from topo.model import Host, Snapshot
+from topo.numbers import is_integer, parse_int
 
 DISTRIBUTIONS = ("block", "cyclic")
 
@@ -103,9 +105,9 @@ def parse_visible_devices(text: str) -> tuple[int, ...]:
     devices: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        if not part.isdigit():
-            raise InputError(f"--visible-devices: {part!r} is not a GPU index (example: 0,4,1,5,2,6,3,7)")
-        devices.append(int(part))
+        if not is_integer(part) or part[0] in "+-":
+            raise InputError(f"--visible-devices: {part[:40]!r} is not a GPU index (example: 0,4,1,5,2,6,3,7)")
+        devices.append(parse_int(part, "--visible-devices: GPU index", 0, MAX_GPUS_PER_HOST - 1))
     if len(set(devices)) != len(devices):
         raise InputError(f"--visible-devices: a GPU appears twice in {text!r}")
     return tuple(devices)

@@ -7,10 +7,12 @@ are KiB, MiB, GiB, TiB; the spelled-out forms are unambiguous: `GiB` is 2^30, `G
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from topo.errors import InputError
+from topo.limits import MAX_SIZE_BYTES
 
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(i?B)?\s*\Z", re.IGNORECASE)
+_SIZE = re.compile(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?)\s*([KMGTP]?)(i?B)?\s*\Z", re.IGNORECASE | re.ASCII)
 _POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 
 
@@ -18,13 +20,15 @@ def parse_size_bytes(text: str, field: str = "size") -> int:
     """Parse `text` into a whole number of bytes; raise InputError naming `field` when it is not a size."""
     match = _SIZE.match(text)
     if not match:
-        raise InputError(f"{field}: {text!r} is not a size (examples: 1048576, 64K, 1M, 1G, 1GiB, 1GB)")
+        raise InputError(f"{field}: {text[:40]!r} is not a size (examples: 1048576, 64K, 1M, 1G, 1GiB, 1GB)")
     number, prefix, unit = match.group(1), match.group(2).upper(), match.group(3)
     power = _POWER[prefix]
     base = 1000 if unit is not None and unit.lower() == "b" and prefix else 1024
-    value = float(number) * base**power
-    if value != int(value):
+    value = Fraction(number) * base**power
+    if value.denominator != 1:
         raise InputError(f"{field}: {text!r} is not a whole number of bytes")
+    if value > MAX_SIZE_BYTES:
+        raise InputError(f"{field}: {text!r} is above linkscope's cap of {MAX_SIZE_BYTES:,} bytes (1 PiB, topo/limits.py)")
     return int(value)
 
 

@@ -18,6 +18,14 @@ _ESCAPE_SEQUENCE = re.compile(
 )
 """One escape sequence, terminated or cut short (a sequence cut short runs to the end of the text)."""
 
+_COMPLETE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x90\x98\x9c-\x9f]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[ -/]*[0-~]"
+)
+"""One escape sequence with its final byte or terminator (what printing removes; the start of one cut
+short is shown as `\\x1b...`, so it cannot swallow the rest of an error line)."""
+
 _C1_INTRODUCER = re.compile(r"[\x90\x98\x9b\x9d\x9e\x9f]")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -36,7 +44,7 @@ def strip_escapes(text: str) -> str:
 def printable(text: str) -> str:
     """`text` safe to print on a terminal as one line: escape sequences removed, other control
     characters (newlines and tabs too) shown as `\\xNN`, so nothing in it acts on the terminal."""
-    cleaned = strip_escapes(text)
+    cleaned = _without_complete_sequences(text)
     if not _CONTROL_OR_TAB.search(cleaned):
         return cleaned
     return _CONTROL_OR_TAB.sub(lambda match: f"\\x{ord(match.group()):02x}", cleaned)
@@ -44,6 +52,12 @@ def printable(text: str) -> str:
 
 def printable_block(text: str) -> str:
     """Like :func:`printable` for multi-line text: newlines kept, tabs kept, every other control shown."""
-    return "\n".join(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", strip_escapes(line))
+    return "\n".join(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", _without_complete_sequences(line))
                      for line in text.split("\n"))
+
+
+def _without_complete_sequences(text: str) -> str:
+    if "\x1b" not in text and (text.isascii() or not _C1_INTRODUCER.search(text)):
+        return text
+    return _COMPLETE_SEQUENCE.sub("", text)
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 
 from topo.errors import InputError
 from topo.layout import GradientGroup
+from topo.limits import MAX_PARAMETER_COUNT
+from topo.numbers import parse_float
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def _gradient_traffic(model: ModelSpec, group: GradientGroup, grads: int) -> lis
             Traffic(group.dim, "all_gather", grads, 2 if fsdp else 1, label)]
 
 
-_COUNT = re.compile(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([KMBT]?)\s*\Z", re.IGNORECASE)
+_COUNT = re.compile(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?(?:e[0-9]{1,3})?)\s*([KMBT]?)\s*\Z", re.IGNORECASE | re.ASCII)
 _COUNT_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "float32": 4, "bf16": 2, "fp16": 2, "float16": 2, "bfloat16": 2, "fp8": 1}
@@ -196,9 +198,11 @@ def parse_param_count(text: str, field: str = "--params") -> float:
     match = _COUNT.match(text)
     if match is None:
         raise InputError(f"{field}: {text!r} is not a parameter count (examples: 8B, 70.6B, 7e9)")
-    value = float(match.group(1)) * _COUNT_SCALE[match.group(2).upper()]
+    value = parse_float(match.group(1), field) * _COUNT_SCALE[match.group(2).upper()]
     if value <= 0:
         raise InputError(f"{field}: must be more than 0")
+    if value > MAX_PARAMETER_COUNT:
+        raise InputError(f"{field}: {text!r} is above linkscope's cap of {MAX_PARAMETER_COUNT:.0e} parameters (topo/limits.py)")
     return value
 
 

@@ -20,6 +20,7 @@ from textual.widgets import Header, TabbedContent, TabPane
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
 from topo.nccl_placement import NcclPlacement
+from topo.text import printable
 from tui.messages import MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
@@ -28,6 +29,7 @@ from tui.screens.ranks import RanksView
 from tui.screens.steps import StepsView
 from tui.screens.topology import TopologyView
 from tui.services import LocalServices, Services
+from tui.text import printable_fields
 from tui.widgets.key_bar import KeyBar
 
 FALLBACK_SAMPLE = "dgx-h100"
@@ -97,7 +99,7 @@ class LinkscopeApp(App[None]):
         if self.snapshot is not None:
             self.post_message(SnapshotLoaded(self.snapshot, self._initial_notice, live=self.live))
         else:
-            self.sub_title = f"loading {self.source}" if self.source else "probing this machine..."
+            self.sub_title = f"loading {printable(self.source)}" if self.source else "probing this machine..."
             self.load_source(self.source)
 
     @work(thread=True, exclusive=True, group="load")
@@ -144,14 +146,16 @@ class LinkscopeApp(App[None]):
         self.live = message.live
         self.show_snapshot(message.snapshot)
         if message.notice:
-            self.notify(message.notice, title="No GPU", timeout=10, markup=False)
+            self.notify(printable(message.notice), title="No GPU", timeout=10, markup=False)
 
     def on_snapshot_failed(self, message: SnapshotFailed) -> None:
         self.sub_title = "nothing loaded"
-        self.notify(message.reason, title="Cannot open", severity="error", timeout=15, markup=False)
+        self.notify(printable(message.reason), title="Cannot open", severity="error", timeout=15, markup=False)
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
-        """Put `snapshot` on every tab (`self.live` says whether it is this machine now)."""
+        """Put `snapshot` on every tab (`self.live` says whether it is this machine now); its strings
+        are made printable here, the one door through which snapshots reach the screen."""
+        snapshot = printable_fields(snapshot)
         self.snapshot = snapshot
         self.sub_title = (snapshot.source or "snapshot") + (" (this machine, live)" if self.live else "")
         self.query_one(BenchView).live = self.live

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import shlex
 
 from rich.text import Text
 
 from topo.checks import CheckReport
+from topo.jsonio import json_text
 from topo.model import Snapshot
 from topo.suggest import Suggestion
 from tui.services import LayoutForm
@@ -22,7 +22,7 @@ def export_command(snapshot: Snapshot, form: LayoutForm, report: CheckReport) ->
     args += form.cli_args()
     command = shlex.join(args)
     document = {"source": snapshot.source, "command": command, **report.to_json()}
-    return command, json.dumps(document, indent=2)
+    return command, json_text(document)
 
 
 def suggestion_text(suggestion: Suggestion | None) -> Text:

@@ -1,13 +1,67 @@
-"""Turning values into plain rich Text: untrusted strings (hostnames, device names) are never markup."""
+"""Turning values into plain rich Text, and the app's one sanitiser for untrusted strings.
+
+Host, GPU, NIC and version names, sources and notes come from files and snapshots and may carry
+terminal escape sequences. Textual writes a Text's characters to the terminal as they are, so
+every snapshot is made printable (:func:`printable_fields`) where it enters the app
+(`LinkscopeApp.show_snapshot`), and :func:`plain` makes any other value printable; strings are
+never parsed as markup.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+from typing import Any, TypeVar
+
 from rich.text import Text
+
+from topo.text import printable
+
+T = TypeVar("T")
 
 
 def plain(value: object, style: str = "") -> Text:
-    """`value` as Text with no markup parsing; None shows as a dash."""
-    return Text("-" if value is None else str(value), style=style)
+    """`value` as printable Text with no markup parsing; None shows as a dash."""
+    return Text("-" if value is None else printable(str(value)), style=style)
+
+
+def printable_fields(value: T) -> T:
+    """`value` (a frozen dataclass, tuple or string, nested) with every string made printable; the
+    same object where nothing needed a change, so an ordinary snapshot is not copied."""
+    return _printable(value)
+
+
+_ATOMS = (int, float, bool, type(None))
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls) if field.init)
+    return names
+
+
+def _printable(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return value if value.isprintable() else printable(value)
+    if kind in _ATOMS or isinstance(value, enum.Enum):
+        return value
+    if kind is tuple:
+        items = tuple(_printable(item) for item in value)
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for name in _field_names(kind):
+            old = getattr(value, name)
+            new = _printable(old)
+            if new is not old:
+                changes[name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
 
 
 def gbps_label(gbps: float | None) -> str:

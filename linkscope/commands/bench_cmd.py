@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from linkscope.argtypes import seconds, whole_number
 from topo.errors import InputError
+from topo.jsonio import json_text
+from topo.limits import MAX_GPUS_PER_HOST
+from topo.text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_COPIES = 64
@@ -56,7 +59,8 @@ def _register_collectives(sub: Any) -> None:
         "--max-bytes 4M --layout tp=2,dp=2 --json",
     )
     add_collective_arguments(parser)
-    parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
+    parser.add_argument("--nproc", type=whole_number(0, MAX_GPUS_PER_HOST), default=None,
+                        help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
     parser.add_argument("--reuse", action="store_true",
                         help="instead of the sweep: all_reduce on one reused process group against a group created and "
@@ -79,8 +83,10 @@ def _register_p2p(sub: Any) -> None:
     )
     parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
     parser.add_argument("--bytes", default="256M", help="copy size (default 256M)")
-    parser.add_argument("--samples", type=int, default=5, help="timed samples per measurement; the median is reported")
-    parser.add_argument("--copies", type=int, default=4, help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
+    parser.add_argument("--samples", type=whole_number(0, 1_000_000), default=5,
+                        help="timed samples per measurement; the median is reported")
+    parser.add_argument("--copies", type=whole_number(0, 1_000_000), default=4,
+                        help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
     _common_options(parser)
     parser.set_defaults(run=run_p2p)
@@ -90,7 +96,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="snapshot to take the expected figures from (default: probe this machine); every result "
                         "is shown next to it with its ratio and verdict (ok, slow below 75%%, far below 50%%)")
-    parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    parser.add_argument("--timeout", type=seconds(), default=900.0, help="deadline for the whole run in seconds (default 900)")
     parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory; "
                         "--attach to a snapshot of a different kind of machine")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -105,31 +111,41 @@ def _progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int],
     if not enabled or not sys.stderr.isatty():
         yield lambda done: None
         return
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from linkscope.render.console import console as safe_console
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as progress:
+                  console=safe_console(stderr=True), transient=True) as progress:
         task = progress.add_task(label, total=total)
         yield lambda done: progress.update(task, completed=done)
 
 
-def _run_guarded(function: Callable[[], int]) -> int:
+def _run_guarded(function: Callable[[Any], int]) -> int:
+    """Run `function(cancel)` (measure, then report) with SIGINT and SIGTERM turned into `cancel`: a
+    signal while measuring ends the run keeping its rows; one after it cannot cut the table or -o short."""
     from probes.bench.preflight import GpuBusy
-    from probes.bench.runner import BenchError, BenchInterrupted
+    from probes.bench.runner import BenchError, BenchInterrupted, Interruption, signals_cancel
 
+    interruption = Interruption()
     try:
-        return function()
+        with signals_cancel(interruption):
+            status = function(interruption)
+        if interruption.is_set():
+            print(f"linkscope: bench {interruption.reason} after the run ended; every row is shown"
+                  " (and written with -o)", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return status
     except BenchInterrupted as exc:
         shown = "; what it measured before is shown above" if exc.partial is not None else ""
-        print(f"linkscope: bench {exc}; workers ended{shown}", file=sys.stderr)
+        print(f"linkscope: bench {printable(str(exc))}; workers ended{shown}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BenchError as exc:
         shown = " (what it measured before is shown above)" if exc.partial is not None else ""
-        print(f"linkscope: error: bench: {exc}{shown}", file=sys.stderr)
+        print(f"linkscope: error: bench: {printable(str(exc))}{shown}", file=sys.stderr)
         return EXIT_FAILED
     except GpuBusy as exc:
-        print(f"linkscope: error: bench: {exc}", file=sys.stderr)
+        print(f"linkscope: error: bench: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
 
 
@@ -152,16 +168,17 @@ def run_collectives(args: argparse.Namespace) -> int:
         raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
     spec = spec_from_args(args, backend, nproc)
     if args.reuse:
-        return _run_guarded(lambda: _reuse(args, spec))
+        return _run_guarded(lambda cancel: _reuse(args, spec, cancel))
 
-    def body() -> int:
+    def body(cancel: Any) -> int:
         from probes.bench.api import run_collectives as measure
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
         def measured() -> tuple[Any, dict[str, Any]]:
             with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
-                return measure(spec, args.timeout, lambda done, _total: update(done), notes=tuple(preflight))
+                return measure(spec, args.timeout, lambda done, _total: update(done), cancel=cancel,
+                               notes=tuple(preflight))
 
         return _measure_then_report(measured, lambda measurements, result: _report_collectives(args, measurements, result))
 
@@ -220,8 +237,8 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
              "verdict": each.verdict if each else None, "link": each.link if each else None}
             for row, each in zip(result["rows"], expected, strict=True)]
     if args.json:
-        print(json.dumps({"rows": rows, "group_setup_ms": dict(result["setup_ms"]),
-                          "stragglers": slow_groups, "notes": notes}, indent=2))
+        print(json_text({"rows": rows, "group_setup_ms": dict(result["setup_ms"]),
+                         "stragglers": slow_groups, "notes": notes}))
     else:
         _print_collectives(result["rows"], result["setup_ms"], slow_groups, notes, expected,
                            snapshot.source if snapshot is not None else None)
@@ -312,7 +329,7 @@ def run_p2p(args: argparse.Namespace) -> int:
     if not pairs and args.no_host:
         raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
 
-    def body() -> int:
+    def body(cancel: Any) -> int:
         from probes.bench.api import run_peer_copies
 
         preflight = gpu_preflight(count, args.force)
@@ -321,7 +338,8 @@ def run_p2p(args: argparse.Namespace) -> int:
         def measured() -> tuple[Any, dict[str, Any]]:
             with _progress(steps, f"p2p x{count}", not args.json) as update:
                 return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
-                                       lambda done, _total: update(done), gpu_count=count, notes=tuple(preflight))
+                                       lambda done, _total: update(done), cancel=cancel, gpu_count=count,
+                                       notes=tuple(preflight))
 
         return _measure_then_report(measured, lambda measurements, result: _report_p2p(args, measurements, result))
 
@@ -367,7 +385,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
             "findings": [asdict(finding) for finding in findings],
             "notes": notes,
         }
-        print(json.dumps(payload, indent=2))
+        print(json_text(payload))
     else:
         _print_p2p({**result, "host": host_rows}, copies, uni, bi, findings, notes)
     _write_output(args, measurements)
@@ -462,7 +480,7 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
         console.print(Text(f"note: {note}"))
 
 
-def _reuse(args: argparse.Namespace, spec: Any) -> int:
+def _reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
     """Run the communicator-reuse comparison and print it (table or JSON)."""
     from probes.bench.api import run_reuse_experiment
     from probes.bench.reuse import summarise_reuse
@@ -470,12 +488,10 @@ def _reuse(args: argparse.Namespace, spec: Any) -> int:
     if args.layout or args.output:
         raise InputError("--reuse compares group set-up on the whole world: drop --layout and -o")
     with _progress(len(spec.sizes_bytes), f"reuse {spec.backend} x{spec.world_size}", not args.json) as update:
-        result = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done))
+        result = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
     rows = summarise_reuse(result["rows"])
     if args.json:
-        from linkscope.render.json_out import print_json
-
-        print_json({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size})
+        print(json_text({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size}))
         return EXIT_OK
     from rich import box
     from rich.table import Table

@@ -65,7 +65,7 @@ def run_step(args: argparse.Namespace) -> int:
 
     from linkscope.commands.bench_cmd import EXIT_OK, _progress, _run_guarded
 
-    def body() -> int:
+    def body(cancel: Any) -> int:
         from probes.bench.api import run_step_experiment
         from probes.bench.preflight import gpu_preflight
         from probes.bench.runner import BenchError
@@ -73,7 +73,7 @@ def run_step(args: argparse.Namespace) -> int:
         notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
         try:
             with _progress(len(spec.runs), f"step {backend} x{nproc}", not args.json) as update:
-                result = run_step_experiment(spec, args.timeout, lambda done, _total: update(done))
+                result = run_step_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
         except BenchError as exc:
             if exc.partial is not None:
                 _report(args, spec, exc.partial[1]["runs"], [*notes, *exc.partial[1]["notes"]])
@@ -94,12 +94,12 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     if spec.profile_dir:
         notes.append(f"profiler traces per mode under {spec.profile_dir} (linkscope trace DIR/MODE)")
     if args.json:
-        from linkscope.render.json_out import print_json
+        from topo.jsonio import json_text
 
-        print_json({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
+        print(json_text({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
                               "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
                     "backend": spec.backend, "nproc": spec.world_size,
-                    "modes": [summary.to_json() for summary in summaries], "notes": notes})
+                    "modes": [summary.to_json() for summary in summaries], "notes": notes}))
         return
     from rich import box
     from rich.table import Table

@@ -17,6 +17,7 @@ from linkscope.source import add_source_argument, open_source
 from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
 from topo.cost.params import CostModel
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.layout import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
@@ -197,25 +198,23 @@ def run(args: argparse.Namespace) -> int:
         changes = calibration_changes(measurements, snapshot, request.cost_model)
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     if args.json:
-        from linkscope.render.json_out import print_json
-
         large = report.layout is not None and report.layout.world_size > 4096
         payload = report.to_json()
         if measurements is not None:
             payload["calibration"] = [change.to_json() for change in changes]
-        print_json(payload, indent=None, compact=large)
+        print(json_text(payload, indent=None, compact=large))
     else:
         _print(report, args.suggest, [change.message for change in changes])
     return EXIT_FINDINGS if report.fails(args.fail_on) else EXIT_OK
 
 
 def _print(report: CheckReport, suggested: bool, calibration: list[str]) -> None:
-    from rich.console import Console
     from rich.text import Text
 
     from linkscope.render.check_view import check_view
+    from linkscope.render.console import console as safe_console
 
-    console = Console()
+    console = safe_console()
     console.print(check_view(report))
     if suggested and report.suggestion is None:
         console.print("\nSuggestion: none: no order, distribution or device permutation beats this layout by more than 1%.")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import sys
 from typing import Any
 
 from topo.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.model import Snapshot
 
 EXIT_SAME = 0
@@ -100,7 +100,7 @@ def _run_odd(args: argparse.Namespace) -> int:
 
 
 def _dump(data: dict[str, Any]) -> None:
-    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write(json_text(data))
     sys.stdout.write("\n")
 
 

@@ -8,7 +8,6 @@ cluster snapshot), `message`, `evidence` and `fix`, plus `source`, `hosts` and `
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from typing import Any
 from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
 from topo.health import HealthContext, HealthFinding, run_health
+from topo.jsonio import json_text
 from topo.model import Host, Snapshot
 from topo.severity import SEVERITIES, reaches
 
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     findings = run_health(context)
     qualified = len(snapshot.hosts) > 1
     if args.json:
-        json.dump(doctor_json(snapshot, findings, looked_at, qualified), sys.stdout, indent=2)
+        sys.stdout.write(json_text(doctor_json(snapshot, findings, looked_at, qualified)))
         sys.stdout.write("\n")
     else:
         from linkscope.render.console import table_console

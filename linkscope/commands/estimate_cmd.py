@@ -11,11 +11,15 @@ algorithm that applies).
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
+from linkscope.argtypes import whole_number
 from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
 from topo.cost.collectives import ALGORITHMS, OPS, GroupLinks, algorithm_times, collective_cost, parse_alpha_beta, uniform_links
 from topo.errors import InputError
+from topo.jsonio import json_text
+from topo.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from topo.sizes import format_size_bytes, parse_size_bytes
 
 DEFAULT_INTRA = "1:300"
@@ -63,8 +67,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                              "(default: uniform --intra/--inter links)")
     parser.add_argument("--bytes", required=True, metavar="SIZE",
                         help="buffer size: bytes, or 64K / 1M / 1G (powers of 1024), 1GiB, 1GB (10^9)")
-    parser.add_argument("--ranks", required=True, type=int, metavar="N", help="ranks in the group")
-    parser.add_argument("--nodes", type=int, default=1, metavar="K", help="nodes the ranks spread over evenly (default 1)")
+    parser.add_argument("--ranks", required=True, type=whole_number(1, MAX_WORLD_RANKS), metavar="N", help="ranks in the group")
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=1, metavar="K",
+                        help="nodes the ranks spread over evenly (default 1)")
     parser.add_argument("--intra", default=None, metavar="ALPHA_US:GBPS",
                         help=f"without SOURCE: hop inside a node (default {DEFAULT_INTRA})")
     parser.add_argument("--inter", default=None, metavar="ALPHA_US:GBPS",
@@ -143,19 +148,17 @@ def run(args: argparse.Namespace) -> int:
     cost = collective_cost(op, links, size_bytes, args.algo)
     algorithms = algorithm_times(op, links, size_bytes)
     if args.json:
-        from linkscope.render.json_out import print_json
-
-        print_json({
+        print(json_text({
             "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": args.nodes, "algo": cost.algo,
             "time_s": cost.time_s, "algbw_gbps": cost.algbw_gbps, "busbw_gbps": cost.busbw_gbps,
             "channels": cost.channels, "links": list(cost.links_used), "algorithms": algorithms,
-        })
+        }))
         return 0
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from linkscope.render.check_view import format_seconds
+    from linkscope.render.console import console as safe_console
 
     title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {args.nodes} node(s)"
     table = Table(title=Text(title), title_justify="left", show_edge=False)
@@ -164,13 +167,17 @@ def run(args: argparse.Namespace) -> int:
     for algo in algorithms:
         each = collective_cost(op, links, size_bytes, algo)
         marker = " *" if algo == args.algo or (args.algo == "auto" and each.algo == cost.algo) else ""
-        table.add_row(each.algo + marker, format_seconds(each.time_s), f"{each.algbw_gbps:.1f} GB/s",
-                      f"{each.busbw_gbps:.1f} GB/s")
-    console = Console()
+        table.add_row(each.algo + marker, format_seconds(each.time_s), _gbps(each.algbw_gbps, 1), _gbps(each.busbw_gbps, 1))
+    console = safe_console()
     console.print(table)
     console.print(Text(where))
     if cost.links_used:
         console.print(Text(f"links: {', '.join(cost.links_used)}; channels: {cost.channels}"))
-    console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {cost.algbw_gbps:.2f} GB/s, "
-                  f"busbw {cost.busbw_gbps:.2f} GB/s")
+    console.print(f"{cost.algo}: {format_seconds(cost.time_s)}, algbw {_gbps(cost.algbw_gbps, 2)}, "
+                  f"busbw {_gbps(cost.busbw_gbps, 2)}")
     return 0
+
+
+def _gbps(value: float, decimals: int) -> str:
+    """A bandwidth for people; one over no time (a single rank moves nothing) has no finite value: `-`."""
+    return f"{value:.{decimals}f} GB/s" if math.isfinite(value) else "- GB/s"

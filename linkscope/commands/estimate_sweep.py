@@ -58,9 +58,9 @@ def run_sweep_if_asked(args: argparse.Namespace, op: str, links: GroupLinks) -> 
         raise InputError("--sweep replaces --bytes: give one of them")
     rows = sweep_rows(op, links, sweep_sizes(args.sweep))
     if args.json:
-        from linkscope.render.json_out import print_json
+        from topo.jsonio import json_text
 
-        print_json({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows})
+        print(json_text({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}))
     else:
         print("\n".join(sweep_lines(op, args.ranks, args.nodes, rows)))
     return 0

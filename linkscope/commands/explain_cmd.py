@@ -11,7 +11,6 @@ links should give; 2 bad input.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from linkscope.commands.estimate_cmd import DEFAULT_INTER, DEFAULT_INTRA, _op_name
@@ -28,6 +27,7 @@ from topo.explain import (
     parse_duration_s,
     what_if_scenarios,
 )
+from topo.jsonio import json_text
 from topo.placement import DISTRIBUTIONS, parse_visible_devices
 
 DEFAULT_PCIE = "2:25.8"
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                                    "scenarios": [each.to_json() for each in fits], "layout": None}
         if layout is not None:
             payload["layout"] = {**layout[0].to_json(), "placement": layout[1]}
-        print(json.dumps(payload, indent=2))
+        print(json_text(payload))
     else:
         _print(op, size_bytes, args.ranks, observed_s, busbw, fits, layout)
     slow = layout is not None and layout[0].verdict in ("slow", "far below")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from topo.expect import RowExpectations, row_expectations
-from topo.formats.results import read_measurements
+from topo.jsonio import json_text
 from topo.model import Measurements
 
 
@@ -46,16 +44,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
-    from linkscope.files import check_measured_on, open_output, write_measurements
-    from topo.codec import measurements_to_json
-    from topo.sources import read_text_file
+    from linkscope.files import check_measured_on, load_measurements, open_output, write_measurements
+    from topo.codec import to_jsonable
+    from topo.model import SCHEMA_VERSION
 
     attached = open_output(args)
-    if args.file == "-":
-        text, name = sys.stdin.read(), "<stdin>"
-    else:
-        text, name = read_text_file(args.file), args.file
-    measurements = read_measurements(text, name, args.op)
+    measurements = load_measurements(args.file, args.op)
     expected = RowExpectations()
     if attached is not None:
         check_measured_on(attached, measurements, args.force, "--attach")
@@ -70,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_measurements(args.output, measurements, attached)
     if args.json:
-        payload = json.loads(measurements_to_json(measurements))
+        payload: dict[str, Any] = {"schema": SCHEMA_VERSION, "measurements": to_jsonable(measurements)}
         if against is not None:
             payload["expected_on"] = against.source
             payload["expected"] = [row.to_json() for row in expected.all()]
-        print(json.dumps(payload, indent=2))
+        print(json_text(payload))
     else:
         _print(measurements, expected, against.source if against is not None else None)
     return 0

@@ -10,12 +10,12 @@ P2P|SHM|NET|NVLS|COLLNET, `detail`, `same_host`) and `findings` (each `code`, `s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from topo.checks import SEVERITIES
 from topo.formats.nccl_log_model import NcclLog
+from topo.jsonio import json_text
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         if placement is not None:
             report["placement"] = placement.to_json()
         large = len(log.edges) > JSON_INDENT_LIMIT
-        print(json.dumps(report, indent=None if large else 2))
+        print(json_text(report, indent=None if large else 2))
     else:
         from linkscope.render.nccl_log_view import print_report
 

@@ -86,5 +86,6 @@ def run(args: argparse.Namespace) -> int:
         nccl = place_edges(read_log_argument(args.nccl_log), snapshot)
     from tui.app import build_app
 
-    build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl).run()
-    return 0
+    app = build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl)
+    app.run()
+    return app.return_code or 0

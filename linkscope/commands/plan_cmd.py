@@ -13,7 +13,9 @@ from typing import Any
 from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
 from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.layout import DIMENSIONS
+from topo.text import printable_block
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -64,13 +66,11 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 
     if args.json:
-        from linkscope.render.json_out import print_json
-
-        print_json(plan_json(plan))
+        print(json_text(plan_json(plan)))
     elif args.markdown:
-        print(plan_markdown(plan), end="")
+        print(printable_block(plan_markdown(plan)), end="")  # markdown is text on a terminal too
     else:
-        from rich.console import Console
+        from linkscope.render.console import console as safe_console
 
-        Console().print(plan_view(plan))
+        safe_console().print(plan_view(plan))
     return 0

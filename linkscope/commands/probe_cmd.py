@@ -9,11 +9,10 @@ that `show`, `check` and the app open on any machine.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from topo.errors import InputError
+from topo.jsonio import json_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -154,22 +153,21 @@ def run(args: argparse.Namespace) -> int:
     from topo.codec import snapshot_to_json, to_jsonable
 
     budget_s = DEFAULT_BUDGET_S if args.budget is None else args.budget
-    if not budget_s > 0:
+    if not 0 < budget_s < float("inf"):  # nan and inf too
         raise InputError(f"--budget: must be a positive number of seconds, got {args.budget}")
     snapshot = probe_host(budget_s=budget_s, with_torch=args.with_torch)
     table = identity_table(snapshot.host)
     if args.output:
         write_text_file(args.output, snapshot_to_json(snapshot))
     if args.json:
-        json.dump({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json_text({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}))
         return 0
-    from rich.console import Console
     from rich.text import Text
 
+    from linkscope.render.console import console as safe_console
     from linkscope.render.view import snapshot_view
 
-    console = Console(highlight=False, emoji=False)
+    console = safe_console()
     for name, value in snapshot.meta:
         if name == "note":
             console.print(Text(f"note: {value}", style="yellow"))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
+from topo.jsonio import json_text
 from topo.samples import sample_description, sample_names
 
 
@@ -31,8 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the sample names and descriptions."""
     rows = [{"name": name, "source": f"sample:{name}", "description": sample_description(name)} for name in sample_names()]
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json_text(rows))
         return 0
     width = max(len(row["source"]) for row in rows)
     for row in rows:

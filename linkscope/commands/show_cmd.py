@@ -9,13 +9,12 @@ host's `hostname`, `gpus`, `matrix`, `nics`, `gpu_nic`, `cpu_affinity`, `numa_af
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from linkscope.render import gpu_nic_tokens, matrix_tokens
 from linkscope.source import add_source_argument, open_source
 from topo.errors import InputError
+from topo.jsonio import json_text
 from topo.model import Gpu, Host, Snapshot
 
 
@@ -124,14 +123,12 @@ def run(args: argparse.Namespace) -> int:
         payload = show_json(snapshot)
         if snapshot.measurements is not None:
             payload["measurements"] = measurements_json(snapshot)
-        json.dump(payload, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print(json_text(payload))
         return 0
-    from rich.console import Console
-
+    from linkscope.render.console import console as safe_console
     from linkscope.render.view import snapshot_view
 
-    console = Console(highlight=False, emoji=False)
+    console = safe_console()
     console.print(snapshot_view(snapshot))
     if snapshot.measurements is not None:
         _print_measurements(console, snapshot)

@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
         pricer = machine_pricer(open_source(args.source), traces, args.nodes, args.distribution, args.visible_devices)
     report = analyse(traces, pricer, args.exposed_share)
     if args.json:
-        from linkscope.render.json_out import print_json
+        from topo.jsonio import json_text
 
-        print_json(report.to_json(), indent=None)
+        print(json_text(report.to_json(), indent=None))
     else:
         from linkscope.render.trace_view import print_trace_report
 

@@ -9,6 +9,7 @@ from rich.text import Text
 from topo.checks import CheckReport, Finding
 from topo.layout import GROUP_NAMES
 from topo.sizes import format_size_bytes
+from topo.text import printable
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 """Rich style of each finding severity."""
@@ -83,7 +84,7 @@ def finding_view(finding: Finding) -> RenderableType:
     head.append(f"{finding.code}", style="bold")
     if finding.dim:
         head.append(f"  [{finding.dim}]")
-    lines: list[RenderableType] = [head, Text("  " + finding.message)]
+    lines: list[RenderableType] = [head, Text("  " + printable(finding.message))]
     if finding.cost_s is not None:
         cost = f"  cost: {format_seconds(finding.cost_s)} per step"
         if finding.best_cost_s is not None:

@@ -1,15 +1,48 @@
-"""The rich console commands print to: plain text when piped, wide tables kept readable in logs."""
+"""The rich console every command prints through: nothing it prints can act on the terminal.
+
+Host, GPU, NIC and version names from a file or snapshot may carry escape sequences (clear the
+screen, set the window title, write the clipboard with OSC 52, plant a hyperlink). Rather than
+trusting each renderer to remember, :class:`SafeConsole` passes every text segment it renders
+through :func:`topo.text.printable_block` (escape sequences removed, other controls shown as
+`\\xNN`); only the colours rich itself emits reach the terminal. Markup is off, so a `[link=...]`
+in a name is printed as it is. Commands get their console from :func:`console`, never `Console()`.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+from topo.text import printable_block
 
 PIPED_TABLE_WIDTH = 120
 """Width of wide result tables when stdout is not a terminal (logs, pipes)."""
 
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""What printable_block changes: every C0 control but tab and newline, DEL and the C1 controls."""
+
+
+class SafeConsole(Console):
+    """A rich Console whose rendered text segments are made printable before they are written."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and _UNSAFE.search(segment.text):
+                yield Segment(printable_block(segment.text), segment.style)
+            else:
+                yield segment
+
+
+def console(stderr: bool = False, **options: Any) -> Console:
+    """The console commands print to: no markup, emoji or highlighting of untrusted text."""
+    return SafeConsole(stderr=stderr, markup=False, highlight=False, emoji=False, **options)
+
 
 def table_console() -> Console:
     """A console for wide result tables: the terminal's width, or PIPED_TABLE_WIDTH when piped."""
-    return Console(width=None if sys.stdout.isatty() else PIPED_TABLE_WIDTH, highlight=False, emoji=False)
+    return console(width=None if sys.stdout.isatty() else PIPED_TABLE_WIDTH)

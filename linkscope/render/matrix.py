@@ -17,6 +17,7 @@ from rich.text import Text
 from linkscope.render import UNKNOWN_TOKEN, gpu_nic_tokens, matrix_tokens, token_style
 from topo.links import LinkSpeed, link_speed
 from topo.model import Host, LinkKind, parse_link_token
+from topo.text import printable
 
 TOKEN_MEANINGS: dict[LinkKind, str] = {
     LinkKind.SELF: "self",
@@ -106,7 +107,8 @@ def link_matrix(host: Host) -> RenderableType:
 
 def nic_legend(host: Host) -> RenderableType:
     """`NIC<n>: <device>` lines naming the matrix's NIC columns (device names are untrusted text)."""
-    return Columns([Text.assemble((f"NIC{j}", "bold"), ": ", nic.name) for j, nic in enumerate(host.nics)], padding=(0, 3))
+    labels = [Text.assemble((f"NIC{j}", "bold"), ": ", printable(nic.name)) for j, nic in enumerate(host.nics)]
+    return Columns(labels, padding=(0, 3))
 
 
 def _speeds_by_token(host: Host) -> dict[str, list[LinkSpeed]]:

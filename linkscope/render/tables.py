@@ -13,13 +13,14 @@ from rich.text import Text
 from linkscope.render import gpu_nic_tokens, token_style
 from topo.links import network_speed
 from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gap, Gpu, Host, Snapshot
+from topo.text import printable
 
 WARN_STYLE = "bold red"
 
 
 def _text(value: object | None, empty: str = "-") -> Text:
     """Plain text for an untrusted or missing value."""
-    return Text(empty if value is None or value == "" else str(value))
+    return Text(empty if value is None or value == "" else printable(str(value)))
 
 
 def gpu_models(host: Host) -> str:
@@ -39,12 +40,13 @@ def host_header(snapshot: Snapshot, host: Host) -> RenderableType:
         f"{label} {value}" for label, value in (("driver", versions.driver), ("CUDA", versions.cuda_driver)) if value
     )
     lines = [
-        Text.assemble(("host ", "bold"), host.hostname or "(unnamed)", ("   source ", "bold"), snapshot.source or "-"),
-        Text.assemble(("GPUs ", "bold"), gpu_models(host), *((("   ", ""), software) if software else ())),
+        Text.assemble(("host ", "bold"), printable(host.hostname) or "(unnamed)", ("   source ", "bold"),
+                      printable(snapshot.source) or "-"),
+        Text.assemble(("GPUs ", "bold"), printable(gpu_models(host)), *((("   ", ""), printable(software)) if software else ())),
     ]
     description = snapshot.meta_value("description")
     if description:
-        lines.append(Text(description, style="italic"))
+        lines.append(Text(printable(description), style="italic"))
     return Text("\n").join(lines)
 
 

@@ -95,9 +95,9 @@ def run_step_experiment(spec: StepSpec, timeout_s: float, on_progress: Callable[
         raise
 
 
-def run_reuse_experiment(spec: CollectiveSpec, timeout_s: float,
-                         on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run_reuse_experiment(spec: CollectiveSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
+                         cancel: threading.Event | None = None) -> dict[str, Any]:
     """all_reduce on a reused process group against a group created per call, per size of `spec`."""
     total = len(spec.sizes_bytes)
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
-    return run_workers("reuse", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress)
+    return run_workers("reuse", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress, cancel=cancel)

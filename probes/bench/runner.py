@@ -129,6 +129,27 @@ def _signals_held() -> AbstractContextManager[None]:
     return _signal_handlers({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN})
 
 
+class Interruption(threading.Event):
+    """A cancel event set by SIGINT or SIGTERM (see :func:`signals_cancel`); `reason` names the signal."""
+
+    reason = "interrupted"
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """Signal handler: remember the signal and ask the run to end."""
+        self.reason = "interrupted" if signum == signal.SIGINT else "terminated"
+        self.set()
+
+
+def signals_cancel(interruption: Interruption) -> AbstractContextManager[None]:
+    """For the block, SIGINT and SIGTERM set `interruption` instead of raising.
+
+    A run given it as `cancel` then ends through its cancel path, keeping what the workers
+    measured; once the run is over, a signal can no longer cut the reporting of its results short
+    (the caller looks at the event when it has reported, and exits as interrupted then).
+    """
+    return _signal_handlers({signal.SIGINT: interruption.on_signal, signal.SIGTERM: interruption.on_signal})
+
+
 def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of one spawned worker: rank variables, loopback-only sockets, the package on the path."""
     env = dict(os.environ)
@@ -217,6 +238,8 @@ def run_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
     another thread), every worker's process group is ended and the private directory removed
     before this returns or raises.
     """
+    if cancel is not None and cancel.is_set():
+        raise BenchInterrupted(getattr(cancel, "reason", "cancelled"))
     with _sigterm_raises():
         group = start_workers(kind, spec, nproc, timeout_s, extra_env)
         failure: BenchError | None = None
@@ -271,7 +294,7 @@ def _wait(group: WorkerGroup, timeout_s: float, on_progress: Callable[[int], Non
         if all(code == 0 for code in codes):
             break
         if cancel is not None and cancel.is_set():
-            raise BenchInterrupted("cancelled")
+            raise BenchInterrupted(getattr(cancel, "reason", "cancelled"))
         if time.monotonic() > deadline:
             stuck = [rank for rank, code in enumerate(codes) if code is None]
             raise BenchError(f"deadline of {timeout_s:g} s passed; ended the workers (ranks still running: "

@@ -47,7 +47,7 @@ _COMMAND = re.compile(
 )
 _PROMPTS = (
     re.compile(r"\s*(?:\([^)]*\)\s*)?[\w.+-]+@(?P<host>[\w.-]+):\S*\s*[#$]"),
-    re.compile(r"\s*\[[\w.+-]+@(?P<host>[\w.-]+)[^\]]*\]\s*[#$]"),
+    re.compile(r"\s*\[[\w.+-]+@(?P<host>[\w.-]+)(?![\w.-])[^\]]*\]\s*[#$]"),  # no backtracking into host
 )
 _NIC_LEGEND = re.compile(r"\s*(?P<label>NIC\d+)\s*:\s*(?P<device>\S+)\s*")
 _GPU_LABEL = re.compile(r"GPU(\d+)")

@@ -128,7 +128,7 @@ class BenchView(Vertical):
         if snapshot is None or not self.is_mounted:
             return
         self.unavailable = "checking whether benchmarks can run..."
-        self._set_status(Text(self.unavailable))
+        self._set_status(plain(self.unavailable))
         self.query_one("#bench-run", Button).disabled = True
         if snapshot.measurements is not None and not self.running:
             self.show_results(snapshot.measurements)
@@ -174,7 +174,7 @@ class BenchView(Vertical):
         if self.running or self.snapshot is None:
             return
         if self.unavailable is not None:
-            self.app.notify(f"Benchmarks are unavailable: {self.unavailable}", severity="warning", markup=False)
+            self.app.notify(plain(f"Benchmarks are unavailable: {self.unavailable}").plain, severity="warning", markup=False)
             return
         try:
             request = self.read_request()

@@ -169,7 +169,7 @@ class RanksView(Vertical):
         try:
             form = self.read_form()
         except InputError as exc:
-            self._status(Text(str(exc)))
+            self._status(plain(exc))
             return
         self._pending = form
         self._status(Text(f"checking on {form.nodes} node(s)..."))
@@ -223,7 +223,7 @@ class RanksView(Vertical):
             return
         if message.report is None:
             self.report = None
-            self._status(Text(message.error or "no result"))
+            self._status(plain(message.error or "no result"))
             self._draw_map()
             self.query_one(FindingsTable).show((), checked=False)
             self.suggestion = None
