@@ -159,14 +159,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float, fits: list[Fit],
            layout: tuple[Fit, str] | None) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from linkscope.render.check_view import format_seconds
+    from linkscope.render.console import console as safe_console
     from topo.sizes import format_size_bytes
 
-    console = Console(highlight=False, emoji=False)
+    console = safe_console()
     console.print(Text(f"{op} of {format_size_bytes(size_bytes)} over {ranks} ranks in {format_seconds(observed_s)}: "
                        f"busbw {busbw:.3g} GB/s", style="bold"))
     best = fits[0]
