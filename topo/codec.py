@@ -42,64 +42,126 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def from_jsonable(cls: type[T], data: Any, path: str = "$") -> T:
     """Build an instance of `cls` from plain JSON data, checking every field's type."""
-    return typing.cast(T, _decode(cls, data, path))
+    return typing.cast(T, _decoder(cls)(data, path))
 
 
 def _decode(tp: Any, data: Any, path: str) -> Any:
+    return _decoder(tp)(data, path)
+
+
+Decoder = typing.Callable[[Any, str], Any]
+
+
+@cache
+def _decoder(tp: Any) -> Decoder:
+    """A function that decodes JSON data into `tp`, built once per type (a cluster of a thousand hosts
+    decodes a million values; walking the type hints for each one would take seconds)."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if data is None and type(None) in options:
+        return _union_decoder(typing.get_args(tp))
+    if origin is tuple:
+        return _tuple_decoder(typing.get_args(tp))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_decoder(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_decoder(tp)
+    if tp is float:
+        return _decode_float
+    if tp is int:
+        return _decode_int
+    if tp in (str, bool):
+        return _scalar_decoder(tp)
+    raise TypeError(f"codec cannot decode type {tp!r}")  # a model bug, not bad input
+
+
+def _union_decoder(options: tuple[Any, ...]) -> Decoder:
+    nullable = type(None) in options
+    decoders = [_decoder(option) for option in options if option is not type(None)]
+
+    def decode(data: Any, path: str) -> Any:
+        if data is None and nullable:
             return None
         errors = []
-        for option in options:
-            if option is type(None):
-                continue
+        for option in decoders:
             try:
-                return _decode(option, data, path)
+                return option(data, path)
             except InputError as exc:
                 errors.append(str(exc))
         raise InputError(errors[0] if errors else f"{path}: unexpected null")
-    if origin is tuple:
+
+    return decode
+
+
+def _tuple_decoder(args: tuple[Any, ...]) -> Decoder:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item_decoder = _decoder(args[0])
+
+        def decode_items(data: Any, path: str) -> Any:
+            if not isinstance(data, list):
+                raise InputError(f"{path}: expected a list, got {_kind(data)}")
+            return tuple([item_decoder(item, f"{path}[{i}]") for i, item in enumerate(data)])
+
+        return decode_items
+    decoders = [_decoder(arg) for arg in args]
+
+    def decode_fixed(data: Any, path: str) -> Any:
         if not isinstance(data, list):
             raise InputError(f"{path}: expected a list, got {_kind(data)}")
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_decode(args[0], item, f"{path}[{i}]") for i, item in enumerate(data))
-        if len(args) != len(data):
-            raise InputError(f"{path}: expected {len(args)} items, got {len(data)}")
-        return tuple(_decode(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, data, strict=True)))
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if len(decoders) != len(data):
+            raise InputError(f"{path}: expected {len(decoders)} items, got {len(data)}")
+        return tuple(decoder(item, f"{path}[{i}]") for i, (decoder, item) in enumerate(zip(decoders, data, strict=True)))
+
+    return decode_fixed
+
+
+def _dataclass_decoder(cls: type) -> Decoder:
+    hints = _hints(cls)
+    fields = {f.name: _decoder(hints[f.name]) for f in dataclasses.fields(cls) if f.init}
+    names = frozenset(fields)
+
+    def decode(data: Any, path: str) -> Any:
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected an object, got {_kind(data)}")
-        hints = _hints(tp)
-        names = {f.name for f in dataclasses.fields(tp) if f.init}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise InputError(f"{path}: unknown field {unknown[0]!r}")
-        kwargs = {name: _decode(hints[name], value, f"{path}.{name}") for name, value in data.items()}
+        if not names.issuperset(data):
+            raise InputError(f"{path}: unknown field {sorted(set(data) - names)[0]!r}")
+        kwargs = {name: fields[name](value, f"{path}.{name}") for name, value in data.items()}
         try:
-            return tp(**kwargs)
+            return cls(**kwargs)
         except TypeError as exc:
             raise InputError(f"{path}: {exc}") from None
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+
+    return decode
+
+
+def _enum_decoder(cls: type[enum.Enum]) -> Decoder:
+    def decode(data: Any, path: str) -> Any:
         try:
-            return tp(data)
+            return cls(data)
         except ValueError:
-            raise InputError(f"{path}: {data!r} is not one of {[m.value for m in tp]}") from None
-    if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise InputError(f"{path}: expected a number, got {_kind(data)}")
-        return float(data)
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise InputError(f"{path}: expected an integer, got {_kind(data)}")
-        return data
-    if tp in (str, bool):
+            raise InputError(f"{path}: {data!r} is not one of {[m.value for m in cls]}") from None
+
+    return decode
+
+
+def _decode_float(data: Any, path: str) -> float:
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise InputError(f"{path}: expected a number, got {_kind(data)}")
+    return float(data)
+
+
+def _decode_int(data: Any, path: str) -> int:
+    if isinstance(data, bool) or not isinstance(data, int):
+        raise InputError(f"{path}: expected an integer, got {_kind(data)}")
+    return data
+
+
+def _scalar_decoder(tp: type) -> Decoder:
+    def decode(data: Any, path: str) -> Any:
         if not isinstance(data, tp):
             raise InputError(f"{path}: expected {tp.__name__}, got {_kind(data)}")
         return data
-    raise TypeError(f"codec cannot decode type {tp!r}")  # a model bug, not bad input
+
+    return decode
 
 
 def _kind(data: Any) -> str:
