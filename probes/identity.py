@@ -12,7 +12,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Host, parse_link_token
+from topo.cluster import nearest_nics
+from topo.model import Host
 
 VisibleDevices = list[int] | list[str]
 
@@ -129,28 +130,6 @@ def _capability_rank(capability: str | None) -> float:
         return int(major) + int(minor or 0) / 100
     except ValueError:
         return 0.0
-
-
-def nearest_nics(host: Host, position: int) -> tuple[tuple[str, ...], str | None]:
-    """The NIC(s) on the closest PCIe path from GPU `position`, and that path's legend token."""
-    if position >= len(host.gpu_nic) or not host.nics:
-        return (), None
-    row = host.gpu_nic[position]
-    ranked: dict[str, int] = {kind.value: rank for rank, kind in enumerate(PCIE_KINDS_NEAR_TO_FAR)}
-    best: int | None = None
-    for token in row:
-        try:
-            kind, _ = parse_link_token(token)
-        except ValueError:
-            continue
-        rank = ranked.get(kind.value)
-        if rank is not None and (best is None or rank < best):
-            best = rank
-    if best is None:
-        return (), None
-    token = PCIE_KINDS_NEAR_TO_FAR[best].value
-    names = tuple(nic.name for nic, cell in zip(host.nics, row, strict=False) if cell == token)
-    return names, token
 
 
 def identity_table(host: Host, env: Mapping[str, str] | None = None) -> IdentityTable:

@@ -138,6 +138,12 @@ class Gpu:
     pcie_width_max: int | None = None
     pci_path: tuple[str, ...] = ()
     """PCI bus ids of the bridges from the root port down to (not including) the GPU."""
+    fabric_cluster_uuid: str | None = None
+    """NVLink fabric cluster UUID (`nvidia-smi -q` Fabric "ClusterUUID"; GB200 NVL72 and other multi-node
+    NVLink systems); None where the GPU reports none."""
+    fabric_clique_id: int | None = None
+    """NVLink fabric clique id (`nvidia-smi -q` Fabric "CliqueId"): GPUs of one cluster UUID and clique,
+    on any host, reach each other over NVLink."""
 
     @property
     def nvlink_active_count(self) -> int:
@@ -245,6 +251,8 @@ class Gap:
     """What was not read, e.g. `nvmlDeviceGetNvLinkState(gpu 3, link 5)`."""
     reason: str
     """Why, e.g. `NotSupported`, `GpuIsLost`, `timed out after 2.0 s`."""
+    host: str | None = None
+    """In a cluster snapshot, the host the gap belongs to (a node that failed to collect has a gap and no Host)."""
 
 
 @dataclass(frozen=True)

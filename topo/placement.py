@@ -1,7 +1,8 @@
 """Ranks -> devices: which host and which GPU of it each global rank runs on.
 
 The cluster is the SOURCE's host repeated `--nodes` times (or the hosts of a multi-host
-snapshot). torchrun places ranks in blocks (`RANK = node * nproc_per_node + LOCAL_RANK`),
+snapshot; hosts of one multi-node NVLink domain, GB200 NVL72, count as one node: see
+:func:`topo.cluster.domain_hosts`). torchrun places ranks in blocks (`RANK = node * nproc_per_node + LOCAL_RANK`),
 Slurm `--distribution=cyclic` deals them round-robin over nodes, and CUDA_VISIBLE_DEVICES
 permutes which physical GPU each local rank opens. An explicit rank map names every rank's
 host and GPU.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from topo.cluster import domain_hosts
 from topo.errors import InputError
 from topo.layout import MAX_RANKS
 from topo.model import Host, Snapshot
@@ -72,18 +74,20 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
                          "(the largest clusters have a few hundred thousand GPUs)")
     if not snapshot.hosts:
         raise InputError(f"{snapshot.source or 'snapshot'}: no hosts in the snapshot")
-    if len(snapshot.hosts) == 1:
-        if not snapshot.host.gpus:
+    domains = domain_hosts(snapshot)
+    if len(domains) == 1:
+        if not domains[0].gpus:
             raise InputError(f"{snapshot.source or 'snapshot'}: the host has no GPUs")
-        return (snapshot.host,) * nodes, (0,) * nodes
-    if nodes not in (1, len(snapshot.hosts)):
-        raise InputError(f"--nodes {nodes}: the snapshot already describes {len(snapshot.hosts)} hosts")
+        return (domains[0],) * nodes, (0,) * nodes
+    if nodes not in (1, len(domains)):
+        what = "hosts" if len(domains) == len(snapshot.hosts) else "NVLink domains"
+        raise InputError(f"--nodes {nodes}: the snapshot already describes {len(domains)} {what}")
     classes: list[int] = []
     seen: dict[tuple[object, ...], int] = {}
-    for host in snapshot.hosts:
+    for host in domains:
         key = (tuple(map(tuple, host.matrix_tokens())), host.gpu_nic, tuple(n.rate_gbit_per_s for n in host.nics))
         classes.append(seen.setdefault(key, len(seen)))
-    return snapshot.hosts, tuple(classes)
+    return domains, tuple(classes)
 
 
 def _positions(host: Host, devices: Sequence[int], node: int) -> list[int]:

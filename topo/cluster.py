@@ -1,0 +1,172 @@
+"""A cluster as linkscope sees it: hosts, the NIC (rail) each GPU sends through, and NVLink domains.
+
+A multi-host :class:`~topo.model.Snapshot` is a cluster. Inside a host GPUs talk over NVLink or
+PCIe; between hosts over the network, through each GPU's nearest NIC (its *rail*). Multi-node NVLink
+systems (GB200 NVL72) are the exception: GPUs of different hosts that NVML reports in one fabric
+clique (same cluster UUID and clique id) reach each other over NVLink, so the layout code treats
+such a domain as one big node (:func:`domain_hosts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from topo.model import PCIE_KINDS_NEAR_TO_FAR, Host, Link, LinkKind, NumaNode, Snapshot, parse_link_token
+
+NO_CLUSTER_UUID = "00000000-0000-0000-0000-000000000000"
+"""What NVML reports as the fabric cluster UUID of a GPU outside any multi-node NVLink domain."""
+
+
+@dataclass(frozen=True)
+class GpuRail:
+    """The network side of one GPU: its nearest NIC, that NIC's position (rail) among the host's NICs,
+    the path to it, and the NIC's rate and link layer."""
+
+    gpu: int
+    """NVML index of the GPU."""
+    nic: str | None
+    rail: int | None
+    """Index of the NIC in `Host.nics`; GPUs of the same local rank should share it on every host."""
+    path: str | None
+    """Legend token of the GPU -> NIC path (`PIX`, `NODE`, `SYS`...)."""
+    rate_gbit_per_s: float | None
+    link_layer: str | None
+
+
+def nearest_nics(host: Host, position: int) -> tuple[tuple[str, ...], str | None]:
+    """The NIC(s) on the closest PCIe path from GPU `position`, and that path's legend token."""
+    if position >= len(host.gpu_nic) or not host.nics:
+        return (), None
+    row = host.gpu_nic[position]
+    ranked: dict[str, int] = {kind.value: rank for rank, kind in enumerate(PCIE_KINDS_NEAR_TO_FAR)}
+    best: int | None = None
+    for token in row:
+        try:
+            kind, _ = parse_link_token(token)
+        except ValueError:
+            continue
+        rank = ranked.get(kind.value)
+        if rank is not None and (best is None or rank < best):
+            best = rank
+    if best is None:
+        return (), None
+    token = PCIE_KINDS_NEAR_TO_FAR[best].value
+    names = tuple(nic.name for nic, cell in zip(host.nics, row, strict=False) if cell == token)
+    return names, token
+
+
+def gpu_rails(host: Host) -> tuple[GpuRail, ...]:
+    """Per GPU (in position order) the NIC it sends through: among the nearest NICs, the fastest active
+    one, dealt out in turn to GPUs that share the same nearest set (as NCCL pairs GPUs with NICs)."""
+    column = {nic.name: index for index, nic in enumerate(host.nics)}
+    seen: dict[tuple[str, ...], int] = {}
+    rails: list[GpuRail] = []
+    for position, gpu in enumerate(host.gpus):
+        names, token = nearest_nics(host, position)
+        usable = [name for name in names if (host.nics[column[name]].state or "ACTIVE").upper() in ("ACTIVE", "UP")]
+        if not usable:
+            rails.append(GpuRail(gpu.index, None, None, token, None, None))
+            continue
+        fastest = max(host.nics[column[name]].rate_gbit_per_s or 0.0 for name in usable)
+        usable = [name for name in usable if (host.nics[column[name]].rate_gbit_per_s or 0.0) == fastest]
+        turn = seen.get(tuple(usable), 0)
+        seen[tuple(usable)] = turn + 1
+        nic = host.nics[column[usable[turn % len(usable)]]]
+        rails.append(GpuRail(gpu.index, nic.name, column[nic.name], token, nic.rate_gbit_per_s, nic.link_layer))
+    return tuple(rails)
+
+
+def fabric_key(host: Host) -> str | None:
+    """`<cluster uuid>/<clique id>` when every GPU of the host is in one multi-node NVLink clique, else None."""
+    keys = {(gpu.fabric_cluster_uuid, gpu.fabric_clique_id) for gpu in host.gpus}
+    if len(keys) != 1:
+        return None
+    uuid, clique = next(iter(keys))
+    if not uuid or uuid == NO_CLUSTER_UUID or clique is None:
+        return None
+    return f"{uuid}/{clique}"
+
+
+@dataclass(frozen=True)
+class NvlinkDomain:
+    """Hosts whose GPUs share one NVLink fabric; a host without multi-node NVLink is a domain of its own."""
+
+    key: str | None
+    """`<cluster uuid>/<clique id>`, or None for a single host's own NVLink."""
+    hosts: tuple[int, ...]
+    """Positions of the hosts in `Snapshot.hosts`, in order."""
+
+
+def nvlink_domains(snapshot: Snapshot) -> tuple[NvlinkDomain, ...]:
+    """The snapshot's NVLink domains, in order of their first host."""
+    members: dict[str, list[int]] = {}
+    order: list[str | int] = []
+    for position, host in enumerate(snapshot.hosts):
+        key = fabric_key(host)
+        if key is None:
+            order.append(position)
+            continue
+        if key not in members:
+            members[key] = []
+            order.append(key)
+        members[key].append(position)
+    return tuple(NvlinkDomain(None, (item,)) if isinstance(item, int) else NvlinkDomain(item, tuple(members[item]))
+                 for item in order)
+
+
+def domain_hosts(snapshot: Snapshot) -> tuple[Host, ...]:
+    """One Host per NVLink domain: single hosts as they are, a multi-host domain merged into one host
+    whose GPUs (host by host) all see each other over NVLink (see :func:`merge_domain`)."""
+    return tuple(snapshot.hosts[domain.hosts[0]] if len(domain.hosts) == 1
+                 else merge_domain([snapshot.hosts[position] for position in domain.hosts])
+                 for domain in nvlink_domains(snapshot))
+
+
+def domain_name(hosts: Sequence[Host]) -> str:
+    """How a multi-host NVLink domain is named where a host name goes: `nvl:<first>..<last>`."""
+    return hosts[0].hostname if len(hosts) == 1 else f"nvl:{hosts[0].hostname}..{hosts[-1].hostname}"
+
+
+def merge_domain(hosts: Sequence[Host]) -> Host:
+    """The hosts of one multi-node NVLink domain as one host: GPUs renumbered 0..n-1 host by host, each
+    host's own links kept, GPUs of different hosts joined by NVLink (the smaller active link count of the
+    pair, as `nvidia-smi topo -m` shows NV18 for every pair of a switched fabric), NICs named
+    `host:nic` and reachable only from their own host's GPUs, NUMA nodes renumbered."""
+    gpus, links, nics, numa = [], [], [], []
+    gpu_offsets, nic_offsets, numa_offsets = [], [], []
+    for host in hosts:
+        gpu_offsets.append(len(gpus))
+        nic_offsets.append(len(nics))
+        numa_base = len(numa)
+        numa_offsets.append(numa_base)
+        renumber = {node.id: numa_base + i for i, node in enumerate(host.numa_nodes)}
+        for gpu in host.gpus:
+            node = renumber.get(gpu.numa_node) if gpu.numa_node is not None else None
+            gpus.append(replace(gpu, index=len(gpus), numa_node=node))
+        for nic in host.nics:
+            node = renumber.get(nic.numa_node) if nic.numa_node is not None else None
+            nics.append(replace(nic, name=f"{host.hostname}:{nic.name}", numa_node=node))
+        numa.extend(NumaNode(renumber[node.id], node.cpus, node.memory_bytes) for node in host.numa_nodes)
+    host_of = [h for h, host in enumerate(hosts) for _ in host.gpus]
+    for a in range(len(gpus)):
+        for b in range(a + 1, len(gpus)):
+            ha, hb = host_of[a], host_of[b]
+            if ha == hb:
+                base = gpu_offsets[ha]
+                inner = hosts[ha].link(a - base, b - base)
+                links.append(replace(inner, a=a, b=b))
+            else:
+                count = min(gpus[a].nvlink_active_count, gpus[b].nvlink_active_count)
+                kind = LinkKind.NVLINK if count else LinkKind.SYS
+                links.append(Link(a, b, kind, count, gpus[a].nvlink_gen if count else None))
+    gpu_nic = []
+    for position in range(len(gpus)):
+        h = host_of[position]
+        own = hosts[h].gpu_nic[position - gpu_offsets[h]] if position - gpu_offsets[h] < len(hosts[h].gpu_nic) else ()
+        row = ["SYS"] * len(nics)
+        row[nic_offsets[h] : nic_offsets[h] + len(own)] = own
+        gpu_nic.append(tuple(row))
+    first = hosts[0]
+    return Host(domain_name(hosts), tuple(gpus), tuple(links), tuple(nics), tuple(gpu_nic), tuple(numa),
+                first.versions, first.capabilities)
