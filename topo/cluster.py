@@ -128,6 +128,11 @@ def domain_name(hosts: Sequence[Host]) -> str:
     return hosts[0].hostname if len(hosts) == 1 else f"nvl:{hosts[0].hostname}..{hosts[-1].hostname}"
 
 
+def is_domain(host: Host) -> bool:
+    """True for a host that :func:`merge_domain` made of several hosts' GPUs."""
+    return host.hostname.startswith("nvl:")
+
+
 def merge_domain(hosts: Sequence[Host]) -> Host:
     """The hosts of one multi-node NVLink domain as one host: GPUs renumbered 0..n-1 host by host, each
     host's own links kept, GPUs of different hosts joined by NVLink (the smaller active link count of the

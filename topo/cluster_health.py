@@ -1,0 +1,215 @@
+"""Cross-host rules: which node of a cluster is not like the others ("the odd node out").
+
+Pure functions over a multi-host :class:`~topo.model.Snapshot` (what `linkscope collect` or
+`merge` writes). Each host is compared with what most hosts have: GPU count, active NVLinks and
+PCIe width per GPU, driver, compute NICs and their rates, the NIC each GPU sends through, and
+membership of the multi-node NVLink domain. Nodes that failed to collect (gaps with a host) are
+findings too. `linkscope doctor` runs these after its per-host rules.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from topo.cluster import fabric_key, gpu_rails
+from topo.model import Host, Snapshot
+
+K = TypeVar("K", bound=Hashable)
+
+MAX_NAMED_HOSTS = 8
+"""Host names spelled out in one message; the rest are counted."""
+
+
+@dataclass(frozen=True)
+class ClusterFinding:
+    """One cross-host finding, shaped like `doctor --json` findings."""
+
+    code: str
+    severity: str
+    """`error`, `warning` or `info`."""
+    hosts: tuple[str, ...]
+    message: str
+    evidence: str
+    fix: str
+    gpus: tuple[int, ...] = ()
+    """NVML indices of the GPUs concerned (on each of `hosts`), when the finding is about GPUs."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (`code`, `severity`, `hosts`, `gpus`, `message`, `evidence`, `fix`)."""
+        return {"code": self.code, "severity": self.severity, "hosts": list(self.hosts), "gpus": list(self.gpus),
+                "message": self.message, "evidence": self.evidence, "fix": self.fix}
+
+
+def _usual(values: Sequence[K]) -> tuple[K, int]:
+    """The most common value and how many have it (first seen wins a tie)."""
+    value, count = Counter(values).most_common(1)[0]
+    return value, count
+
+
+def _names(hosts: Sequence[str]) -> str:
+    shown = ", ".join(hosts[:MAX_NAMED_HOSTS])
+    return shown + (f" and {len(hosts) - MAX_NAMED_HOSTS} more" if len(hosts) > MAX_NAMED_HOSTS else "")
+
+
+def _per_host(hosts: Sequence[Host], value: Callable[[Host], K]) -> tuple[list[K], K, int]:
+    values = [value(host) for host in hosts]
+    usual, count = _usual(values)
+    return values, usual, count
+
+
+def _not_collected(snapshot: Snapshot) -> list[ClusterFinding]:
+    findings = []
+    for gap in snapshot.gaps:
+        if gap.host is not None and not any(host.hostname == gap.host for host in snapshot.hosts):
+            findings.append(ClusterFinding(
+                "host-not-collected", "error", (gap.host,), f"{gap.host} did not report: {gap.reason}",
+                f"{gap.subject}: {gap.reason}", f"look at {gap.host} (is it up, can it reach the rendezvous?) and collect again"))
+    return findings
+
+
+def _gpu_count(hosts: Sequence[Host]) -> list[ClusterFinding]:
+    counts, usual, _ = _per_host(hosts, lambda host: len(host.gpus))
+    odd = [host.hostname for host, count in zip(hosts, counts, strict=True) if count < usual]
+    if not odd:
+        return []
+    seen = sorted({count for count in counts if count < usual})
+    return [ClusterFinding("host-missing-gpus", "error", tuple(odd),
+                           f"{_names(odd)} show{'s' if len(odd) == 1 else ''} fewer GPUs than the {usual} most hosts have",
+                           f"GPU counts {seen} against {usual}", "check `nvidia-smi` on the host: a GPU fell off the bus "
+                           "or its driver did not load; drain the node before a job lands on it")]
+
+
+def _per_gpu(hosts: Sequence[Host], code: str, what: str, value: Callable[[Host, int], int | None],
+             fix: str) -> list[ClusterFinding]:
+    """Hosts where a GPU position has less of `value` than that position has on most hosts."""
+    positions = max((len(host.gpus) for host in hosts), default=0)
+    findings = []
+    by_host: dict[str, list[tuple[int, int, int]]] = {}
+    for position in range(positions):
+        values = [value(host, position) if position < len(host.gpus) else None for host in hosts]
+        known = [item for item in values if item is not None]
+        if not known:
+            continue
+        usual, _ = _usual(known)
+        for host, item in zip(hosts, values, strict=True):
+            if item is not None and item < usual:
+                by_host.setdefault(host.hostname, []).append((host.gpus[position].index, item, usual))
+    for hostname, items in by_host.items():
+        gpus = tuple(gpu for gpu, _, _ in items)
+        evidence = "; ".join(f"GPU {gpu}: {got} against {usual} on most hosts" for gpu, got, usual in items)
+        findings.append(ClusterFinding(code, "warning", (hostname,),
+                                       f"{hostname}: GPU {', '.join(map(str, gpus))} {what} than on most hosts",
+                                       evidence, fix, gpus))
+    return findings
+
+
+def _driver(hosts: Sequence[Host]) -> list[ClusterFinding]:
+    drivers, usual, count = _per_host(hosts, lambda host: host.versions.driver)
+    if len(set(drivers)) < 2:
+        return []
+    odd = [host.hostname for host, driver in zip(hosts, drivers, strict=True) if driver != usual]
+    seen = Counter(drivers)
+    evidence = "; ".join(f"{driver or 'unknown'} on {number} host(s)" for driver, number in seen.most_common())
+    return [ClusterFinding("host-driver-differs", "warning", tuple(odd),
+                           f"{_names(odd)} run{'s' if len(odd) == 1 else ''} another NVIDIA driver than "
+                           f"{'most hosts' if count * 2 > len(hosts) else 'the others'} ({usual or 'unknown'})",
+                           evidence, "install the same driver (and CUDA, NCCL) on every node of a job")]
+
+
+def _compute_nics(host: Host) -> dict[str, float | None]:
+    """The NICs some GPU of the host sends through (its rails), by name, with their rates."""
+    by_name = {nic.name: nic for nic in host.nics}
+    return {rail.nic: by_name[rail.nic].rate_gbit_per_s for rail in gpu_rails(host) if rail.nic is not None}
+
+
+def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
+    per_host = [_compute_nics(host) for host in hosts]
+    name_sets = [tuple(sorted(nics)) for nics in per_host]
+    usual_names, _ = _usual(name_sets)
+    findings = []
+    for host, names in zip(hosts, name_sets, strict=True):
+        missing = sorted(set(usual_names) - set(names))
+        if missing or len(names) < len(usual_names):
+            findings.append(ClusterFinding(
+                "host-nic-missing", "warning", (host.hostname,),
+                f"{host.hostname}: {len(names)} NICs carry GPU traffic where most hosts have {len(usual_names)}"
+                + (f" ({', '.join(missing)} missing)" if missing else ""),
+                f"rails {', '.join(names) or 'none'} against {', '.join(usual_names)}",
+                "check the NIC (`ibstat`, link up, driver loaded); until then GPUs share another NIC and the "
+                "node's network bandwidth drops"))
+    rates: dict[str, list[float]] = {}
+    for nics in per_host:
+        for name, rate in nics.items():
+            if rate is not None:
+                rates.setdefault(name, []).append(rate)
+    usual_rate = {name: _usual(values)[0] for name, values in rates.items()}
+    for host, nics in zip(hosts, per_host, strict=True):
+        slow = [(name, rate) for name, rate in nics.items() if rate is not None and rate < usual_rate[name]]
+        if slow:
+            evidence = "; ".join(f"{name} {rate:g} Gb/s against {usual_rate[name]:g}" for name, rate in slow)
+            findings.append(ClusterFinding("host-nic-slower", "warning", (host.hostname,),
+                                           f"{host.hostname}: {', '.join(name for name, _ in slow)} trained to a lower "
+                                           "rate than on most hosts", evidence,
+                                           "reseat or replace the cable or transceiver; check the switch port"))
+    return findings
+
+
+def _rails(hosts: Sequence[Host]) -> list[ClusterFinding]:
+    """GPUs whose NIC differs from the one the same GPU uses on most hosts: DP traffic leaves the rail."""
+    rails = [{rail.gpu: rail.nic for rail in gpu_rails(host)} for host in hosts]
+    gpus = sorted({gpu for per_host in rails for gpu in per_host})
+    usual = {}
+    for gpu in gpus:
+        known = [per_host[gpu] for per_host in rails if per_host.get(gpu) is not None]
+        if known:
+            usual[gpu] = _usual(known)[0]
+    findings = []
+    for host, per_host in zip(hosts, rails, strict=True):
+        off = [(gpu, nic) for gpu, nic in per_host.items() if gpu in usual and nic != usual[gpu]]
+        if off:
+            evidence = "; ".join(f"GPU {gpu} -> {nic or 'no NIC'} (most hosts: {usual[gpu]})" for gpu, nic in off)
+            findings.append(ClusterFinding("host-off-rail", "info", (host.hostname,),
+                                           f"{host.hostname}: GPU {', '.join(str(gpu) for gpu, _ in off)} "
+                                           f"send{'s' if len(off) == 1 else ''} through another NIC than on most hosts, "
+                                           "so data-parallel traffic crosses rails",
+                                           evidence, "restore the missing or down NIC; rail-optimised fabrics need "
+                                           "each local rank on the same NIC index everywhere", tuple(g for g, _ in off)))
+    return findings
+
+
+def _nvlink_domain(hosts: Sequence[Host]) -> list[ClusterFinding]:
+    keys = [fabric_key(host) for host in hosts]
+    if all(key is None for key in keys):
+        return []
+    usual, _ = _usual([key for key in keys if key is not None])
+    findings = []
+    outside = [host.hostname for host, key in zip(hosts, keys, strict=True) if key is None]
+    if outside:
+        findings.append(ClusterFinding("host-outside-nvlink-domain", "error", tuple(outside),
+                                       f"{_names(outside)}: GPUs report no (or mixed) NVLink fabric clique while the "
+                                       "other hosts share one", f"most hosts: clique {usual}",
+                                       "check the fabric manager / IMEX service and `nvidia-smi -q` Fabric state"))
+    return findings
+
+
+def cluster_findings(snapshot: Snapshot) -> tuple[ClusterFinding, ...]:
+    """Every cross-host finding of a cluster snapshot, errors first (none for a single host)."""
+    findings = _not_collected(snapshot)
+    hosts = snapshot.hosts
+    if len(hosts) > 1:
+        findings += _gpu_count(hosts)
+        findings += _per_gpu(hosts, "host-fewer-nvlinks", "has fewer active NVLinks",
+                             lambda host, position: host.gpus[position].nvlink_active_count or None,
+                             "an NVLink is down: check `nvidia-smi nvlink -s`; reset or service the GPU/baseboard")
+        findings += _per_gpu(hosts, "host-pcie-narrower", "runs a narrower PCIe link",
+                             lambda host, position: host.gpus[position].pcie_width_current,
+                             "the GPU trained at a reduced PCIe width: reseat it or check the riser/slot")
+        findings += _driver(hosts)
+        findings += _nics(hosts)
+        findings += _rails(hosts)
+        findings += _nvlink_domain(hosts)
+    order = ("error", "warning", "info")
+    return tuple(sorted(findings, key=lambda finding: order.index(finding.severity)))
