@@ -27,6 +27,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench",
     "import",
     "trace",
+    "collect",
+    "merge",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd`."""
 

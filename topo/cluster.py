@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Host, Link, LinkKind, NumaNode, Snapshot, parse_link_token
+from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gap, Host, Link, LinkKind, NumaNode, Snapshot, parse_link_token
 
 NO_CLUSTER_UUID = "00000000-0000-0000-0000-000000000000"
 """What NVML reports as the fabric cluster UUID of a GPU outside any multi-node NVLink domain."""
@@ -175,3 +175,35 @@ def merge_domain(hosts: Sequence[Host]) -> Host:
     first = hosts[0]
     return Host(domain_name(hosts), tuple(gpus), tuple(links), tuple(nics), tuple(gpu_nic), tuple(numa),
                 first.versions, first.capabilities)
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Host snapshots joined into one cluster snapshot, and the host names that came more than once."""
+
+    snapshot: Snapshot
+    duplicates: tuple[str, ...]
+
+
+def combine_hosts(parts: Sequence[Snapshot], source: str, failed: Sequence[Gap] = (), created: str | None = None,
+                  meta: tuple[tuple[str, str], ...] = ()) -> Combined:
+    """One cluster snapshot of every host in `parts` (in order), each part's gaps tagged with their host,
+    plus `failed` (gaps of nodes that gave no snapshot). A host name seen before is kept, renamed
+    `name#2`, `name#3`..., and listed in `duplicates`, so nothing collected is lost."""
+    hosts: list[Host] = []
+    gaps: list[Gap] = []
+    seen: dict[str, int] = {}
+    duplicates: list[str] = []
+    for part in parts:
+        for host in part.hosts:
+            name = host.hostname
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                duplicates.append(name)
+                host = replace(host, hostname=f"{name}#{seen[name]}")
+            hosts.append(host)
+        default_host = part.hosts[0].hostname if len(part.hosts) == 1 else None
+        gaps.extend(gap if gap.host is not None else replace(gap, host=default_host) for gap in part.gaps)
+    gaps.extend(failed)
+    snapshot = Snapshot(hosts=tuple(hosts), source=source, created=created, meta=meta, gaps=tuple(gaps))
+    return Combined(snapshot, tuple(dict.fromkeys(duplicates)))

@@ -12,6 +12,7 @@ import enum
 import json
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
 
@@ -23,16 +24,47 @@ T = TypeVar("T")
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot file the loader accepts."""
 
+MAX_SHARED_VALUES = 65536
+"""Distinct small values (NVLink ports, P2P states) the decoder remembers per type, to share them."""
+
 
 def to_jsonable(value: Any) -> Any:
     """Turn a model object into plain JSON types (dicts, lists, str, numbers, None)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (tuple, list)):
-        return [to_jsonable(item) for item in value]
-    return value
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    encoder = _ENCODERS.get(kind)
+    if encoder is None:
+        encoder = _ENCODERS[kind] = _encoder(kind)
+    return encoder(value)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_ENCODERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _encoder(kind: type) -> Callable[[Any], Any]:
+    """How values of one type become JSON, found once per type (a cluster file holds millions of values)."""
+    if dataclasses.is_dataclass(kind):
+        hints = _hints(kind)
+        names = tuple(f.name for f in dataclasses.fields(kind))
+        plain = tuple(_is_plain(hints[name]) for name in names)
+        if all(plain):
+            return lambda value: {name: getattr(value, name) for name in names}
+        return lambda value: {name: getattr(value, name) if is_plain else to_jsonable(getattr(value, name))
+                              for name, is_plain in zip(names, plain, strict=True)}
+    if issubclass(kind, enum.Enum):
+        return lambda value: value.value
+    if issubclass(kind, (tuple, list)):
+        return lambda value: [to_jsonable(item) for item in value]
+    return lambda value: value
+
+
+def _is_plain(tp: Any) -> bool:
+    """True for a type hint whose values are JSON as they are (str, numbers, bool, None, or a union of them)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return all(_is_plain(option) for option in typing.get_args(tp))
+    return tp in _PLAIN
 
 
 @cache
@@ -49,7 +81,7 @@ def _decode(tp: Any, data: Any, path: str) -> Any:
     return _decoder(tp)(data, path)
 
 
-Decoder = typing.Callable[[Any, str], Any]
+Decoder = Callable[[Any, str], Any]
 
 
 @cache
@@ -117,8 +149,35 @@ def _tuple_decoder(args: tuple[Any, ...]) -> Decoder:
 def _dataclass_decoder(cls: type) -> Decoder:
     hints = _hints(cls)
     fields = {f.name: _decoder(hints[f.name]) for f in dataclasses.fields(cls) if f.init}
-    names = frozenset(fields)
+    decode = _dataclass_decoder_body(cls, fields, frozenset(fields))
+    if all(_is_plain(hints[name]) for name in fields):
+        return _memoised(cls, decode)
+    return decode
 
+
+def _memoised(cls: type, decode: Decoder) -> Decoder:
+    """`decode` for a dataclass of plain fields, sharing one immutable instance per distinct value (a
+    cluster repeats the same NVLink port or P2P status a hundred thousand times)."""
+    seen: dict[tuple[tuple[str, type, Any], ...], Any] = {}
+
+    def decode_shared(data: Any, path: str) -> Any:
+        if not isinstance(data, dict):
+            return decode(data, path)
+        try:
+            key = tuple([(name, type(value), value) for name, value in data.items()])  # True is not 1 here
+            found = seen.get(key)
+        except TypeError:  # a list or object where a plain value belongs: let decode say where
+            return decode(data, path)
+        if found is None:
+            found = decode(data, path)
+            if len(seen) < MAX_SHARED_VALUES:
+                seen[key] = found
+        return found
+
+    return decode_shared
+
+
+def _dataclass_decoder_body(cls: type, fields: dict[str, Decoder], names: frozenset[str]) -> Decoder:
     def decode(data: Any, path: str) -> Any:
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected an object, got {_kind(data)}")
