@@ -12,8 +12,9 @@ Network exposure: under Slurm, rank 0 opens the store on MASTER_ADDR only (a soc
 that address); gloo's own sockets are pinned to the interface that reaches MASTER_ADDR unless
 GLOO_SOCKET_IFNAME says otherwise. Everything is closed when the collection ends.
 
-Test knob LINKSCOPE_COLLECT_FAKE: `sample:NAME@HOST` makes this node's probe return sample NAME
-under host name HOST, `hang@HOST` a probe that never returns, `fail@HOST` one that raises.
+Test knobs, so several "nodes" can run on one machine: LINKSCOPE_NODE_NAME replaces the host name
+this node reports (here and in `bench collectives`); LINKSCOPE_COLLECT_FAKE=`sample:NAME` makes the
+probe return sample NAME (under that host name), `hang` a probe that never returns, `fail` one that raises.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from topo.errors import InputError
 from topo.model import Gap, Snapshot
 
 FAKE_ENV = "LINKSCOPE_COLLECT_FAKE"
+NAME_ENV = "LINKSCOPE_NODE_NAME"
 DEFAULT_PROBE_TIMEOUT_S = 60.0
 DEFAULT_RENDEZVOUS_TIMEOUT_S = 120.0
 DEFAULT_MASTER_PORT = 29500
@@ -80,24 +82,22 @@ def launch_from_env(env: Mapping[str, str] | None = None) -> Launch:
 
 
 def _fake_probe(spec: str) -> Snapshot:
-    kind, _, host = spec.partition("@")
-    if kind == "hang":
+    if spec == "hang":
         while True:
             time.sleep(3600)
-    if kind == "fail":
-        raise RuntimeError("injected failure (LINKSCOPE_COLLECT_FAKE)")
-    if not kind.startswith("sample:") or not host:
-        raise InputError(f"{FAKE_ENV}={spec!r}: expected sample:NAME@HOST, hang@HOST or fail@HOST")
+    if spec == "fail":
+        raise RuntimeError(f"injected failure ({FAKE_ENV})")
+    if not spec.startswith("sample:"):
+        raise InputError(f"{FAKE_ENV}={spec!r}: expected sample:NAME, hang or fail")
     from topo.samples import load_sample
 
-    sample = load_sample(kind[len("sample:") :])
-    return replace(sample, hosts=tuple(replace(item, hostname=host) for item in sample.hosts[:1]))
+    sample = load_sample(spec[len("sample:") :])
+    return replace(sample, hosts=tuple(replace(item, hostname=node_name()) for item in sample.hosts[:1]))
 
 
 def node_name() -> str:
-    """This node's host name as the collection reports it (the test knob may set it)."""
-    spec = os.environ.get(FAKE_ENV, "")
-    return spec.partition("@")[2] if "@" in spec else socket.gethostname()
+    """This node's host name as collections and benchmarks report it (LINKSCOPE_NODE_NAME may replace it)."""
+    return os.environ.get(NAME_ENV) or socket.gethostname()
 
 
 class ProbeRun:
@@ -133,7 +133,7 @@ class ProbeRun:
         return {"host": host, "snapshot": to_jsonable(self.snapshot)}
 
 
-def _interface_towards(address: str) -> str | None:
+def interface_towards(address: str) -> str | None:
     """The name of the local network interface whose address routes to `address` (None if unknown)."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
@@ -150,11 +150,11 @@ def _interface_towards(address: str) -> str | None:
 
 
 def _init_group(launch: Launch, timeout_s: float) -> Any:
-    """Join the gloo group before the deadline; return the listening socket this process opened (or None)."""
+    """Join the gloo group before the deadline; return the store this process made (None under torchrun)."""
     import torch.distributed as dist
 
     if "GLOO_SOCKET_IFNAME" not in os.environ:
-        interface = _interface_towards(launch.master_addr)
+        interface = interface_towards(launch.master_addr)
         if interface:
             os.environ["GLOO_SOCKET_IFNAME"] = interface
     timeout = datetime.timedelta(seconds=timeout_s)
@@ -162,16 +162,22 @@ def _init_group(launch: Launch, timeout_s: float) -> Any:
         dist.init_process_group("gloo", init_method="env://", rank=launch.rank, world_size=launch.world_size,
                                 timeout=timeout)
         return None
-    listener = None
+    listen_fd = None
     if launch.rank == 0:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((launch.master_addr, launch.master_port))
-        listener.listen(max(64, launch.world_size))
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((launch.master_addr, launch.master_port))  # only the address the user named
+            listener.listen(max(64, launch.world_size))
+            listen_fd = listener.detach()  # the store owns the socket from here on, and closes it
     store = dist.TCPStore(launch.master_addr, launch.master_port, launch.world_size, launch.rank == 0, timeout,
-                          master_listen_fd=listener.fileno() if listener is not None else None)
+                          master_listen_fd=listen_fd)
     dist.init_process_group("gloo", store=store, rank=launch.rank, world_size=launch.world_size, timeout=timeout)
-    return listener
+    return store
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 @dataclass(frozen=True)
@@ -202,22 +208,21 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
     started = time.monotonic()
     probe = ProbeRun() if launch.local_rank == 0 else None
     try:
-        listener = _init_group(launch, rendezvous_timeout_s)
+        store = _init_group(launch, rendezvous_timeout_s)
     except Exception as exc:
         raise InputError(f"collect: the rendezvous at {launch.master_addr}:{launch.master_port} did not complete "
-                         f"within {rendezvous_timeout_s:g} s ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+                         f"within {rendezvous_timeout_s:g} s ({_one_line(exc)})") from None
     joined = time.monotonic()
     try:
         payload = probe.payload(probe_timeout_s) if probe is not None else None
         probed = time.monotonic()
         parts = gather_json(payload, torch.device("cpu"))
     except Exception as exc:
-        raise InputError(f"collect: the gather failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise InputError(f"collect: the gather failed ({_one_line(exc)})") from None
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
-        if listener is not None:
-            listener.close()
+        del store  # the last reference: a store served by this process stops listening
     gathered = time.monotonic()
     if launch.rank != 0:
         return None

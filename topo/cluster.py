@@ -12,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gap, Host, Link, LinkKind, NumaNode, Snapshot, parse_link_token
+from topo.model import (
+    PCIE_KINDS_NEAR_TO_FAR,
+    Gap,
+    Gpu,
+    Host,
+    Link,
+    LinkKind,
+    Nic,
+    NumaNode,
+    Snapshot,
+    parse_link_token,
+)
 
 NO_CLUSTER_UUID = "00000000-0000-0000-0000-000000000000"
 """What NVML reports as the fabric cluster UUID of a GPU outside any multi-node NVLink domain."""
@@ -138,13 +149,16 @@ def merge_domain(hosts: Sequence[Host]) -> Host:
     host's own links kept, GPUs of different hosts joined by NVLink (the smaller active link count of the
     pair, as `nvidia-smi topo -m` shows NV18 for every pair of a switched fabric), NICs named
     `host:nic` and reachable only from their own host's GPUs, NUMA nodes renumbered."""
-    gpus, links, nics, numa = [], [], [], []
-    gpu_offsets, nic_offsets, numa_offsets = [], [], []
+    gpus: list[Gpu] = []
+    links: list[Link] = []
+    nics: list[Nic] = []
+    numa: list[NumaNode] = []
+    gpu_offsets: list[int] = []
+    nic_offsets: list[int] = []
     for host in hosts:
         gpu_offsets.append(len(gpus))
         nic_offsets.append(len(nics))
         numa_base = len(numa)
-        numa_offsets.append(numa_base)
         renumber = {node.id: numa_base + i for i, node in enumerate(host.numa_nodes)}
         for gpu in host.gpus:
             node = renumber.get(gpu.numa_node) if gpu.numa_node is not None else None

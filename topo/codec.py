@@ -74,7 +74,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def from_jsonable(cls: type[T], data: Any, path: str = "$") -> T:
     """Build an instance of `cls` from plain JSON data, checking every field's type."""
-    return typing.cast(T, _decoder(cls)(data, path))
+    return typing.cast(T, _decoder(typing.cast(Any, cls))(data, path))
 
 
 def _decode(tp: Any, data: Any, path: str) -> Any:

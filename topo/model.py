@@ -309,6 +309,8 @@ class CollectiveResult:
     """Label of the group in a layout run, e.g. `tp0`; None for the whole world."""
     in_place: bool = False
     backend: str | None = None
+    hosts: tuple[str, ...] = ()
+    """Host names of the group's ranks, in rank order (runs across nodes); empty when not recorded."""
 
 
 @dataclass(frozen=True)

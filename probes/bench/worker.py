@@ -91,6 +91,9 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
         torch.cuda.set_device(device)
     faults = faults_for(rank)
     handles, setup_ms = coll.create_groups(spec, device)
+    from probes.cluster_collect import node_name
+
+    host_of_rank = gather_json(node_name(), device)
     _misbehave(faults)
     emulated, notes = coll.choose_emulated(spec, device)
     sizes = list(spec.sizes_bytes)
@@ -112,6 +115,8 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
                     else:
                         row = coll.measure_group(case, spec, mine, handles[mine.label], dist.group.WORLD, device,
                                                  "corrupt" in faults)
+                        if row is not None:
+                            row["hosts"] = list(dict.fromkeys(host_of_rank[member] for member in mine.ranks))
                         del case
                 if row is not None:
                     rows.append(row)
@@ -282,6 +287,12 @@ def _torchrun(argv: list[str]) -> int:
             return 2
         local_rank = min(local_rank, visible - 1)  # one GPU per task (Slurm --gpus-per-task): it is device 0
         torch.cuda.set_device(local_rank)
+    if "GLOO_SOCKET_IFNAME" not in os.environ and os.environ.get("MASTER_ADDR"):
+        from probes.cluster_collect import interface_towards
+
+        interface = interface_towards(os.environ["MASTER_ADDR"])  # gloo listens where the rendezvous is, nowhere else
+        if interface:
+            os.environ["GLOO_SOCKET_IFNAME"] = interface
     t0 = time.perf_counter()
     dist.init_process_group(backend, init_method="env://")
     dist.barrier()
@@ -295,8 +306,16 @@ def _torchrun(argv: list[str]) -> int:
                                           result["notes"], source="linkscope bench collectives (torchrun)")
     for row in result["rows"]:
         print(json.dumps(row))
+    from probes.bench.results import stragglers
+
+    for slow in stragglers(result["rows"]):
+        print(f"straggler: {slow['dim']} group {slow['group']} on {', '.join(slow['hosts'])}: {slow['op']} "
+              f"{slow['bytes']} B at {slow['busbw_gbps']:.2f} GB/s busbw, {slow['ratio']:.0%} of {slow['fastest_group']}",
+              file=sys.stderr)
     if args.output:
-        Path(args.output).write_text(measurements_to_json(measurements))
+        partial = Path(f"{args.output}.part-{os.getpid()}")
+        partial.write_text(measurements_to_json(measurements))
+        os.replace(partial, args.output)  # atomically: a reader never sees half a file
     return 0
 
 
