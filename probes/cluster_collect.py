@@ -200,8 +200,11 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
     Ranks other than a node's first (LOCAL_RANK > 0) take part but send nothing. Raises InputError
     when the group cannot form before `rendezvous_timeout_s` or falls apart during the gather.
     """
-    import torch
-    import torch.distributed as dist
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        raise InputError("collect: needs torch (pip install 'linkscope[bench]')") from None
 
     from probes.bench.worker import gather_json
 

@@ -61,10 +61,6 @@ def run(args: argparse.Namespace) -> int:
     launch = launch_from_env()
     if launch.rank == 0:
         check_writable(args.output)
-    try:
-        import torch.distributed  # noqa: F401
-    except ImportError:
-        raise InputError("collect: needs torch (pip install 'linkscope[bench]')") from None
     result = collect_cluster(launch, args.probe_timeout, args.rendezvous_timeout)
     if result is None:
         return 0
