@@ -85,9 +85,19 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
     classes: list[int] = []
     seen: dict[tuple[object, ...], int] = {}
     for host in domains:
-        key = (tuple(map(tuple, host.matrix_tokens())), host.gpu_nic, tuple(n.rate_gbit_per_s for n in host.nics))
-        classes.append(seen.setdefault(key, len(seen)))
+        classes.append(seen.setdefault(_class_key(host), len(seen)))
     return domains, tuple(classes)
+
+
+def _class_key(host: Host) -> tuple[object, ...]:
+    """What makes two hosts price alike: their GPU links, GPU x NIC paths and NIC rates (cached on the host,
+    which is immutable, so a 1,024-host cluster is classified once, not on every check)."""
+    cached: tuple[object, ...] | None = host.__dict__.get("_class_key")
+    if cached is None:
+        links = tuple((link.a, link.b, link.kind, link.nvlink_count) for link in host.links)
+        cached = (len(host.gpus), links, host.gpu_nic, tuple(nic.rate_gbit_per_s for nic in host.nics))
+        object.__setattr__(host, "_class_key", cached)
+    return cached
 
 
 def _positions(host: Host, devices: Sequence[int], node: int) -> list[int]:
