@@ -29,6 +29,7 @@ from topo.model import Snapshot  # noqa: E402
 from topo.samples import load_sample  # noqa: E402
 
 HOSTS = 1024
+REPEATS = 2
 
 
 def cluster_of(count: int) -> Snapshot:
@@ -50,7 +51,7 @@ def merge_rows() -> list[tuple[str, float, float]]:
             path.write_text(snapshot_to_json(dataclasses.replace(template, hosts=(host,))))
             files.append(str(path))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        for _ in range(3):
+        for _ in range(REPEATS):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             subprocess.run([sys.executable, "-m", "linkscope", "merge", *files, "-o", str(Path(folder) / "c.json")],
@@ -67,7 +68,7 @@ def collect_rows() -> list[tuple[str, float, float]]:
     from cluster_support import finish, free_port, node_env
 
     rows = []
-    for _ in range(3):
+    for _ in range(REPEATS):
         port = free_port()
         with tempfile.TemporaryDirectory() as folder:
             tasks = []
@@ -82,25 +83,24 @@ def collect_rows() -> list[tuple[str, float, float]]:
             wall = time.perf_counter() - started
         timings = json.loads(results[0][1])["timings_s"]
         probe_ms = timings["probe"] * 1000
-        rows.append(("collect 4 nodes: rendezvous (all processes up)", timings["rendezvous"] * 1000, float("nan")))
-        rows.append(("collect 4 nodes: gather after the probe", timings["gather"] * 1000, float("nan")))
+        rows.append(("collect 4 nodes: rendezvous (waits for the last process)", timings["rendezvous"] * 1000, float("nan")))
         rows.append(("collect 4 nodes: fake probe (a sample)", probe_ms, float("nan")))
+        rows.append(("collect 4 nodes: gather + write (beyond the probe)", (timings["gather"] + timings["write"]) * 1000,
+                     float("nan")))
         rows.append(("collect 4 nodes: whole run incl. python+torch start", wall * 1000, float("nan")))
     return rows
 
 
 async def ranks_rows() -> list[tuple[str, float, float]]:
     """The Ranks tab on a 1,024-host cluster snapshot (8,192 ranks): edit tp, page down the map."""
+    from bench_tui import FrameClock
     from textual.widgets import Input
 
     from tui.app import build_app
+    from tui.messages import LayoutChecked
     from tui.screens.ranks import RanksView
     from tui.screenshots import wait_idle
     from tui.widgets.rank_map import RankMap
-
-    from bench_tui import FrameClock
-
-    from tui.messages import LayoutChecked
 
     rows = []
     app = build_app(snapshot=cluster_of(HOSTS), initial_tab="ranks")

@@ -107,6 +107,8 @@ class ProbeRun:
         self.started_s = time.monotonic()
         self.snapshot: Snapshot | None = None
         self.error: str | None = None
+        self.duration_s: float | None = None
+        """How long the probe itself took; None while it runs."""
         self._thread = threading.Thread(target=self._run, name="linkscope-collect-probe", daemon=True)
         self._thread.start()
 
@@ -121,6 +123,7 @@ class ProbeRun:
                 self.snapshot = probe_host()
         except Exception as exc:  # any failure is this node's gap, not the collection's end
             self.error = f"probe failed: {type(exc).__name__}: {exc}"
+        self.duration_s = time.monotonic() - self.started_s
 
     def payload(self, timeout_s: float) -> dict[str, Any]:
         """What this node sends: its snapshot, or the reason it has none (waiting `timeout_s` from the start)."""
@@ -190,7 +193,8 @@ class CollectResult:
     nodes: int
     duplicates: tuple[str, ...]
     timings_s: tuple[tuple[str, float], ...]
-    """(phase, seconds) on rank 0: `probe`, `rendezvous`, `gather`."""
+    """(phase, seconds) on rank 0: `rendezvous` (until every node joined, from this process's start of the
+    collection), `probe` (this node's probe, which runs meanwhile), `gather` (after this node's probe)."""
 
 
 def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S,
@@ -242,6 +246,7 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
     meta = (("collected", f"{len(snapshots)} of {len(snapshots) + len(failed)} nodes by linkscope collect "
              f"({launch.launcher}, {launch.world_size} ranks)"),)
     combined = combine_hosts(snapshots, "collect", failed, created, meta)
-    timings = (("rendezvous", joined - started), ("probe", probed - started), ("gather", gathered - probed))
+    probe_s = probe.duration_s if probe is not None and probe.duration_s is not None else probed - started
+    timings = (("rendezvous", joined - started), ("probe", probe_s), ("gather", gathered - probed))
     return CollectResult(combined.snapshot, len(snapshots), len(snapshots) + len(failed), combined.duplicates, timings)
 

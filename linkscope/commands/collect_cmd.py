@@ -45,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--rendezvous-timeout", type=float, default=120.0, metavar="SECONDS",
                         help="give up when the nodes have not all joined by then (default 120)")
     parser.add_argument("--json", action="store_true",
-                        help="rank 0 prints one JSON object: hosts, gaps, duplicates, timings_s")
+                        help="rank 0 prints one JSON object: output, hosts, gaps, duplicates, timings_s "
+                        "(rendezvous, probe, gather, write)")
     parser.set_defaults(run=run)
 
 
@@ -64,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
     result = collect_cluster(launch, args.probe_timeout, args.rendezvous_timeout)
     if result is None:
         return 0
+    import time
+
+    started = time.monotonic()
     replace_text_file(args.output, snapshot_to_json(result.snapshot, indent=None))
+    timings = {**dict(result.timings_s), "write": time.monotonic() - started}
     missing = [gap for gap in result.snapshot.gaps if gap.subject.startswith("collect")]
     if args.json:
         print(json.dumps({
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             "hosts": [host.hostname for host in result.snapshot.hosts],
             "gaps": [{"host": gap.host, "subject": gap.subject, "reason": gap.reason} for gap in missing],
             "duplicates": list(result.duplicates),
-            "timings_s": dict(result.timings_s),
+            "timings_s": timings,
         }))
     else:
         print(f"{args.output}: {result.reported} of {result.nodes} nodes "
