@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from topo.cluster import fabric_key, gpu_rails
+from topo.cluster import fabric_key, gpu_rails, nvlink_domains
 from topo.model import Host, Snapshot
 
 K = TypeVar("K", bound=Hashable)
@@ -213,3 +213,47 @@ def cluster_findings(snapshot: Snapshot) -> tuple[ClusterFinding, ...]:
         findings += _nvlink_domain(hosts)
     order = ("error", "warning", "info")
     return tuple(sorted(findings, key=lambda finding: order.index(finding.severity)))
+
+
+@dataclass(frozen=True)
+class HostSummary:
+    """One host of a cluster in a line: what the hosts table of `show` and the app's Topology tab list."""
+
+    hostname: str
+    gpus: int
+    nvlinks: str
+    """Active NVLinks per GPU: `18`, or the range `16-18` when they differ."""
+    pcie_width: str
+    """The narrowest current PCIe width, e.g. `x8`; `-` when not read."""
+    rails: int
+    """NICs that carry GPU traffic."""
+    driver: str
+    domain: str
+    """`NVL<n>` for the host's multi-node NVLink domain, `-` without one."""
+    findings: tuple[str, ...]
+    """Codes of the cross-host findings that name the host."""
+
+
+def host_summaries(snapshot: Snapshot, findings: Sequence[ClusterFinding]) -> tuple[HostSummary, ...]:
+    """A HostSummary per host of `snapshot`, then one per node that did not report (from its gap)."""
+    domain_of: dict[int, str] = {}
+    for number, domain in enumerate(nvlink_domains(snapshot)):
+        for position in domain.hosts:
+            domain_of[position] = f"NVL{number}" if domain.key is not None else "-"
+    codes: dict[str, list[str]] = {}
+    for finding in findings:
+        for name in finding.hosts:
+            codes.setdefault(name, []).append(finding.code)
+    rows = []
+    for position, host in enumerate(snapshot.hosts):
+        links = [gpu.nvlink_active_count for gpu in host.gpus]
+        widths = [gpu.pcie_width_current for gpu in host.gpus if gpu.pcie_width_current is not None]
+        nvlinks = "-" if not links else str(links[0]) if min(links) == max(links) else f"{min(links)}-{max(links)}"
+        rails = len({rail.nic for rail in gpu_rails(host) if rail.nic is not None})
+        rows.append(HostSummary(host.hostname, len(host.gpus), nvlinks, f"x{min(widths)}" if widths else "-", rails,
+                                host.versions.driver or "-", domain_of.get(position, "-"),
+                                tuple(codes.get(host.hostname, ()))))
+    for finding in findings:
+        if finding.code == "host-not-collected":
+            rows.append(HostSummary(finding.hosts[0], 0, "-", "-", 0, "-", "-", (finding.code,)))
+    return tuple(rows)

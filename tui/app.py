@@ -19,7 +19,7 @@ from textual.widgets import Header, TabbedContent, TabPane
 
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
-from tui.messages import MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
+from tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
 from tui.screens.monitor import MonitorView
@@ -159,6 +159,10 @@ class LinkscopeApp(App[None]):
         self.query_one(BenchView).snapshot = snapshot
         self.query_one(MonitorView).snapshot = snapshot
         self.query_one(StepsView).snapshot = snapshot
+
+    def on_host_picked(self, message: HostPicked) -> None:
+        """The Topology tab's host list picked a host: show it on Links too."""
+        self.query_one(LinksView).host_index = message.index
 
     def on_ring_chosen(self, message: RingChosen) -> None:
         """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
