@@ -143,3 +143,36 @@ def test_shared_decoding_never_takes_an_integer_for_a_boolean() -> None:
     assert from_jsonable(NvLinkPort, {"link": 0, "active": True}) == NvLinkPort(0, True)
     with pytest.raises(InputError, match=r"\$.active: expected bool"):
         from_jsonable(NvLinkPort, {"link": 0, "active": 1})
+
+
+def test_estimate_on_a_cluster_prices_its_own_links(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from linkscope.cli import main
+
+    results = {}
+    for source in ("sample:gb200-nvl72", "sample:h100-cluster-mixed"):
+        assert main(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "16", "--on", source, "--algo", "ring",
+                     "--json"]) == 0
+        results[source] = json.loads(capsys.readouterr().out)
+    nvl, mixed = results["sample:gb200-nvl72"], results["sample:h100-cluster-mixed"]
+    assert (nvl["nodes"], mixed["nodes"]) == (1, 2)
+    assert nvl["busbw_gbps"] > 2 * mixed["busbw_gbps"]  # NVLink5 across trays against the H100 nodes' network
+    assert main(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "16", "--on", "sample:dgx-h100", "--intra",
+                 "1:300"]) == 2
+    assert "leave out --intra" in capsys.readouterr().err
+    assert main(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "100", "--on", "sample:dgx-h100"]) == 2
+    assert "--ranks 100 --on sample:dgx-h100: world size 100 does not fit" in capsys.readouterr().err
+
+
+def test_show_starts_a_cluster_with_its_hosts_and_odd_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    from linkscope.cli import main
+
+    assert main(["show", "sample:h100-cluster-mixed"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Hosts") < out.index("host-fewer-nvlinks  node02: GPU 3 has fewer active NVLinks")
+    assert "node03: 7 NICs carry GPU traffic where most hosts have 8 (mlx5_5 missing)" in " ".join(out.split())
+    assert main(["show", "sample:gb200-nvl72"]) == 0
+    out = capsys.readouterr().out
+    assert "No odd node out" in out and "17 more hosts not shown in full" in out
+    assert out.count("NVL0") == 18
