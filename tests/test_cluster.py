@@ -12,7 +12,7 @@ from topo.cluster_health import cluster_findings
 from topo.codec import from_jsonable
 from topo.errors import InputError
 from topo.model import Gap, Host, LinkKind, NvLinkPort, Snapshot, Versions
-from topo.placement import cluster_hosts
+from topo.placement import RankMapEntry, cluster_hosts
 from topo.plan import plan_layout
 from topo.samples import load_sample
 
@@ -176,3 +176,20 @@ def test_show_starts_a_cluster_with_its_hosts_and_odd_nodes(capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "No odd node out" in out and "17 more hosts not shown in full" in out
     assert out.count("NVL0") == 18
+
+
+def _tray_rank_map(count: int) -> tuple[RankMapEntry, ...]:
+    return tuple(RankMapEntry(rank, f"nvl72-tray{rank // 4 + 1:02d}", rank % 4) for rank in range(count))
+
+
+def test_rank_map_on_nvl72_places_trays_of_one_domain_on_one_node() -> None:
+    report = check_layout(NVL72, CheckRequest(sizes=(("tp", 8),), rank_map=_tray_rank_map(72)))
+    assert not [finding for finding in report.findings if finding.code in ("tp-crosses-node", "layout-mismatch")]
+    assert report.placement[:9] == tuple((0, position) for position in range(9))
+    split = check_layout(_two_cliques(), CheckRequest(sizes=(("tp", 8),), rank_map=_tray_rank_map(72)))
+    crossing = [finding for finding in split.findings if finding.code == "tp-crosses-node"]
+    assert crossing and crossing[0].ranks == tuple(range(32, 40))
+    swapped = (*_tray_rank_map(72)[:5], RankMapEntry(5, "nvl72-tray01", 0), *_tray_rank_map(72)[6:])
+    mismatch = check_layout(NVL72, CheckRequest(sizes=(("tp", 8),), rank_map=swapped))
+    assert [finding.code for finding in mismatch.findings] == ["layout-mismatch"]
+    assert "ranks 0 and 5 are both mapped to GPU 0 of nvl72-tray01" in mismatch.findings[0].message

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topo.cluster import domain_hosts
+from topo.cluster import domain_hosts, nvlink_domains
 from topo.errors import InputError
 from topo.layout import MAX_RANKS
 from topo.model import Host, Snapshot
@@ -82,11 +82,13 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
     if nodes not in (1, len(domains)):
         what = "hosts" if len(domains) == len(snapshot.hosts) else "NVLink domains"
         raise InputError(f"--nodes {nodes}: the snapshot already describes {len(domains)} {what}")
-    classes: list[int] = []
+    return domains, _classes(domains)
+
+
+def _classes(hosts: Sequence[Host]) -> tuple[int, ...]:
+    """Per host, an id shared by the hosts that price alike."""
     seen: dict[tuple[object, ...], int] = {}
-    for host in domains:
-        classes.append(seen.setdefault(_class_key(host), len(seen)))
-    return domains, tuple(classes)
+    return tuple(seen.setdefault(_class_key(host), len(seen)) for host in hosts)
 
 
 def _class_key(host: Host) -> tuple[object, ...]:
@@ -158,8 +160,9 @@ def place_ranks(
 
 
 def place_from_rank_map(snapshot: Snapshot, entries: Sequence[RankMapEntry], world_size: int) -> Placement:
-    """Place ranks as an explicit rank map says; hosts are matched by name in a multi-host snapshot,
-    otherwise the single host is repeated once per distinct host name (in order of first appearance)."""
+    """Place ranks as an explicit rank map says; hosts are matched by name in a multi-host snapshot (the hosts
+    of one multi-node NVLink domain sharing one node), otherwise the single host is repeated once per distinct
+    host name (in order of first appearance)."""
     if len(entries) != world_size:
         raise LayoutMismatch(f"the rank map has {len(entries)} ranks but the layout's world size is {world_size}")
     by_rank = {entry.rank: entry for entry in entries}
@@ -170,28 +173,41 @@ def place_from_rank_map(snapshot: Snapshot, entries: Sequence[RankMapEntry], wor
     for rank in range(world_size):
         if by_rank[rank].host not in names:
             names.append(by_rank[rank].host)
+    offset_of: dict[str, int] = {}
     if len(snapshot.hosts) > 1:
-        known = {host.hostname: host for host in snapshot.hosts}
-        unknown = [name for name in names if name not in known]
+        real = {host.hostname: host for host in snapshot.hosts}
+        unknown = [name for name in names if name not in real]
         if unknown:
             raise LayoutMismatch(f"the rank map names host {unknown[0]!r}, which is not in the snapshot")
-        hosts = tuple(known[name] for name in names)
-        _, classes = cluster_hosts(Snapshot(hosts=hosts), len(hosts)) if len(hosts) > 1 else ((), (0,))
+        domain_of: dict[str, int] = {}
+        for number, domain in enumerate(nvlink_domains(snapshot)):
+            offset = 0
+            for position in domain.hosts:
+                host = snapshot.hosts[position]
+                domain_of[host.hostname], offset_of[host.hostname] = number, offset
+                offset += len(host.gpus)
+        merged = domain_hosts(snapshot)  # hosts of one multi-node NVLink domain are one node
+        order = list(dict.fromkeys(domain_of[name] for name in names))
+        node_of_name = {name: order.index(domain_of[name]) for name in names}
+        hosts = tuple(merged[number] for number in order)
+        classes = _classes(hosts)
     else:
+        real = {name: snapshot.host for name in names}
+        node_of_name = {name: node for node, name in enumerate(names)}
         hosts = (snapshot.host,) * len(names)
         classes = (0,) * len(names)
-    node_index = {name: node for node, name in enumerate(names)}
     node_of_rank: list[int] = []
     gpu_of_rank: list[int] = []
     used: dict[tuple[int, int], int] = {}
     for rank in range(world_size):
         entry = by_rank[rank]
-        node = node_index[entry.host]
-        host = hosts[node]
-        position = next((pos for pos, gpu in enumerate(host.gpus) if gpu.index == entry.gpu), None)
-        if position is None:
+        node = node_of_name[entry.host]
+        host = real[entry.host]
+        found = next((pos for pos, gpu in enumerate(host.gpus) if gpu.index == entry.gpu), None)
+        if found is None:
             raise LayoutMismatch(f"rank {rank} is mapped to GPU {entry.gpu} of {entry.host}, which has only "
                                  f"{len(host.gpus)} GPUs", (rank,))
+        position = offset_of.get(entry.host, 0) + found
         if (node, position) in used:
             other = used[(node, position)]
             raise LayoutMismatch(f"ranks {other} and {rank} are both mapped to GPU {entry.gpu} of {entry.host}",
