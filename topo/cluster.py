@@ -134,6 +134,18 @@ def domain_hosts(snapshot: Snapshot) -> tuple[Host, ...]:
                  for domain in nvlink_domains(snapshot))
 
 
+def host_position(snapshot: Snapshot, domain: int, position: int) -> tuple[int, int]:
+    """Where GPU `position` of node `domain` (as :func:`domain_hosts` numbers them) really is: (index of its host
+    in `Snapshot.hosts`, its position on that host). Positions past the domain stay on its last host."""
+    members = nvlink_domains(snapshot)[domain].hosts
+    for host in members:
+        count = len(snapshot.hosts[host].gpus)
+        if position < count or host == members[-1]:
+            return host, position
+        position -= count
+    raise IndexError(domain)  # a domain always has a host
+
+
 def domain_name(hosts: Sequence[Host]) -> str:
     """How a multi-host NVLink domain is named where a host name goes: `nvl:<first>..<last>`."""
     return hosts[0].hostname if len(hosts) == 1 else f"nvl:{hosts[0].hostname}..{hosts[-1].hostname}"
