@@ -119,9 +119,11 @@ def test_driver_slow_nic_missing_node_and_split_domain_are_found() -> None:
     hosts[1] = _with(hosts[1], versions=Versions(driver="550.54.15"))
     hosts[2] = _with(hosts[2], nics=tuple(dataclasses.replace(nic, rate_gbit_per_s=200.0) if nic.name == "mlx5_2" else nic
                                           for nic in base.nics))
+    hosts.append(_with(base, hostname="n5", gpus=base.gpus[:7]))
     snapshot = Snapshot(hosts=tuple(hosts), gaps=(Gap("collect (rank 4)", "probe did not finish within 60 s", "n4"),))
     findings = {finding.code: finding for finding in cluster_findings(snapshot)}
     assert findings["host-not-collected"].hosts == ("n4",) and findings["host-not-collected"].severity == "error"
+    assert findings["host-missing-gpus"].hosts == ("n5",) and findings["host-missing-gpus"].severity == "error"
     assert findings["host-driver-differs"].hosts == ("n1",) and "535.129.03" in findings["host-driver-differs"].message
     assert findings["host-nic-slower"].hosts == ("n2",) and "mlx5_2 200 Gb/s against 400" in findings["host-nic-slower"].evidence
     assert set(findings["host-nic-slower"].to_json()) == {"code", "severity", "hosts", "gpus", "message", "evidence", "fix"}

@@ -96,3 +96,16 @@ def test_merge_of_1024_synthetic_hosts(tmp_path: Path, capsys: pytest.CaptureFix
     cluster = load_source(str(output))
     assert len(cluster.hosts) == 1024 and cluster.hosts[1023].hostname == "gpu1023"
     assert cluster.hosts[5] == dataclasses.replace(template.host, hostname="gpu0005")
+
+
+def test_measurements_of_a_host_file_are_named_not_silently_dropped(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from topo.model import Measurements
+
+    measured = tmp_path / "a.json"
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements(source="nvbandwidth"))
+    measured.write_text(snapshot_to_json(snapshot))
+    other = _write_host(tmp_path / "b.json", "dgx-h100", "gpu-b")
+    assert main(["merge", str(measured), str(other), "-o", str(tmp_path / "c.json")]) == 0
+    assert f"the measurements in {measured} are not carried" in capsys.readouterr().err
+    assert load_source(str(tmp_path / "c.json")).measurements is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from topo.errors import InputError
@@ -81,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"mixed snapshot schema versions ({listed}; {len(snapshots)} file(s) of schema "
                          f"{SCHEMA_VERSION}): this linkscope reads schema {SCHEMA_VERSION}; probe those hosts again "
                          "with this version")
+    carried = [path for path, snapshot in zip(args.files, snapshots, strict=True) if snapshot.measurements is not None]
+    if carried:
+        print(f"linkscope: note: the measurements in {', '.join(carried[:3])}{' ...' if len(carried) > 3 else ''} are not "
+              "carried into the cluster (they describe one host); pass them with --measurements", file=sys.stderr)
     meta = (("merged", f"{len(args.files)} file(s) by linkscope merge"),)
     cluster = combine_hosts(snapshots, "merge", meta=meta).snapshot
     replace_text_file(args.output, snapshot_to_json(cluster, indent=None))
