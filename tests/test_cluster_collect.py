@@ -116,12 +116,13 @@ def test_a_failing_probe_is_sent_as_its_reason(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_bench_collectives_across_torchrun_nodes_names_the_hosts_of_each_group(tmp_path: Path) -> None:
-    """2 nodes x 2 ranks, gloo, --layout tp=2,dp=2: TP groups stay on one host, DP groups span both, and the
-    rows (and the Measurements written by rank 0) say which hosts each group ran on."""
+    """2 nodes x 2 ranks, gloo, --layout tp=2,dp=2, rank 2 slow: TP groups stay on one host, DP groups span both,
+    every row (and the Measurements rank 0 writes) says which hosts ran it, and the straggler names the slow node."""
     output = tmp_path / "bench.json"
     argv = ["-m", "probes.bench.worker", "collectives", "--backend", "gloo", "--layout", "tp=2,dp=2", "--ops", "all_reduce",
-            "--min-bytes", "1K", "--max-bytes", "2K", "--iters", "2", "-o", str(output)]
-    results = finish(torchrun_nodes([node_env("node-a"), node_env("node-b")], free_port(), 2, argv), 90)
+            "--min-bytes", "1M", "--max-bytes", "1M", "--iters", "3", "--warmup", "1", "-o", str(output)]
+    nodes = [node_env(name, {"LINKSCOPE_BENCH_FAULT": "slow:2"}) for name in ("node-a", "node-b")]
+    results = finish(torchrun_nodes(nodes, free_port(), 2, argv), 90)
     assert [rc for rc, _, _ in results] == [0, 0], as_text(results)
     rows = [json.loads(line) for _, out, _ in results for line in out.splitlines() if line.startswith("{")]
     assert rows and all(row["wrong"] == 0 for row in rows)
@@ -129,6 +130,10 @@ def test_bench_collectives_across_torchrun_nodes_names_the_hosts_of_each_group(t
     dp_hosts = {row["group"]: tuple(sorted(row["hosts"])) for row in rows if row["dim"] == "dp"}
     assert sorted(tp_hosts.values()) == [("node-a",), ("node-b",)]
     assert set(dp_hosts.values()) == {("node-a", "node-b")} and len(dp_hosts) == 2
+    slow_host = next(row["hosts"][0] for row in rows if row["dim"] == "tp" and 2 in row["ranks"])
+    slow_group = next(row["group"] for row in rows if row["dim"] == "tp" and 2 in row["ranks"])
+    stderr = "".join(err for _, _, err in results)
+    assert f"straggler: tp group {slow_group} on {slow_host}: all_reduce 1048576 B" in stderr, stderr[-3000:]
     measured = measurements_from_json(output.read_text())
     assert {len(result.hosts) for result in measured.collectives if (result.group or "").startswith("tp")} == {1}
     assert {len(result.hosts) for result in measured.collectives if (result.group or "").startswith("dp")} == {2}

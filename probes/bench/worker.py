@@ -10,8 +10,9 @@ Two ways in:
   where rank 0 writes Measurements JSON to `-o`.
 
 The test-only knob LINKSCOPE_BENCH_FAULT (`corrupt:RANK`, `hang:RANK`, `hang-ignore-term:RANK`,
-`fail:RANK`, `fail-then-hang:RANK`, `hang-after-first-op:RANK`, comma-separated) makes a rank misbehave so
-the tests can see it caught.
+`fail:RANK`, `fail-then-hang:RANK`, `hang-after-first-op:RANK`, `slow:RANK`, comma-separated) makes a rank
+misbehave so the tests can see it caught (`slow`: 20 ms late into every call, as a slow node would be, so its
+groups' peers wait for it).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
                 row = None
                 if mine is not None:
                     case = coll.make_case(op, size, spec, mine, handles[mine.label], device, emulated)
+                    if case is not None and "slow" in faults:
+                        case = _slowed(case)
                     if case is None:
                         skipped.add(f"{op} {size} B")
                         dist.barrier()
@@ -141,6 +144,23 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     dims_order = {g.label: d for d, (_, groups) in enumerate(spec.dims) for g in groups}
     setup_sorted = sorted(setup.items(), key=lambda item: dims_order.get(item[0], -1))
     return {"rows": order_rows(all_rows, spec), "setup_ms": setup_sorted, "notes": notes}
+
+
+SLOW_FAULT_S = 0.02
+"""How late a `slow` rank enters each call."""
+
+
+def _slowed(case: Any) -> Any:
+    """`case` entered SLOW_FAULT_S late on every call (the `slow` fault)."""
+    import dataclasses
+
+    run = case.run
+
+    def late() -> None:
+        time.sleep(SLOW_FAULT_S)
+        run()
+
+    return dataclasses.replace(case, run=late)
 
 
 def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
