@@ -90,8 +90,10 @@ def listening(pids: Sequence[int]) -> set[tuple[str, int]]:
 
 
 def port_is_free(port: int) -> bool:
-    """True when a socket can be bound to 127.0.0.1:`port` (nothing listens there any more)."""
+    """True when nothing listens on 127.0.0.1:`port` any more: a socket can be bound there (SO_REUSEADDR lets
+    the bind pass over closed connections still in TIME_WAIT, never over a listening socket)."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
