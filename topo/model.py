@@ -310,7 +310,7 @@ class CollectiveResult:
     in_place: bool = False
     backend: str | None = None
     hosts: tuple[str, ...] = ()
-    """Host names of the group's ranks, in rank order (runs across nodes); empty when not recorded."""
+    """The distinct host names of the group's ranks, in rank order (runs across nodes); empty when not recorded."""
 
 
 @dataclass(frozen=True)
