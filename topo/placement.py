@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topo.cluster import domain_hosts, nvlink_domains
+from topo.cluster import domain_hosts, is_domain, nvlink_domains
 from topo.errors import InputError
 from topo.layout import MAX_RANKS
 from topo.model import Host, Snapshot
@@ -153,7 +153,8 @@ def place_ranks(
         local = tuple(rank // nodes for rank in range(world_size))
     gpu_of_rank = tuple(per_node[node][slot] for node, slot in zip(node_of_rank, local, strict=True))
     how = "torchrun block order" if distribution == "block" else "Slurm cyclic distribution"
-    description = f"{how}, {nodes} node(s) x {gpus_per_node} GPUs"
+    unit = "NVLink domain(s)" if is_domain(hosts[0]) else "node(s)"
+    description = f"{how}, {nodes} {unit} x {gpus_per_node} GPUs"
     if visible_devices is not None:
         description += f", CUDA_VISIBLE_DEVICES={','.join(map(str, visible_devices))}"
     return Placement(hosts, host_class, node_of_rank, gpu_of_rank, description)
