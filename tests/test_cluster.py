@@ -98,12 +98,12 @@ def test_plan_on_nvl72_lets_tp_span_hosts_in_the_domain() -> None:
 
 
 def test_mixed_cluster_odd_nodes_out() -> None:
-    codes = {(finding.code, finding.hosts, finding.gpus) for finding in cluster_findings(MIXED)}
+    codes = {(finding.code, finding.host, finding.gpus) for finding in cluster_findings(MIXED)}
     assert codes == {
-        ("host-fewer-nvlinks", ("node02",), (3,)),
-        ("host-pcie-narrower", ("node02",), (3,)),
-        ("host-nic-missing", ("node03",), ()),
-        ("host-off-rail", ("node03",), (5,)),
+        ("host-fewer-nvlinks", "node02", (3,)),
+        ("host-pcie-narrower", "node02", (3,)),
+        ("host-nic-missing", "node03", ()),
+        ("host-off-rail", "node03", (5,)),
     }
     assert cluster_findings(load_sample("dgx-h100")) == ()
     assert cluster_findings(NVL72) == ()
@@ -122,15 +122,19 @@ def test_driver_slow_nic_missing_node_and_split_domain_are_found() -> None:
     hosts.append(_with(base, hostname="n5", gpus=base.gpus[:7]))
     snapshot = Snapshot(hosts=tuple(hosts), gaps=(Gap("collect (rank 4)", "probe did not finish within 60 s", "n4"),))
     findings = {finding.code: finding for finding in cluster_findings(snapshot)}
-    assert findings["host-not-collected"].hosts == ("n4",) and findings["host-not-collected"].severity == "error"
-    assert findings["host-missing-gpus"].hosts == ("n5",) and findings["host-missing-gpus"].severity == "error"
-    assert findings["host-driver-differs"].hosts == ("n1",) and "535.129.03" in findings["host-driver-differs"].message
-    assert findings["host-nic-slower"].hosts == ("n2",) and "mlx5_2 200 Gb/s against 400" in findings["host-nic-slower"].evidence
-    assert set(findings["host-nic-slower"].to_json()) == {"code", "severity", "hosts", "gpus", "message", "evidence", "fix"}
+    assert findings["host-not-collected"].host == "n4" and findings["host-not-collected"].severity == "error"
+    assert findings["host-missing-gpus"].host == "n5" and findings["host-missing-gpus"].severity == "error"
+    assert findings["host-driver-differs"].host == "n1" and "535.129.03" in findings["host-driver-differs"].message
+    assert findings["host-nic-slower"].host == "n2"
+    assert findings["host-nic-slower"].evidence == ("mlx5_2 200 Gb/s against 400",)
+    assert findings["host-nic-slower"].to_json() == {
+        "code": "host-nic-slower", "severity": "warning", "host": "n2", "gpus": [],
+        "message": "n2: mlx5_2 trained to a lower rate than on most hosts", "evidence": ["mlx5_2 200 Gb/s against 400"],
+        "fix": "reseat or replace the cable or transceiver; check the switch port"}
     split = _two_cliques()
     outside = dataclasses.replace(split, hosts=(*split.hosts[:8], dataclasses.replace(split.hosts[8], gpus=tuple(
         dataclasses.replace(gpu, fabric_cluster_uuid=None) for gpu in split.hosts[8].gpus))))
-    assert [f.hosts for f in cluster_findings(outside) if f.code == "host-outside-nvlink-domain"] == [("nvl72-tray09",)]
+    assert [f.host for f in cluster_findings(outside) if f.code == "host-outside-nvlink-domain"] == ["nvl72-tray09"]
 
 
 def test_combine_keeps_every_host_and_tags_gaps() -> None:

@@ -4,7 +4,8 @@ Pure functions over a multi-host :class:`~topo.model.Snapshot` (what `linkscope 
 `merge` writes). Each host is compared with what most hosts have: GPU count, active NVLinks and
 PCIe width per GPU, driver, compute NICs and their rates, the NIC each GPU sends through, and
 membership of the multi-node NVLink domain. Nodes that failed to collect (gaps with a host) are
-findings too. `linkscope doctor` runs these after its per-host rules.
+findings too. Each finding is about one host and carries the fields of `doctor`'s findings, so the
+doctor can list them after its per-host rules.
 """
 
 from __future__ import annotations
@@ -19,28 +20,25 @@ from topo.model import Host, Snapshot
 
 K = TypeVar("K", bound=Hashable)
 
-MAX_NAMED_HOSTS = 8
-"""Host names spelled out in one message; the rest are counted."""
-
-
 @dataclass(frozen=True)
 class ClusterFinding:
-    """One cross-host finding, shaped like `doctor --json` findings."""
+    """One cross-host finding about one host, with the fields (and order) of `doctor`'s findings."""
 
     code: str
     severity: str
     """`error`, `warning` or `info`."""
-    hosts: tuple[str, ...]
+    host: str
+    gpus: tuple[int, ...]
+    """NVML indices of the GPUs concerned on `host` (empty: the host as a whole)."""
     message: str
-    evidence: str
-    fix: str
-    gpus: tuple[int, ...] = ()
-    """NVML indices of the GPUs concerned (on each of `hosts`), when the finding is about GPUs."""
+    evidence: tuple[str, ...] = ()
+    """The facts that show it, one per line."""
+    fix: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form (`code`, `severity`, `hosts`, `gpus`, `message`, `evidence`, `fix`)."""
-        return {"code": self.code, "severity": self.severity, "hosts": list(self.hosts), "gpus": list(self.gpus),
-                "message": self.message, "evidence": self.evidence, "fix": self.fix}
+        """The JSON form: `code`, `severity`, `host`, `gpus`, `message`, `evidence` (a list), `fix`."""
+        return {"code": self.code, "severity": self.severity, "host": self.host, "gpus": list(self.gpus),
+                "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
 
 
 def _usual(values: Sequence[K]) -> tuple[K, int]:
@@ -49,44 +47,28 @@ def _usual(values: Sequence[K]) -> tuple[K, int]:
     return value, count
 
 
-def _names(hosts: Sequence[str]) -> str:
-    shown = ", ".join(hosts[:MAX_NAMED_HOSTS])
-    return shown + (f" and {len(hosts) - MAX_NAMED_HOSTS} more" if len(hosts) > MAX_NAMED_HOSTS else "")
-
-
-def _per_host(hosts: Sequence[Host], value: Callable[[Host], K]) -> tuple[list[K], K, int]:
-    values = [value(host) for host in hosts]
-    usual, count = _usual(values)
-    return values, usual, count
-
-
 def _not_collected(snapshot: Snapshot) -> list[ClusterFinding]:
-    findings = []
-    for gap in snapshot.gaps:
-        if gap.host is not None and not any(host.hostname == gap.host for host in snapshot.hosts):
-            findings.append(ClusterFinding(
-                "host-not-collected", "error", (gap.host,), f"{gap.host} did not report: {gap.reason}",
-                f"{gap.subject}: {gap.reason}", f"look at {gap.host} (is it up, can it reach the rendezvous?) and collect again"))
-    return findings
+    present = {host.hostname for host in snapshot.hosts}
+    return [ClusterFinding("host-not-collected", "error", gap.host, (), f"{gap.host} did not report: {gap.reason}",
+                           (f"{gap.subject}: {gap.reason}",),
+                           f"look at {gap.host} (is it up, can it reach the rendezvous?) and collect again")
+            for gap in snapshot.gaps if gap.host is not None and gap.host not in present]
 
 
 def _gpu_count(hosts: Sequence[Host]) -> list[ClusterFinding]:
-    counts, usual, _ = _per_host(hosts, lambda host: len(host.gpus))
-    odd = [host.hostname for host, count in zip(hosts, counts, strict=True) if count < usual]
-    if not odd:
-        return []
-    seen = sorted({count for count in counts if count < usual})
-    return [ClusterFinding("host-missing-gpus", "error", tuple(odd),
-                           f"{_names(odd)} show{'s' if len(odd) == 1 else ''} fewer GPUs than the {usual} most hosts have",
-                           f"GPU counts {seen} against {usual}", "check `nvidia-smi` on the host: a GPU fell off the bus "
-                           "or its driver did not load; drain the node before a job lands on it")]
+    usual, count = _usual([len(host.gpus) for host in hosts])
+    return [ClusterFinding("host-missing-gpus", "error", host.hostname, (),
+                           f"{host.hostname} shows {len(host.gpus)} GPUs where most hosts have {usual}",
+                           (f"{len(host.gpus)} GPUs; {usual} on {count} of {len(hosts)} hosts",),
+                           "check `nvidia-smi` on the host: a GPU fell off the bus or its driver did not load; "
+                           "drain the node before a job lands on it")
+            for host in hosts if len(host.gpus) < usual]
 
 
 def _per_gpu(hosts: Sequence[Host], code: str, what: str, value: Callable[[Host, int], int | None],
              fix: str) -> list[ClusterFinding]:
     """Hosts where a GPU position has less of `value` than that position has on most hosts."""
     positions = max((len(host.gpus) for host in hosts), default=0)
-    findings = []
     by_host: dict[str, list[tuple[int, int, int]]] = {}
     for position in range(positions):
         values = [value(host, position) if position < len(host.gpus) else None for host in hosts]
@@ -97,26 +79,23 @@ def _per_gpu(hosts: Sequence[Host], code: str, what: str, value: Callable[[Host,
         for host, item in zip(hosts, values, strict=True):
             if item is not None and item < usual:
                 by_host.setdefault(host.hostname, []).append((host.gpus[position].index, item, usual))
-    for hostname, items in by_host.items():
-        gpus = tuple(gpu for gpu, _, _ in items)
-        evidence = "; ".join(f"GPU {gpu}: {got} against {usual} on most hosts" for gpu, got, usual in items)
-        findings.append(ClusterFinding(code, "warning", (hostname,),
-                                       f"{hostname}: GPU {', '.join(map(str, gpus))} {what} than on most hosts",
-                                       evidence, fix, gpus))
-    return findings
+    return [ClusterFinding(code, "warning", hostname, tuple(gpu for gpu, _, _ in items),
+                           f"{hostname}: GPU {', '.join(str(gpu) for gpu, _, _ in items)} {what} than on most hosts",
+                           tuple(f"GPU {gpu}: {got} against {usual} on most hosts" for gpu, got, usual in items), fix)
+            for hostname, items in by_host.items()]
 
 
 def _driver(hosts: Sequence[Host]) -> list[ClusterFinding]:
-    drivers, usual, count = _per_host(hosts, lambda host: host.versions.driver)
+    drivers = [host.versions.driver for host in hosts]
     if len(set(drivers)) < 2:
         return []
-    odd = [host.hostname for host, driver in zip(hosts, drivers, strict=True) if driver != usual]
-    seen = Counter(drivers)
-    evidence = "; ".join(f"{driver or 'unknown'} on {number} host(s)" for driver, number in seen.most_common())
-    return [ClusterFinding("host-driver-differs", "warning", tuple(odd),
-                           f"{_names(odd)} run{'s' if len(odd) == 1 else ''} another NVIDIA driver than "
-                           f"{'most hosts' if count * 2 > len(hosts) else 'the others'} ({usual or 'unknown'})",
-                           evidence, "install the same driver (and CUDA, NCCL) on every node of a job")]
+    usual, count = _usual(drivers)
+    most = "most hosts" if count * 2 > len(hosts) else "the others"
+    evidence = tuple(f"{driver or 'unknown'} on {number} host(s)" for driver, number in Counter(drivers).most_common())
+    return [ClusterFinding("host-driver-differs", "warning", host.hostname, (),
+                           f"{host.hostname} runs NVIDIA driver {driver or 'unknown'}, {most} {usual or 'unknown'}",
+                           evidence, "install the same driver (and CUDA, NCCL) on every node of a job")
+            for host, driver in zip(hosts, drivers, strict=True) if driver != usual]
 
 
 def _compute_nics(host: Host) -> dict[str, float | None]:
@@ -134,10 +113,10 @@ def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
         missing = sorted(set(usual_names) - set(names))
         if missing or len(names) < len(usual_names):
             findings.append(ClusterFinding(
-                "host-nic-missing", "warning", (host.hostname,),
+                "host-nic-missing", "warning", host.hostname, (),
                 f"{host.hostname}: {len(names)} NICs carry GPU traffic where most hosts have {len(usual_names)}"
                 + (f" ({', '.join(missing)} missing)" if missing else ""),
-                f"rails {', '.join(names) or 'none'} against {', '.join(usual_names)}",
+                (f"rails {', '.join(names) or 'none'}", f"most hosts: {', '.join(usual_names)}"),
                 "check the NIC (`ibstat`, link up, driver loaded); until then GPUs share another NIC and the "
                 "node's network bandwidth drops"))
     rates: dict[str, list[float]] = {}
@@ -149,20 +128,19 @@ def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
     for host, nics in zip(hosts, per_host, strict=True):
         slow = [(name, rate) for name, rate in nics.items() if rate is not None and rate < usual_rate[name]]
         if slow:
-            evidence = "; ".join(f"{name} {rate:g} Gb/s against {usual_rate[name]:g}" for name, rate in slow)
-            findings.append(ClusterFinding("host-nic-slower", "warning", (host.hostname,),
-                                           f"{host.hostname}: {', '.join(name for name, _ in slow)} trained to a lower "
-                                           "rate than on most hosts", evidence,
-                                           "reseat or replace the cable or transceiver; check the switch port"))
+            findings.append(ClusterFinding(
+                "host-nic-slower", "warning", host.hostname, (),
+                f"{host.hostname}: {', '.join(name for name, _ in slow)} trained to a lower rate than on most hosts",
+                tuple(f"{name} {rate:g} Gb/s against {usual_rate[name]:g}" for name, rate in slow),
+                "reseat or replace the cable or transceiver; check the switch port"))
     return findings
 
 
 def _rails(hosts: Sequence[Host]) -> list[ClusterFinding]:
     """GPUs whose NIC differs from the one the same GPU uses on most hosts: DP traffic leaves the rail."""
     rails = [{rail.gpu: rail.nic for rail in gpu_rails(host)} for host in hosts]
-    gpus = sorted({gpu for per_host in rails for gpu in per_host})
     usual = {}
-    for gpu in gpus:
+    for gpu in sorted({gpu for per_host in rails for gpu in per_host}):
         known = [per_host[gpu] for per_host in rails if per_host.get(gpu) is not None]
         if known:
             usual[gpu] = _usual(known)[0]
@@ -170,13 +148,13 @@ def _rails(hosts: Sequence[Host]) -> list[ClusterFinding]:
     for host, per_host in zip(hosts, rails, strict=True):
         off = [(gpu, nic) for gpu, nic in per_host.items() if gpu in usual and nic != usual[gpu]]
         if off:
-            evidence = "; ".join(f"GPU {gpu} -> {nic or 'no NIC'} (most hosts: {usual[gpu]})" for gpu, nic in off)
-            findings.append(ClusterFinding("host-off-rail", "info", (host.hostname,),
-                                           f"{host.hostname}: GPU {', '.join(str(gpu) for gpu, _ in off)} "
-                                           f"send{'s' if len(off) == 1 else ''} through another NIC than on most hosts, "
-                                           "so data-parallel traffic crosses rails",
-                                           evidence, "restore the missing or down NIC; rail-optimised fabrics need "
-                                           "each local rank on the same NIC index everywhere", tuple(g for g, _ in off)))
+            findings.append(ClusterFinding(
+                "host-off-rail", "info", host.hostname, tuple(gpu for gpu, _ in off),
+                f"{host.hostname}: GPU {', '.join(str(gpu) for gpu, _ in off)} send{'s' if len(off) == 1 else ''} "
+                "through another NIC than on most hosts, so data-parallel traffic crosses rails",
+                tuple(f"GPU {gpu} -> {nic or 'no NIC'} (most hosts: {usual[gpu]})" for gpu, nic in off),
+                "restore the missing or down NIC; rail-optimised fabrics need each local rank on the same NIC "
+                "index everywhere"))
     return findings
 
 
@@ -185,14 +163,11 @@ def _nvlink_domain(hosts: Sequence[Host]) -> list[ClusterFinding]:
     if all(key is None for key in keys):
         return []
     usual, _ = _usual([key for key in keys if key is not None])
-    findings = []
-    outside = [host.hostname for host, key in zip(hosts, keys, strict=True) if key is None]
-    if outside:
-        findings.append(ClusterFinding("host-outside-nvlink-domain", "error", tuple(outside),
-                                       f"{_names(outside)}: GPUs report no (or mixed) NVLink fabric clique while the "
-                                       "other hosts share one", f"most hosts: clique {usual}",
-                                       "check the fabric manager / IMEX service and `nvidia-smi -q` Fabric state"))
-    return findings
+    return [ClusterFinding("host-outside-nvlink-domain", "error", host.hostname, (),
+                           f"{host.hostname}: its GPUs report no (or mixed) NVLink fabric clique while the other "
+                           "hosts share one", (f"most hosts: clique {usual}",),
+                           "check the fabric manager / IMEX service and `nvidia-smi -q` Fabric state")
+            for host, key in zip(hosts, keys, strict=True) if key is None]
 
 
 def cluster_findings(snapshot: Snapshot) -> tuple[ClusterFinding, ...]:
@@ -242,8 +217,7 @@ def host_summaries(snapshot: Snapshot, findings: Sequence[ClusterFinding]) -> tu
             domain_of[position] = f"NVL{number}" if domain.key is not None else "-"
     codes: dict[str, list[str]] = {}
     for finding in findings:
-        for name in finding.hosts:
-            codes.setdefault(name, []).append(finding.code)
+        codes.setdefault(finding.host, []).append(finding.code)
     rows = []
     for position, host in enumerate(snapshot.hosts):
         links = [gpu.nvlink_active_count for gpu in host.gpus]
@@ -255,5 +229,5 @@ def host_summaries(snapshot: Snapshot, findings: Sequence[ClusterFinding]) -> tu
                                 tuple(codes.get(host.hostname, ()))))
     for finding in findings:
         if finding.code == "host-not-collected":
-            rows.append(HostSummary(finding.hosts[0], 0, "-", "-", 0, "-", "-", (finding.code,)))
+            rows.append(HostSummary(finding.host, 0, "-", "-", 0, "-", "-", (finding.code,)))
     return tuple(rows)

@@ -38,7 +38,7 @@ def findings_view(findings: tuple[ClusterFinding, ...]) -> RenderableType:
     for finding in findings:
         head = Text(f"{finding.severity.upper()} {finding.code}  ", style=SEVERITY_STYLE[finding.severity])
         head.append(Text(finding.message))
-        parts += [head, Text(f"  evidence: {finding.evidence}"), Text(f"  fix: {finding.fix}")]
+        parts += [head, *(Text(f"  evidence: {line}") for line in finding.evidence), Text(f"  fix: {finding.fix}")]
     return Group(*parts)
 
 

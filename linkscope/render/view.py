@@ -41,7 +41,7 @@ def snapshot_view(snapshot: Snapshot) -> RenderableType:
         findings = cluster_findings(snapshot)
         parts += [cluster_view(snapshot, findings), Text("")]
         if len(shown) > MAX_HOSTS_IN_FULL:
-            named = {name for finding in findings for name in finding.hosts}
+            named = {finding.host for finding in findings}
             shown = [host for position, host in enumerate(shown) if position == 0 or host.hostname in named]
             shown = shown[:MAX_HOSTS_IN_FULL]
     for host in shown:
