@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -242,6 +243,10 @@ class NvmlGpu:
     pcie_width_max: int | None = None
     fabric_state: str | None = None
     """NVSwitch fabric registration state (`nvidia-smi -q` "Fabric"), None when not reported."""
+    fabric_cluster_uuid: str | None = None
+    """Multi-node NVLink cluster UUID (`nvidia-smi -q` Fabric "ClusterUUID"); None outside such a domain."""
+    fabric_clique_id: int | None = None
+    """NVLink clique id within that cluster (`nvidia-smi -q` Fabric "CliqueId")."""
 
 
 @dataclass
@@ -339,7 +344,7 @@ def _read_gpu(query: NvmlQuery, index: int, handle: Any) -> NvmlGpu:
         pcie_gen_max=_int_or_none(ask("nvmlDeviceGetMaxPcieLinkGeneration")),
         pcie_width_current=_int_or_none(ask("nvmlDeviceGetCurrPcieLinkWidth")),
         pcie_width_max=_int_or_none(ask("nvmlDeviceGetMaxPcieLinkWidth")),
-        fabric_state=_read_fabric_state(query, index, handle),
+        **_read_fabric(query, index, handle),
     )
 
 
@@ -421,22 +426,28 @@ def _read_nvlinks(query: NvmlQuery, index: int, handle: Any, compute_capability:
     return tuple(ports)
 
 
-def _read_fabric_state(query: NvmlQuery, index: int, handle: Any) -> str | None:
-    """NVSwitch fabric state (`nvidia-smi -q` "Fabric" section); None on GPUs without one."""
+def _read_fabric(query: NvmlQuery, index: int, handle: Any) -> dict[str, Any]:
+    """NVSwitch fabric state, and the multi-node NVLink cluster UUID and clique id (`nvidia-smi -q` "Fabric"
+    section), as NvmlGpu fields; empty on GPUs without a fabric."""
     struct_type = getattr(query.nvml, "c_nvmlGpuFabricInfoV_t", None)
     if struct_type is None:
-        return None
+        return {}
     info = struct_type()
     done = query("nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(info), subject=f"gpu {index}", gpu=index,
                  expected=("NotSupported", "FunctionNotFound"))
     if done is None:
-        return None
+        return {}
     state = FABRIC_STATES.get(int(info.state))
     if state is None or state == "Not Supported":
-        return None
+        return {}
     if state == "Completed" and int(getattr(info, "status", 0)) != 0:
-        return f"Completed with error {ERROR_REASONS.get(int(info.status), int(info.status))}"
-    return state
+        return {"fabric_state": f"Completed with error {ERROR_REASONS.get(int(info.status), int(info.status))}"}
+    found: dict[str, Any] = {"fabric_state": state}
+    raw_uuid = bytes(getattr(info, "clusterUuid", b"") or b"")
+    if state == "Completed" and len(raw_uuid) == 16 and any(raw_uuid):  # all zeros: no multi-node domain
+        found["fabric_cluster_uuid"] = str(uuid.UUID(bytes=raw_uuid))
+        found["fabric_clique_id"] = int(info.cliqueId)
+    return found
 
 
 def _read_pairs(query: NvmlQuery, handles: dict[int, Any], facts: NvmlFacts) -> None:

@@ -26,12 +26,7 @@ def _differences(got: object, want: object, path: str = "host") -> list[str]:
     return [] if got == want else [f"{path}: got {got!r}, want {want!r}"]
 
 
-FABRIC_NOT_PROBED = pytest.mark.xfail(strict=True, reason="the probe does not read the fabric cluster UUID and clique id "
-                                      "(nvmlDeviceGetGpuFabricInfoV clusterUuid/cliqueId) yet")
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=FABRIC_NOT_PROBED) if name == "gb200-nvl72" else name
-                                  for name in sample_names()])
+@pytest.mark.parametrize("name", sample_names())
 def test_probe_of_fake_machine_gives_the_sample_back(tmp_path: Path, name: str) -> None:
     sample = load_sample(name)
     probed = probe_fake(tmp_path, sample)

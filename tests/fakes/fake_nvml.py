@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -395,6 +396,10 @@ class FakeNvml:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
         info.state = _FABRIC_STATE_CODE[state]
         info.status = NVML_SUCCESS
+        gpu = self._gpu(handle)
+        if gpu.fabric_cluster_uuid is not None:  # a GPU of a multi-node NVLink domain (GB200 NVL72)
+            info.clusterUuid[:] = list(uuid.UUID(gpu.fabric_cluster_uuid).bytes)
+            info.cliqueId = gpu.fabric_clique_id or 0
         return NVML_SUCCESS
 
     # --- NVLink ------------------------------------------------------------------------
