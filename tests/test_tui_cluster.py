@@ -64,7 +64,7 @@ def test_a_ring_on_an_nvlink_domain_is_drawn_on_the_host_of_its_first_hop() -> N
     from tui.messages import RingChosen
 
     snapshot = load_sample("gb200-nvl72")
-    hops = tuple((position, position + 1) for position in range(4, 11)) + ((11, 4),)
+    hops = (*((position, position + 1) for position in range(4, 11)), (11, 4))
     ring = ring_on_host(snapshot, RingChosen("tp1", 0, hops, 0))
     assert ring.node == 1 and ring.hops == ((0, 1), (1, 2), (2, 3)) and ring.off_node_hops == 2
     mixed = load_sample("h100-cluster-mixed")
