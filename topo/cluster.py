@@ -69,7 +69,16 @@ def nearest_nics(host: Host, position: int) -> tuple[tuple[str, ...], str | None
 
 def gpu_rails(host: Host) -> tuple[GpuRail, ...]:
     """Per GPU (in position order) the NIC it sends through: among the nearest NICs, the fastest active
-    one, dealt out in turn to GPUs that share the same nearest set (as NCCL pairs GPUs with NICs)."""
+    one, dealt out in turn to GPUs that share the same nearest set (as NCCL pairs GPUs with NICs).
+    Cached on the host (immutable): the cluster rules ask for every host's rails more than once."""
+    cached: tuple[GpuRail, ...] | None = host.__dict__.get("_rails")
+    if cached is None:
+        cached = _rails_of(host)
+        object.__setattr__(host, "_rails", cached)
+    return cached
+
+
+def _rails_of(host: Host) -> tuple[GpuRail, ...]:
     column = {nic.name: index for index, nic in enumerate(host.nics)}
     seen: dict[tuple[str, ...], int] = {}
     rails: list[GpuRail] = []
