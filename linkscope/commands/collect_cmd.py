@@ -21,7 +21,9 @@ examples (N nodes, HOST0 the first node's address):
   MASTER_ADDR=HOST0 MASTER_PORT=29500 srun --nodes N --ntasks-per-node 1 linkscope collect -o cluster.json
 
 Rank 0 (torchrun) or task 0 (srun) writes the file; `linkscope show cluster.json` and every other
-command that takes a SOURCE open it."""
+command that takes a SOURCE open it.
+exit status: 0 every node reported, 1 a node is missing (its gap is in the file), 2 bad input or the
+rendezvous or gather failed"""
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
