@@ -37,9 +37,10 @@ def test_collect_under_torchrun_gathers_every_node(tmp_path: Path) -> None:
     assert [path.name for path in tmp_path.iterdir()] == ["cluster.json"]  # no temporary file left behind
 
 
-def _srun_task(rank: int, world: int, port: int, name: str, fake: str, output: Path, *args: str) -> subprocess.Popen[str]:
+def _srun_task(rank: int, world: int, port: int, name: str, fake: str, output: Path, *args: str,
+               local_rank: int = 0) -> subprocess.Popen[str]:
     env = node_env(name, {FAKE_ENV: fake, "SLURM_PROCID": str(rank), "SLURM_NTASKS": str(world),
-                          "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+                          "SLURM_LOCALID": str(local_rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     return subprocess.Popen([sys.executable, "-m", "linkscope", "collect", "-o", str(output), "--json", *args], env=env,
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -68,6 +69,16 @@ def test_a_hung_probe_is_a_gap_within_the_deadline_and_only_loopback_listens(tmp
     assert seen and all(address == "127.0.0.1" for address, _ in seen), seen
     assert port_is_free(port)
     assert all(not psutil.pid_exists(task.pid) or psutil.Process(task.pid).status() == psutil.STATUS_ZOMBIE for task in tasks)
+
+
+def test_only_the_first_task_of_a_node_sends_its_snapshot(tmp_path: Path) -> None:
+    """Two tasks on one node (SLURM_LOCALID 0 and 1): one host in the cluster, not the same host twice."""
+    port, output = free_port(), tmp_path / "cluster.json"
+    tasks = [_srun_task(rank, 2, port, "node-a", "sample:dgx-h100", output, local_rank=rank) for rank in range(2)]
+    results = finish(tasks, 60)
+    assert [rc for rc, _, _ in results] == [0, 0], as_text(results)
+    assert json.loads(results[0][1])["hosts"] == ["node-a"]
+    assert [host.hostname for host in load_source(str(output)).hosts] == ["node-a"]
 
 
 def test_a_node_that_never_joins_ends_the_rendezvous_at_its_deadline(tmp_path: Path) -> None:
