@@ -34,6 +34,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff",
     "record",
     "nccl-log",
+    "collect",
+    "merge",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd` (`-` read as `_`)."""
 

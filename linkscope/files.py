@@ -157,3 +157,22 @@ def write_measurements(path: str, measurements: Measurements, attach_to: Snapsho
         write_text_file(path, measurements_to_json(measurements))
         return
     write_text_file(path, snapshot_to_json(with_measurements(attach_to, measurements)))
+
+
+def replace_text_file(path: str, text: str) -> None:
+    """Write `text` to `path` atomically: a temporary file beside it, then a rename, so a reader never
+    sees half a file and an interrupted write leaves the old one."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".linkscope-", suffix=".tmp", dir=directory)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(handle, 0o666 & ~umask)  # as an ordinary write would create it, not mkstemp's 0600
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text if text.endswith("\n") else text + "\n")
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror})") from None

@@ -119,6 +119,8 @@ def _gpu_from_nvml(found: NvmlGpu, device: PciDevice | None) -> Gpu:
         pcie_width_current=found.pcie_width_current,
         pcie_width_max=found.pcie_width_max,
         pci_path=device.pci_path if device else (),
+        fabric_cluster_uuid=found.fabric_cluster_uuid,
+        fabric_clique_id=found.fabric_clique_id,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import time
+import uuid
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -88,6 +89,10 @@ class NvmlGpu:
     mig_devices: tuple[MigDevice, ...] = ()
     read_s: float = 0.0
     """Seconds reading this GPU took, its first touch included (slow without the persistence daemon)."""
+    fabric_cluster_uuid: str | None = None
+    """Multi-node NVLink cluster UUID (`nvidia-smi -q` Fabric "ClusterUUID"); None outside such a domain."""
+    fabric_clique_id: int | None = None
+    """NVLink clique id within that cluster (`nvidia-smi -q` Fabric "CliqueId")."""
 
 
 @dataclass
@@ -195,7 +200,7 @@ def _read_gpu(query: NvmlQuery, index: int, handle: Any) -> NvmlGpu:
         pcie_gen_max=int_or_none(ask("nvmlDeviceGetMaxPcieLinkGeneration")),
         pcie_width_current=int_or_none(ask("nvmlDeviceGetCurrPcieLinkWidth")),
         pcie_width_max=int_or_none(ask("nvmlDeviceGetMaxPcieLinkWidth")),
-        fabric_state=_read_fabric_state(query, index, handle),
+        **_read_fabric(query, index, handle),
     )
 
 
@@ -214,9 +219,9 @@ def _read_mig_devices(query: NvmlQuery, index: int, handle: Any) -> tuple[MigDev
         def ask(function: str, mig: Any = mig, mig_subject: str = mig_subject) -> Any | None:
             return query(function, mig, subject=mig_subject, gpu=index)
 
-        uuid, memory = ask("nvmlDeviceGetUUID"), ask("nvmlDeviceGetMemoryInfo")
+        mig_uuid, memory = ask("nvmlDeviceGetUUID"), ask("nvmlDeviceGetMemoryInfo")
         devices.append(MigDevice(
-            uuid=decode(uuid) if uuid is not None else None,
+            uuid=decode(mig_uuid) if mig_uuid is not None else None,
             gpu_instance_id=int_or_none(ask("nvmlDeviceGetGpuInstanceId")),
             compute_instance_id=int_or_none(ask("nvmlDeviceGetComputeInstanceId")),
             memory_total_bytes=int(memory.total) if memory is not None else None,
@@ -224,23 +229,29 @@ def _read_mig_devices(query: NvmlQuery, index: int, handle: Any) -> tuple[MigDev
     return tuple(devices)
 
 
-def _read_fabric_state(query: NvmlQuery, index: int, handle: Any) -> str | None:
-    """NVSwitch fabric state (`nvidia-smi -q` "Fabric" section); None on GPUs without one."""
+def _read_fabric(query: NvmlQuery, index: int, handle: Any) -> dict[str, Any]:
+    """NVSwitch fabric state, and the multi-node NVLink cluster UUID and clique id (`nvidia-smi -q` "Fabric"
+    section), as NvmlGpu fields; empty on GPUs without a fabric."""
     struct_type = getattr(query.nvml, "c_nvmlGpuFabricInfoV_t", None)
     if struct_type is None:
-        return None
+        return {}
     info = struct_type()
     done = query("nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(info), subject=f"gpu {index}", gpu=index,
                  expected=("NotSupported", "FunctionNotFound"))
     if done is None:
-        return None
+        return {}
     # nvml.h declares the state one byte wide; pynvml reads four, so the padding after it must go
     state = FABRIC_STATES.get(int(info.state) & 0xFF)
     if state is None or state == "Not Supported":
-        return None
+        return {}
     if state == "Completed" and int(getattr(info, "status", 0)) != 0:
-        return f"Completed with error {ERROR_REASONS.get(int(info.status), int(info.status))}"
-    return state
+        return {"fabric_state": f"Completed with error {ERROR_REASONS.get(int(info.status), int(info.status))}"}
+    found: dict[str, Any] = {"fabric_state": state}
+    raw_uuid = bytes(getattr(info, "clusterUuid", b"") or b"")
+    if state == "Completed" and len(raw_uuid) == 16 and any(raw_uuid):  # all zeros: no multi-node domain
+        found["fabric_cluster_uuid"] = str(uuid.UUID(bytes=raw_uuid))
+        found["fabric_clique_id"] = int(info.cliqueId)
+    return found
 
 
 def _read_pairs(query: NvmlQuery, handles: dict[int, Any], facts: NvmlFacts) -> None:

@@ -228,7 +228,8 @@ def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_
     from probes.bench.results import stragglers
 
     def row(group: str, dim: str, size: int, busbw: float) -> dict[str, object]:
-        return {"group": group, "dim": dim, "op": "all_reduce", "bytes": size, "busbw_gbps": busbw}
+        hosts = {"tp0": ["node-a"], "tp1": ["node-b"]}.get(group, ["node-a", "node-b"])
+        return {"group": group, "dim": dim, "op": "all_reduce", "bytes": size, "busbw_gbps": busbw, "hosts": hosts}
 
     mib = 1 << 20
     rows = [row("tp0", "tp", mib, 100.0), row("tp1", "tp", mib, 74.0),             # 74%: tp1 straggles
@@ -236,7 +237,7 @@ def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_
             row("tp0", "tp", 1024, 100.0), row("tp1", "tp", 1024, 10.0),           # latency-bound: not judged
             row("dp0", "dp", mib, 10.0), row("world", "world", mib, 1.0)]
     assert stragglers(rows) == [{"dim": "tp", "op": "all_reduce", "bytes": mib, "group": "tp1", "busbw_gbps": 74.0,
-                                 "fastest_group": "tp0", "fastest_busbw_gbps": 100.0, "ratio": 0.74}]
+                                 "fastest_group": "tp0", "fastest_busbw_gbps": 100.0, "hosts": ["node-b"], "ratio": 0.74}]
 
 
 @pytest.mark.parametrize(("op", "size_bytes", "dtype", "nranks", "elements"), [

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from topo.cluster import is_domain
 from topo.cost.calibrate import calibrate
 from topo.cost.collectives import GroupLinks, collective_cost, format_gbps
 from topo.cost.groups import GroupPricer
@@ -462,8 +463,9 @@ def _tp_crosses_node(ctx: _Context) -> list[Finding]:
         divisors = [size for size in range(min(tp, per_node), 0, -1) if per_node % size == 0]
         fix = f"TP {tp} does not fit the {per_node} GPUs of one node: use --tp {divisors[0]} (and more pp or dp)"
     crossed = links[first]
-    message = (f"{len(crossing)} of {len(links)} TP groups span nodes, so tensor-parallel collectives cross "
-               f"{crossed.net_description} instead of the links inside a node")
+    node = "NVLink domain" if is_domain(ctx.placement.hosts[0]) else "node"
+    message = (f"{len(crossing)} of {len(links)} TP groups span {node}s, so tensor-parallel collectives cross "
+               f"{crossed.net_description} instead of the links inside {'an' if node[0] == 'N' else 'a'} {node}")
     return [Finding("tp-crosses-node", "error", "tp", _ranks(ctx.groups["tp"][first]), message, links[first].net_label,
                     ctx.cost_s("tp"), best_cost, fix)]
 

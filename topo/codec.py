@@ -25,16 +25,47 @@ T = TypeVar("T")
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Largest snapshot file the loader accepts."""
 
+MAX_SHARED_VALUES = 65536
+"""Distinct small values (NVLink ports, P2P states) the decoder remembers per type, to share them."""
+
 
 def to_jsonable(value: Any) -> Any:
     """Turn a model object into plain JSON types (dicts, lists, str, numbers, None)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (tuple, list)):
-        return [to_jsonable(item) for item in value]
-    return value
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    encoder = _ENCODERS.get(kind)
+    if encoder is None:
+        encoder = _ENCODERS[kind] = _encoder(kind)
+    return encoder(value)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_ENCODERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _encoder(kind: type) -> Callable[[Any], Any]:
+    """How values of one type become JSON, found once per type (a cluster file holds millions of values)."""
+    if dataclasses.is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        names = tuple(f.name for f in dataclasses.fields(kind))
+        plain = tuple(_is_plain(hints[name]) for name in names)
+        if all(plain):
+            return lambda value: {name: getattr(value, name) for name in names}
+        return lambda value: {name: getattr(value, name) if is_plain else to_jsonable(getattr(value, name))
+                              for name, is_plain in zip(names, plain, strict=True)}
+    if issubclass(kind, enum.Enum):
+        return lambda value: value.value
+    if issubclass(kind, (tuple, list)):
+        return lambda value: [to_jsonable(item) for item in value]
+    return lambda value: value
+
+
+def _is_plain(tp: Any) -> bool:
+    """True for a type hint whose values are JSON as they are (str, numbers, bool, None, or a union of them)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return all(_is_plain(option) for option in typing.get_args(tp))
+    return tp in _PLAIN
 
 
 def from_jsonable(cls: type[T], data: Any, path: str = "$") -> T:

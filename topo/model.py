@@ -152,6 +152,12 @@ class Gpu:
     pcie_width_max: int | None = None
     pci_path: tuple[str, ...] = ()
     """PCI bus ids of the bridges from the root port down to (not including) the GPU."""
+    fabric_cluster_uuid: str | None = None
+    """NVLink fabric cluster UUID (`nvidia-smi -q` Fabric "ClusterUUID"; GB200 NVL72 and other multi-node
+    NVLink systems); None where the GPU reports none."""
+    fabric_clique_id: int | None = None
+    """NVLink fabric clique id (`nvidia-smi -q` Fabric "CliqueId"): GPUs of one cluster UUID and clique,
+    on any host, reach each other over NVLink."""
 
     @property
     def nvlink_active_count(self) -> int:
@@ -265,6 +271,8 @@ class Gap:
     """What was not read, e.g. `nvmlDeviceGetNvLinkState(gpu 3, link 5)`."""
     reason: str
     """Why, e.g. `NotSupported`, `GpuIsLost`, `timed out after 2.0 s`."""
+    host: str | None = None
+    """In a cluster snapshot, the host the gap belongs to (a node that failed to collect has a gap and no Host)."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +336,8 @@ class CollectiveResult:
     """How an imported row's rank count was found: `rank lines` (`# Rank N` lines), `threads x gpus x
     processes`, `size/count` (per-rank counts of all_gather and friends) or `busbw/algbw` (the printed
     ratio for the op); None when measured here or unknown."""
+    hosts: tuple[str, ...] = ()
+    """The distinct host names of the group's ranks, in rank order (runs across nodes); empty when not recorded."""
 
 
 @dataclass(frozen=True)

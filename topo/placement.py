@@ -1,7 +1,8 @@
 """Ranks -> devices: which host and which GPU of it each global rank runs on.
 
 The cluster is the SOURCE's host repeated `--nodes` times (or the hosts of a multi-host
-snapshot). torchrun places ranks in blocks (`RANK = node * nproc_per_node + LOCAL_RANK`),
+snapshot; hosts of one multi-node NVLink domain, GB200 NVL72, count as one node: see
+:func:`topo.cluster.domain_hosts`). torchrun places ranks in blocks (`RANK = node * nproc_per_node + LOCAL_RANK`),
 Slurm `--distribution=cyclic` deals them round-robin over nodes, and CUDA_VISIBLE_DEVICES
 permutes which physical GPU each local rank opens. An explicit rank map names every rank's
 host and GPU.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from topo.cluster import domain_hosts, is_domain, nvlink_domains
 from topo.errors import InputError
 from topo.layout import MAX_RANKS
 from topo.limits import MAX_GPUS_PER_HOST
@@ -74,18 +76,32 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
                          "(the largest clusters have a few hundred thousand GPUs)")
     if not snapshot.hosts:
         raise InputError(f"{snapshot.source or 'snapshot'}: no hosts in the snapshot")
-    if len(snapshot.hosts) == 1:
-        if not snapshot.host.gpus:
+    domains = domain_hosts(snapshot)
+    if len(domains) == 1:
+        if not domains[0].gpus:
             raise InputError(f"{snapshot.source or 'snapshot'}: the host has no GPUs")
-        return (snapshot.host,) * nodes, (0,) * nodes
-    if nodes not in (1, len(snapshot.hosts)):
-        raise InputError(f"--nodes {nodes}: the snapshot already describes {len(snapshot.hosts)} hosts")
-    classes: list[int] = []
+        return (domains[0],) * nodes, (0,) * nodes
+    if nodes not in (1, len(domains)):
+        what = "hosts" if len(domains) == len(snapshot.hosts) else "NVLink domains"
+        raise InputError(f"--nodes {nodes}: the snapshot already describes {len(domains)} {what}")
+    return domains, _classes(domains)
+
+
+def _classes(hosts: Sequence[Host]) -> tuple[int, ...]:
+    """Per host, an id shared by the hosts that price alike."""
     seen: dict[tuple[object, ...], int] = {}
-    for host in snapshot.hosts:
-        key = (tuple(map(tuple, host.matrix_tokens())), host.gpu_nic, tuple(n.rate_gbit_per_s for n in host.nics))
-        classes.append(seen.setdefault(key, len(seen)))
-    return snapshot.hosts, tuple(classes)
+    return tuple(seen.setdefault(_class_key(host), len(seen)) for host in hosts)
+
+
+def _class_key(host: Host) -> tuple[object, ...]:
+    """What makes two hosts price alike: their GPU links, GPU x NIC paths and NIC rates (cached on the host,
+    which is immutable, so a 1,024-host cluster is classified once, not on every check)."""
+    cached: tuple[object, ...] | None = host.__dict__.get("_class_key")
+    if cached is None:
+        links = tuple((link.a, link.b, link.kind, link.nvlink_count) for link in host.links)
+        cached = (len(host.gpus), links, host.gpu_nic, tuple(nic.rate_gbit_per_s for nic in host.nics))
+        object.__setattr__(host, "_class_key", cached)
+    return cached
 
 
 def _positions(host: Host, devices: Sequence[int], node: int) -> list[int]:
@@ -139,15 +155,17 @@ def place_ranks(
         local = tuple(rank // nodes for rank in range(world_size))
     gpu_of_rank = tuple(per_node[node][slot] for node, slot in zip(node_of_rank, local, strict=True))
     how = "torchrun block order" if distribution == "block" else "Slurm cyclic distribution"
-    description = f"{how}, {nodes} node(s) x {gpus_per_node} GPUs"
+    unit = "NVLink domain(s)" if is_domain(hosts[0]) else "node(s)"
+    description = f"{how}, {nodes} {unit} x {gpus_per_node} GPUs"
     if visible_devices is not None:
         description += f", CUDA_VISIBLE_DEVICES={','.join(map(str, visible_devices))}"
     return Placement(hosts, host_class, node_of_rank, gpu_of_rank, description)
 
 
 def place_from_rank_map(snapshot: Snapshot, entries: Sequence[RankMapEntry], world_size: int) -> Placement:
-    """Place ranks as an explicit rank map says; hosts are matched by name in a multi-host snapshot,
-    otherwise the single host is repeated once per distinct host name (in order of first appearance)."""
+    """Place ranks as an explicit rank map says; hosts are matched by name in a multi-host snapshot (the hosts
+    of one multi-node NVLink domain sharing one node), otherwise the single host is repeated once per distinct
+    host name (in order of first appearance)."""
     if len(entries) != world_size:
         raise LayoutMismatch(f"the rank map has {len(entries)} ranks but the layout's world size is {world_size}")
     by_rank = {entry.rank: entry for entry in entries}
@@ -158,28 +176,41 @@ def place_from_rank_map(snapshot: Snapshot, entries: Sequence[RankMapEntry], wor
     for rank in range(world_size):
         if by_rank[rank].host not in names:
             names.append(by_rank[rank].host)
+    offset_of: dict[str, int] = {}
     if len(snapshot.hosts) > 1:
-        known = {host.hostname: host for host in snapshot.hosts}
-        unknown = [name for name in names if name not in known]
+        real = {host.hostname: host for host in snapshot.hosts}
+        unknown = [name for name in names if name not in real]
         if unknown:
             raise LayoutMismatch(f"the rank map names host {unknown[0]!r}, which is not in the snapshot")
-        hosts = tuple(known[name] for name in names)
-        _, classes = cluster_hosts(Snapshot(hosts=hosts), len(hosts)) if len(hosts) > 1 else ((), (0,))
+        domain_of: dict[str, int] = {}
+        for number, domain in enumerate(nvlink_domains(snapshot)):
+            offset = 0
+            for position in domain.hosts:
+                host = snapshot.hosts[position]
+                domain_of[host.hostname], offset_of[host.hostname] = number, offset
+                offset += len(host.gpus)
+        merged = domain_hosts(snapshot)  # hosts of one multi-node NVLink domain are one node
+        order = list(dict.fromkeys(domain_of[name] for name in names))
+        node_of_name = {name: order.index(domain_of[name]) for name in names}
+        hosts = tuple(merged[number] for number in order)
+        classes = _classes(hosts)
     else:
+        real = {name: snapshot.host for name in names}
+        node_of_name = {name: node for node, name in enumerate(names)}
         hosts = (snapshot.host,) * len(names)
         classes = (0,) * len(names)
-    node_index = {name: node for node, name in enumerate(names)}
     node_of_rank: list[int] = []
     gpu_of_rank: list[int] = []
     used: dict[tuple[int, int], int] = {}
     for rank in range(world_size):
         entry = by_rank[rank]
-        node = node_index[entry.host]
-        host = hosts[node]
-        position = next((pos for pos, gpu in enumerate(host.gpus) if gpu.index == entry.gpu), None)
-        if position is None:
+        node = node_of_name[entry.host]
+        host = real[entry.host]
+        found = next((pos for pos, gpu in enumerate(host.gpus) if gpu.index == entry.gpu), None)
+        if found is None:
             raise LayoutMismatch(f"rank {rank} is mapped to GPU {entry.gpu} of {entry.host}, which has only "
                                  f"{len(host.gpus)} GPUs", (rank,))
+        position = offset_of.get(entry.host, 0) + found
         if (node, position) in used:
             other = used[(node, position)]
             raise LayoutMismatch(f"ranks {other} and {rank} are both mapped to GPU {entry.gpu} of {entry.host}",

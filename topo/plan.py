@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from topo.checks import CheckReport, CheckRequest, check_layout
+from topo.cluster import domain_hosts
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel
 from topo.cost.step import DimensionCost
@@ -128,10 +129,14 @@ def plan_layout(
     cost_model: CostModel | None = None,
     vpp: int = 1,
 ) -> Plan:
-    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host and price the result.
+    """Choose degrees for `gpus` GPUs of machines like `snapshot`'s first host (its first NVLink domain
+    when that spans hosts, as on GB200 NVL72) and price the result.
 
     `vpp` virtual stages per rank (interleaved schedule) shrink the bubble; they need a pipeline.
     """
+    host = domain_hosts(snapshot)[0] if snapshot.hosts else None
+    if host is not None and (len(snapshot.hosts) > 1 or host is not snapshot.host):
+        snapshot = replace(snapshot, hosts=(host,))  # nodes like the cluster's first host (or NVLink domain)
     host = snapshot.host
     per_node = len(host.gpus)
     if gpus < 1:

@@ -17,11 +17,12 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Header, TabbedContent, TabPane
 
+from topo.cluster import host_position, nvlink_domains
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
 from topo.nccl_placement import NcclPlacement
 from topo.text import printable
-from tui.messages import MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
+from tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
 from tui.screens.monitor import MonitorView
@@ -168,9 +169,15 @@ class LinkscopeApp(App[None]):
         self.query_one(MonitorView).snapshot = snapshot
         self.query_one(StepsView).snapshot = snapshot
 
+    def on_host_picked(self, message: HostPicked) -> None:
+        """The Topology tab's host list picked a host: show it on Links too."""
+        self.query_one(LinksView).host_index = message.index
+
     def on_ring_chosen(self, message: RingChosen) -> None:
         """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
         links = self.query_one(LinksView)
+        if self.snapshot is not None and len(nvlink_domains(self.snapshot)) != len(self.snapshot.hosts):
+            message = ring_on_host(self.snapshot, message)
         if self.snapshot is not None and 0 <= message.node < len(self.snapshot.hosts):
             links.host_index = message.node
         links.ring = message if message.hops or message.off_node_hops else None
@@ -224,6 +231,24 @@ def merge_measurements(old: Measurements | None, new: Measurements) -> Measureme
         group_setup_ms=old.group_setup_ms + new.group_setup_ms,
         notes=old.notes + new.notes,
     )
+
+
+def ring_on_host(snapshot: Snapshot, ring: RingChosen) -> RingChosen:
+    """A ring placed on a multi-host NVLink domain (one node of the layout) as the Links tab shows it: on the host
+    of its first hop, with the hops that leave that host counted as leaving."""
+    if ring.node >= len(nvlink_domains(snapshot)):
+        return ring
+    if not ring.hops:
+        return dataclasses.replace(ring, node=host_position(snapshot, ring.node, 0)[0])
+    host = host_position(snapshot, ring.node, ring.hops[0][0])[0]
+    hops, leaving = [], ring.off_node_hops
+    for a, b in ring.hops:
+        (host_a, local_a), (host_b, local_b) = host_position(snapshot, ring.node, a), host_position(snapshot, ring.node, b)
+        if host_a == host_b == host:
+            hops.append((local_a, local_b))
+        elif host_a != host_b:
+            leaving += 1
+    return dataclasses.replace(ring, node=host, hops=tuple(hops), off_node_hops=leaving)
 
 
 def build_app(

@@ -35,6 +35,14 @@ class SnapshotFailed(Message):
 
 
 @dataclass
+class HostPicked(Message):
+    """The Topology tab's host list picked a host of a cluster: show it on Links too."""
+
+    index: int
+    """Position of the host in `Snapshot.hosts`."""
+
+
+@dataclass
 class RingChosen(Message):
     """The Ranks screen picked a group: draw its ring on the Links grid (empty: clear it)."""
 

@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope estimate all_reduce --bytes 1G --ranks 8 --intra 1:300 --algo ring\n"
             "  linkscope estimate all_reduce --bytes 1G --ranks 8 --nodes 8 --inter 5:12.5 --algo ring\n"
             "  linkscope estimate all_reduce --bytes 8G --ranks 8 sample:dgx-h100 --json\n"
-            "  linkscope estimate all_reduce --bytes 8G --ranks 16 --nodes 2 sample:dgx-h100"
+            "  linkscope estimate all_reduce --bytes 8G --ranks 16 --nodes 2 sample:dgx-h100\n"
+            "  linkscope estimate all_reduce --bytes 1G --ranks 16 sample:gb200-nvl72"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -99,8 +100,9 @@ def _accept_source_after_options(parser: argparse.ArgumentParser) -> None:
     parser.__class__ = IntermixedParser
 
 
-def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str]:
-    """The links a group of `ranks` crosses on `nodes` copies of the SOURCE machine, and where they sit."""
+def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str, int]:
+    """The links a group of `ranks` crosses on `nodes` copies of the SOURCE machine (or on the hosts of a
+    cluster, a multi-host NVLink domain counting as one node), where they sit, and how many nodes they span."""
     from topo.cost.groups import GroupPricer
     from topo.cost.params import CostModel
     from topo.placement import LayoutMismatch, cluster_hosts, place_ranks
@@ -120,7 +122,8 @@ def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str
         placement = place_ranks(hosts, classes, ranks, "block", devices)
     except LayoutMismatch as mismatch:
         raise InputError(f"{spec}: {mismatch.message}") from None
-    return GroupPricer(placement, CostModel()).links(range(ranks)), f"on {snapshot.source or spec}, {placement.description}"
+    where = f"on {snapshot.source or spec}, {placement.description}"
+    return GroupPricer(placement, CostModel()).links(range(ranks)), where, len(set(placement.node_of_rank))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
     if args.source is not None:
         if args.intra is not None or args.inter is not None:
             raise InputError("--intra/--inter describe links without a machine: drop them or drop SOURCE")
-        links, where = _links_on_source(args.source, args.ranks, args.nodes)
+        links, where, nodes = _links_on_source(args.source, args.ranks, args.nodes)
     else:
         links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra or DEFAULT_INTRA, "--intra"),
                               parse_alpha_beta(args.inter or DEFAULT_INTER, "--inter"))
-        where = "on uniform links"
+        where, nodes = "on uniform links", args.nodes
     if (status := run_sweep_if_asked(args, op, links)) is not None:
         return status
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
@@ -149,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     algorithms = algorithm_times(op, links, size_bytes)
     if args.json:
         print(json_text({
-            "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": args.nodes, "algo": cost.algo,
+            "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": nodes, "algo": cost.algo,
             "time_s": cost.time_s, "algbw_gbps": cost.algbw_gbps, "busbw_gbps": cost.busbw_gbps,
             "channels": cost.channels, "links": list(cost.links_used), "algorithms": algorithms,
         }))
@@ -160,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.render.check_view import format_seconds
     from linkscope.render.console import console as safe_console
 
-    title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {args.nodes} node(s)"
+    title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {nodes} node(s)"
     table = Table(title=Text(title), title_justify="left", show_edge=False)
     for column in ("algorithm", "time", "algbw", "busbw"):
         table.add_column(column, justify="left" if column == "algorithm" else "right")

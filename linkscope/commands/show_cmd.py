@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "class, the bandwidth each class should deliver, every GPU's CPU and NUMA affinity\n"
             "and PCIe/NVLink state, the NICs with their nearest GPUs, and what could not be read.\n"
             "--json prints one object: gpus, matrix, nics, gpu_nic, cpu_affinity, numa_affinity,\n"
-            "hostname, source, gaps, and hosts (every host, for multi-host snapshots).\n"
+            "hostname, source, gaps, hosts (every host, for multi-host snapshots), and for a cluster\n"
+            "cluster_findings (hosts unlike the others: fewer NVLinks, narrower PCIe, another driver,\n"
+            "a NIC missing or slower, a node that did not report).\n"
             "With measurements (carried by the snapshot, or --measurements FILE) every row is shown\n"
             "next to what the cost model expects on this machine: expected GB/s, ratio, verdict\n"
             "(`measurements` in --json)."
@@ -87,13 +89,19 @@ def host_json(host: Host) -> dict[str, Any]:
 
 def show_json(snapshot: Snapshot) -> dict[str, Any]:
     """The `show --json` object: the first host at the top level, every host under `hosts`."""
+    from topo.cluster_health import cluster_findings
+
     hosts = [host_json(host) for host in snapshot.hosts]
-    return {
+    shown: dict[str, Any] = {
         **hosts[0],
         "source": snapshot.source,
-        "gaps": [{"subject": gap.subject, "reason": gap.reason} for gap in snapshot.gaps],
+        "gaps": [{"subject": gap.subject, "reason": gap.reason, **({"host": gap.host} if gap.host else {})}
+                 for gap in snapshot.gaps],
         "hosts": hosts,
     }
+    if len(snapshot.hosts) > 1 or any(gap.host for gap in snapshot.gaps):
+        shown["cluster_findings"] = [finding.to_json() for finding in cluster_findings(snapshot)]
+    return shown
 
 
 def measurements_json(snapshot: Snapshot) -> dict[str, Any] | None:

@@ -166,5 +166,5 @@ def gaps_table(gaps: Sequence[Gap]) -> RenderableType:
     table.add_column("not read", overflow="fold")
     table.add_column("why", overflow="fold")
     for gap in gaps:
-        table.add_row(Text(gap.subject), Text(gap.reason))
+        table.add_row(Text(f"{gap.host}: {gap.subject}" if gap.host else gap.subject), Text(gap.reason))
     return table

@@ -1,5 +1,6 @@
-"""The whole console view of a snapshot, as `linkscope show` prints it: per host the header, link
-matrix, NIC legend, bandwidth legend, GPU and NIC tables; then the recorded gaps."""
+"""The whole console view of a snapshot, as `linkscope show` prints it: for a cluster the hosts table
+and cross-host findings first; per host the header, link matrix, NIC legend, bandwidth legend, GPU
+and NIC tables; then the recorded gaps."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from rich.text import Text
 from linkscope.render.matrix import link_legend, link_matrix, nic_legend
 from linkscope.render.tables import gaps_table, gpu_table, host_header, nic_table
 from topo.model import Host, Snapshot
+
+MAX_HOSTS_IN_FULL = 8
+"""A cluster larger than this shows in full only its first host and the hosts findings name."""
 
 
 def host_view(snapshot: Snapshot, host: Host) -> RenderableType:
@@ -29,10 +33,24 @@ def host_view(snapshot: Snapshot, host: Host) -> RenderableType:
 def snapshot_view(snapshot: Snapshot) -> RenderableType:
     """Every host of `snapshot` (separated by a rule naming the host when there are several), then its gaps."""
     parts: list[RenderableType] = []
-    for host in snapshot.hosts:
+    shown = list(snapshot.hosts)
+    if len(snapshot.hosts) > 1:
+        from linkscope.render.cluster_view import cluster_view
+        from topo.cluster_health import cluster_findings
+
+        findings = cluster_findings(snapshot)
+        parts += [cluster_view(snapshot, findings), Text("")]
+        if len(shown) > MAX_HOSTS_IN_FULL:
+            named = {finding.host for finding in findings}
+            shown = [host for position, host in enumerate(shown) if position == 0 or host.hostname in named]
+            shown = shown[:MAX_HOSTS_IN_FULL]
+    for host in shown:
         if len(snapshot.hosts) > 1:
             parts.append(Rule(Text(host.hostname or "(unnamed)"), align="left"))
         parts += [host_view(snapshot, host), Text("")]
+    if len(shown) < len(snapshot.hosts):
+        parts += [Text(f"{len(snapshot.hosts) - len(shown)} more hosts not shown in full (the first host and those "
+                       "named by a finding are); `linkscope show --json` has every one."), Text("")]
     if not snapshot.hosts:
         parts += [Text("No hosts in this snapshot."), Text("")]
     parts.append(gaps_table(snapshot.gaps))

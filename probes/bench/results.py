@@ -29,6 +29,7 @@ def collective_from_row(row: dict[str, Any]) -> CollectiveResult:
         in_place=bool(row["in_place"]),
         backend=row["backend"],
         group=None if row["group"] == "world" else row["group"],
+        hosts=tuple(row.get("hosts", ())),
     )
 
 
@@ -87,7 +88,7 @@ def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if len(groups) > 1 and fastest["busbw_gbps"] > 0 and is_below(slowest["busbw_gbps"] / fastest["busbw_gbps"]):
             found.append({"dim": dim, "op": op, "bytes": size_bytes, "group": slowest["group"],
                           "busbw_gbps": slowest["busbw_gbps"], "fastest_group": fastest["group"],
-                          "fastest_busbw_gbps": fastest["busbw_gbps"],
+                          "fastest_busbw_gbps": fastest["busbw_gbps"], "hosts": list(slowest.get("hosts", [])),
                           "ratio": slowest["busbw_gbps"] / fastest["busbw_gbps"]})
     return found
 

@@ -10,8 +10,9 @@ Two ways in:
   where rank 0 writes Measurements JSON to `-o`.
 
 The test-only knob LINKSCOPE_BENCH_FAULT (`corrupt:RANK`, `hang:RANK`, `hang-ignore-term:RANK`,
-`fail:RANK`, `fail-then-hang:RANK`, `hang-after-first-op:RANK`, comma-separated) makes a rank misbehave so
-the tests can see it caught.
+`fail:RANK`, `fail-then-hang:RANK`, `hang-after-first-op:RANK`, `slow:RANK`, comma-separated) makes a rank
+misbehave so the tests can see it caught (`slow`: 20 ms late into every call, as a slow node would be, so its
+groups' peers wait for it).
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
         torch.cuda.set_device(device)
     faults = faults_for(rank)
     handles, setup_ms = coll.create_groups(spec, device)
+    from probes.cluster_collect import node_name
+
+    host_of_rank = gather_json(node_name(), device)
     _misbehave(faults)
     emulated, notes = coll.choose_emulated(spec, device)
     sizes = list(spec.sizes_bytes)
@@ -106,12 +110,16 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
                 row = None
                 if mine is not None:
                     case = coll.make_case(op, size, spec, mine, handles[mine.label], device, emulated)
+                    if case is not None and "slow" in faults:
+                        case = _slowed(case)
                     if case is None:
                         skipped.add(f"{op} {size} B")
                         dist.barrier()
                     else:
                         row = coll.measure_group(case, spec, mine, handles[mine.label], dist.group.WORLD, device,
                                                  "corrupt" in faults)
+                        if row is not None:
+                            row["hosts"] = list(dict.fromkeys(host_of_rank[member] for member in mine.ranks))
                         del case
                 if row is not None:
                     rows.append(row)
@@ -136,6 +144,23 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     dims_order = {g.label: d for d, (_, groups) in enumerate(spec.dims) for g in groups}
     setup_sorted = sorted(setup.items(), key=lambda item: dims_order.get(item[0], -1))
     return {"rows": order_rows(all_rows, spec), "setup_ms": setup_sorted, "notes": notes}
+
+
+SLOW_FAULT_S = 0.02
+"""How late a `slow` rank enters each call."""
+
+
+def _slowed(case: Any) -> Any:
+    """`case` entered SLOW_FAULT_S late on every call (the `slow` fault)."""
+    import dataclasses
+
+    run = case.run
+
+    def late() -> None:
+        time.sleep(SLOW_FAULT_S)
+        run()
+
+    return dataclasses.replace(case, run=late)
 
 
 def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
@@ -284,6 +309,12 @@ def _torchrun(argv: list[str]) -> int:
             return 2
         local_rank = min(local_rank, visible - 1)  # one GPU per task (Slurm --gpus-per-task): it is device 0
         torch.cuda.set_device(local_rank)
+    if "GLOO_SOCKET_IFNAME" not in os.environ and os.environ.get("MASTER_ADDR"):
+        from probes.cluster_collect import interface_towards
+
+        interface = interface_towards(os.environ["MASTER_ADDR"])  # gloo listens where the rendezvous is, nowhere else
+        if interface:
+            os.environ["GLOO_SOCKET_IFNAME"] = interface
     t0 = time.perf_counter()
     dist.init_process_group(backend, init_method="env://")
     dist.barrier()
@@ -297,8 +328,16 @@ def _torchrun(argv: list[str]) -> int:
                                           result["notes"], source="linkscope bench collectives (torchrun)")
     for row in result["rows"]:
         print(json.dumps(row))
+    from probes.bench.results import stragglers
+
+    for slow in stragglers(result["rows"]):
+        print(f"straggler: {slow['dim']} group {slow['group']} on {', '.join(slow['hosts'])}: {slow['op']} "
+              f"{slow['bytes']} B at {slow['busbw_gbps']:.2f} GB/s busbw, {slow['ratio']:.0%} of {slow['fastest_group']}",
+              file=sys.stderr)
     if args.output:
-        Path(args.output).write_text(measurements_to_json(measurements))
+        partial = Path(f"{args.output}.part-{os.getpid()}")
+        partial.write_text(measurements_to_json(measurements))
+        os.replace(partial, args.output)  # atomically: a reader never sees half a file
     return 0
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -554,6 +555,10 @@ class FakeNvml:
         # nvml.h's state is one byte; with the quirk the three bytes after it are not zero
         info.state = _FABRIC_STATE_CODE[state] | (0xA5A5A500 if self.quirks.fabric_state_padding else 0)
         info.status = NVML_SUCCESS
+        gpu = self._gpu(handle)
+        if gpu.fabric_cluster_uuid is not None:  # a GPU of a multi-node NVLink domain (GB200 NVL72)
+            info.clusterUuid[:] = list(uuid.UUID(gpu.fabric_cluster_uuid).bytes)
+            info.cliqueId = gpu.fabric_clique_id or 0
         return NVML_SUCCESS
 
     # --- NVLink ------------------------------------------------------------------------

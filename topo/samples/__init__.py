@@ -22,6 +22,8 @@ SAMPLE_NAMES: tuple[str, ...] = (
     "pcie-l40s-8",
     "a100-pcie-nvbridge-4",
     "consumer-2gpu",
+    "gb200-nvl72",
+    "h100-cluster-mixed",
 )
 """Names of the built-in samples, in the order `linkscope samples` lists them."""
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from topo.codec import snapshot_to_json
 from topo.model import Capabilities, Gpu, Nic, Snapshot
 from topo.samples import SAMPLE_NAMES, sample_file_name
+from topo.samples.clusters import gb200_nvl72, h100_cluster_mixed
 from topo.samples.parts import (
     A100_PCIE,
     A100_SXM,
@@ -317,6 +318,8 @@ BUILDERS: dict[str, Callable[[], Snapshot]] = {
     "pcie-l40s-8": pcie_l40s_8,
     "a100-pcie-nvbridge-4": a100_pcie_nvbridge_4,
     "consumer-2gpu": consumer_2gpu,
+    "gb200-nvl72": gb200_nvl72,
+    "h100-cluster-mixed": h100_cluster_mixed,
 }
 """How each sample is built, by name."""
 

@@ -20,6 +20,7 @@ from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
 
 from topo.checks import CheckReport
+from topo.cluster import domain_hosts
 from topo.errors import InputError
 from topo.layout import parse_positive_int
 from topo.model import Snapshot
@@ -113,8 +114,9 @@ class RanksView(Vertical):
         if old is not None and old.hosts == snapshot.hosts and self.checked_form is not None:
             self.request_check()
             return
-        gpus = max(len(host.gpus) for host in snapshot.hosts)
-        nodes = len(snapshot.hosts)
+        nodes_of = domain_hosts(snapshot)  # a multi-host NVLink domain (GB200 NVL72) is one node
+        gpus = max(len(host.gpus) for host in nodes_of)
+        nodes = len(nodes_of)
         self.fill_form(LayoutForm(sizes=(("tp", max(gpus, 1)),), nodes=nodes))
 
     def fill_form(self, form: LayoutForm) -> None:
@@ -175,7 +177,7 @@ class RanksView(Vertical):
         self._status(Text(f"checking on {form.nodes} node(s)..."))
         self.run_check(self.snapshot, form)
 
-    @work(thread=True, exclusive=True, group="check")
+    @work(thread=True, exclusive=True, group="check", description="check the layout")  # no repr of a 1,024-host snapshot
     def run_check(self, snapshot: Snapshot, form: LayoutForm) -> None:
         """Check off the UI thread and post the outcome; then search for a better layout (slower) and post that."""
         worker = get_current_worker()
@@ -194,7 +196,7 @@ class RanksView(Vertical):
         """Search for a better layout right away only for layouts small enough to search quickly."""
         return len(report.placement) <= AUTO_SUGGEST_MAX_RANKS
 
-    @work(thread=True, exclusive=True, group="check")
+    @work(thread=True, exclusive=True, group="check", description="search a better layout")
     def run_suggestion(self, snapshot: Snapshot, form: LayoutForm) -> None:
         """Search for a better layout on request (large layouts), off the UI thread."""
         self._search_suggestion(snapshot, form, get_current_worker())
@@ -256,7 +258,7 @@ class RanksView(Vertical):
             rank_map.show([], 0, [], [])
             return
         placement = report.placement
-        gpus = max(len(host.gpus) for host in self.snapshot.hosts)
+        gpus = max(len(host.gpus) for host in domain_hosts(self.snapshot))
         nodes = max([form.nodes, *(node + 1 for node, _ in placement[-1:])])
         labels = list(report.hostnames) if len(report.hostnames) >= nodes else [f"node{node}" for node in range(nodes)]
         self._group_of_rank = group_index(report.groups.get(self._colour_dim, []), len(placement))
@@ -334,3 +336,4 @@ class RanksView(Vertical):
             return
         command, document = export_command(self.snapshot, self.checked_form, self.report)
         self.app.push_screen(ExportScreen(command, document))
+

@@ -1,4 +1,5 @@
-"""Topology: NUMA nodes -> PCIe host bridges and switches -> GPUs and NICs, and the identity table."""
+"""Topology: NUMA nodes -> PCIe host bridges and switches -> GPUs and NICs, and the identity table; for a
+cluster, first the hosts with their cross-host findings (Enter on one shows it here and on Links)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from textual.widgets import DataTable, Static
 from textual.widgets.tree import TreeNode
 
 from probes.identity import IdentityTable, identity_table
+from topo.cluster_health import cluster_findings, host_summaries
 from topo.health import HealthContext, run_health
 from topo.model import Gpu, Host, Nic, Snapshot
 from topo.sizes import format_size_bytes
+from tui.messages import HostPicked
 from tui.text import plain
 from tui.widgets.plain_tree import PlainTree
 
@@ -100,6 +103,20 @@ def fill_tree(tree: PlainTree, host: Host, health: dict[int, list[str]] | None =
     tree.root.expand()
 
 
+HOST_COLUMNS = ("host", "GPUs", "NVLinks", "PCIe", "rails", "driver", "NVLink domain", "findings")
+
+
+def host_rows(snapshot: Snapshot) -> list[list[Text]]:
+    """One row per host of a cluster (:func:`topo.cluster_health.host_summaries`), findings in warning colour."""
+    rows = []
+    for row in host_summaries(snapshot, cluster_findings(snapshot)):
+        cells = [plain(row.hostname), plain(row.gpus if row.gpus else "-"), plain(row.nvlinks), plain(row.pcie_width),
+                 plain(row.rails if row.gpus else "-"), plain(row.driver), plain(row.domain),
+                 plain(", ".join(row.findings) or "-", "bold" if row.findings else "")]
+        rows.append(cells)
+    return rows
+
+
 IDENTITY_COLUMNS = ("NVML", "CUDA", "name", "bus id", "UUID", "NUMA", "CPU affinity", "nearest NIC")
 
 
@@ -131,12 +148,36 @@ class TopologyView(Vertical):
     """Which host of a multi-host snapshot is on show."""
 
     def compose(self) -> ComposeResult:
+        yield DataTable[Text](id="hosts-table", cursor_type="row")
         yield PlainTree("host", id="topology-tree")
         yield Static(id="identity-note", markup=False)
         yield DataTable[Text](id="identity-table", cursor_type="row")
 
     def watch_snapshot(self) -> None:
+        self._fill_hosts()
         self._redraw()
+
+    def _fill_hosts(self) -> None:
+        """The hosts table: shown only for a cluster, one row per host with the codes of its findings."""
+        if not self.is_mounted:
+            return
+        table: DataTable[Text] = self.query_one("#hosts-table", DataTable)
+        cluster = self.snapshot is not None and (len(self.snapshot.hosts) > 1 or any(gap.host for gap in self.snapshot.gaps))
+        table.display = cluster
+        table.clear(columns=True)
+        if not cluster or self.snapshot is None:
+            return
+        table.add_columns(*HOST_COLUMNS)
+        table.add_rows(host_rows(self.snapshot))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a host of the hosts table shows that host here and on Links (the host picker)."""
+        if event.data_table.id != "hosts-table" or self.snapshot is None:
+            return
+        event.stop()
+        if event.cursor_row < len(self.snapshot.hosts):  # rows past the hosts are nodes that did not report
+            self.host_index = event.cursor_row
+            self.post_message(HostPicked(event.cursor_row))
 
     def watch_host_index(self) -> None:
         self._redraw()

@@ -1,0 +1,98 @@
+"""`linkscope merge host-*.json -o cluster.json`: join host snapshots gathered any other way into a cluster.
+
+For snapshots collected with pdsh, Ansible or a job's own prologue (`linkscope probe -o host-$(hostname).json`).
+Every file is validated as any SOURCE is; files of another schema version and host names that come
+twice are reported (exit 2) rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from topo.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `merge` subcommand."""
+    parser = subparsers.add_parser(
+        "merge",
+        help="join host snapshots (linkscope probe -o) into one cluster snapshot",
+        description=(
+            "Join snapshot files written by `linkscope probe -o` on each node (or earlier cluster files) into one "
+            "cluster snapshot that show, check, plan, open and doctor read. Gaps keep the host they came from. "
+            "Refused (exit 2, one line): a file that is not a snapshot, files of different schema versions, a "
+            "host name found in two files."
+        ),
+        epilog="example:\n  pdsh -w gpu[01-16] 'linkscope probe -o /shared/host-$(hostname).json'\n"
+               "  linkscope merge /shared/host-*.json -o cluster.json && linkscope show cluster.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="snapshot JSON files, one or more hosts each")
+    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="where to write the cluster snapshot")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: output, hosts, gpus, files")
+    parser.set_defaults(run=run)
+
+
+def _schema_of(text: str) -> object:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(data, dict) and "schema" not in data and isinstance(data.get("snapshot"), dict):
+        data = data["snapshot"]
+    return data.get("schema") if isinstance(data, dict) else None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read, check and join the files; write the cluster snapshot atomically."""
+    from linkscope.files import check_writable, replace_text_file
+    from topo.cluster import combine_hosts
+    from topo.codec import snapshot_from_json, snapshot_to_json
+    from topo.model import SCHEMA_VERSION
+    from topo.sources import read_text_file
+
+    check_writable(args.output)
+    snapshots = []
+    other_schema: dict[object, list[str]] = {}
+    origin: dict[str, str] = {}
+    for path in args.files:
+        text = read_text_file(path)
+        if not text.lstrip().startswith("{"):
+            raise InputError(f"{path}: not a snapshot JSON file (write one per host with `linkscope probe -o`)")
+        try:
+            snapshot = snapshot_from_json(text, path)
+        except InputError:
+            schema = _schema_of(text)
+            if schema == SCHEMA_VERSION:
+                raise
+            other_schema.setdefault(schema, []).append(path)
+            continue
+        for host in snapshot.hosts:
+            if host.hostname in origin:
+                raise InputError(f"{path}: host {host.hostname!r} is also in {origin[host.hostname]} "
+                                 "(collected twice? keep one file per host)")
+            origin[host.hostname] = path
+        snapshots.append(snapshot)
+    if other_schema:
+        listed = "; ".join(f"schema {schema!r}: {', '.join(paths[:3])}" + (f" (+{len(paths) - 3})" if len(paths) > 3 else "")
+                           for schema, paths in other_schema.items())
+        raise InputError(f"mixed snapshot schema versions ({listed}; {len(snapshots)} file(s) of schema "
+                         f"{SCHEMA_VERSION}): this linkscope reads schema {SCHEMA_VERSION}; probe those hosts again "
+                         "with this version")
+    carried = [path for path, snapshot in zip(args.files, snapshots, strict=True) if snapshot.measurements is not None]
+    if carried:
+        print(f"linkscope: note: the measurements in {', '.join(carried[:3])}{' ...' if len(carried) > 3 else ''} are not "
+              "carried into the cluster (they describe one host); pass them with --measurements", file=sys.stderr)
+    meta = (("merged", f"{len(args.files)} file(s) by linkscope merge"),)
+    cluster = combine_hosts(snapshots, "merge", meta=meta).snapshot
+    replace_text_file(args.output, snapshot_to_json(cluster, indent=None))
+    gpus = sum(len(host.gpus) for host in cluster.hosts)
+    if args.json:
+        print(json.dumps({"output": args.output, "hosts": [host.hostname for host in cluster.hosts], "gpus": gpus,
+                          "files": len(args.files)}))
+    else:
+        print(f"{args.output}: {len(cluster.hosts)} hosts, {gpus} GPUs from {len(args.files)} file(s)")
+    return 0

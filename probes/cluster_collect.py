@@ -1,0 +1,252 @@
+"""`linkscope collect`: every node probes itself, rank 0 gets all the snapshots over a gloo group.
+
+Started once per node by torchrun (rank, world size and the rendezvous store come from its
+environment) or by `srun` (SLURM_PROCID / SLURM_NTASKS, with MASTER_ADDR / MASTER_PORT naming
+rank 0's node). The probe (:func:`probes.host.probe_host`, the same as `linkscope probe`) runs in a
+thread while the process group forms; each node then sends its snapshot as JSON bytes in a uint8
+tensor (:func:`probes.bench.worker.gather_json`: no pickle). A probe that fails or misses its
+deadline is sent as a gap naming the host, so one bad node never hangs the collection; the
+rendezvous has a deadline too.
+
+Network exposure: under Slurm, rank 0 opens the store on MASTER_ADDR only (a socket bound to
+that address); gloo's own sockets are pinned to the interface that reaches MASTER_ADDR unless
+GLOO_SOCKET_IFNAME says otherwise. Everything is closed when the collection ends.
+
+Test knobs, so several "nodes" can run on one machine: LINKSCOPE_NODE_NAME replaces the host name
+this node reports (here and in `bench collectives`); LINKSCOPE_COLLECT_FAKE=`sample:NAME` makes the
+probe return sample NAME (under that host name), `hang` a probe that never returns, `fail` one that raises.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from topo.cluster import combine_hosts
+from topo.codec import from_jsonable, to_jsonable
+from topo.errors import InputError
+from topo.model import Gap, Snapshot
+
+FAKE_ENV = "LINKSCOPE_COLLECT_FAKE"
+NAME_ENV = "LINKSCOPE_NODE_NAME"
+DEFAULT_PROBE_TIMEOUT_S = 60.0
+DEFAULT_RENDEZVOUS_TIMEOUT_S = 120.0
+DEFAULT_MASTER_PORT = 29500
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Who this process is in the collection, and where rank 0 waits."""
+
+    launcher: str
+    """`torchrun` or `slurm`."""
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
+
+
+def _int_env(env: Mapping[str, str], name: str) -> int:
+    try:
+        return int(env[name])
+    except ValueError:
+        raise InputError(f"{name}={env[name]!r}: not an integer") from None
+
+
+def launch_from_env(env: Mapping[str, str] | None = None) -> Launch:
+    """Read torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) or Slurm's variables."""
+    env = os.environ if env is None else env
+    if "RANK" in env and "WORLD_SIZE" in env:
+        launcher, rank, world = "torchrun", _int_env(env, "RANK"), _int_env(env, "WORLD_SIZE")
+        local = _int_env(env, "LOCAL_RANK") if "LOCAL_RANK" in env else 0
+    elif "SLURM_PROCID" in env and "SLURM_NTASKS" in env:
+        launcher, rank, world = "slurm", _int_env(env, "SLURM_PROCID"), _int_env(env, "SLURM_NTASKS")
+        local = _int_env(env, "SLURM_LOCALID") if "SLURM_LOCALID" in env else 0
+    else:
+        raise InputError("collect: start it on every node with torchrun (--nproc-per-node 1) or srun "
+                         "(one task per node); see `linkscope collect --help`")
+    addr = env.get("MASTER_ADDR")
+    if not addr:
+        raise InputError("collect: MASTER_ADDR is not set (the address of the node that runs rank 0)")
+    port = _int_env(env, "MASTER_PORT") if env.get("MASTER_PORT") else DEFAULT_MASTER_PORT
+    if not 0 <= rank < world:
+        raise InputError(f"collect: rank {rank} is outside a world of {world}")
+    return Launch(launcher, rank, world, local, addr, port)
+
+
+def _fake_probe(spec: str) -> Snapshot:
+    if spec == "hang":
+        while True:
+            time.sleep(3600)
+    if spec == "fail":
+        raise RuntimeError(f"injected failure ({FAKE_ENV})")
+    if not spec.startswith("sample:"):
+        raise InputError(f"{FAKE_ENV}={spec!r}: expected sample:NAME, hang or fail")
+    from topo.samples import load_sample
+
+    sample = load_sample(spec[len("sample:") :])
+    return replace(sample, hosts=tuple(replace(item, hostname=node_name()) for item in sample.hosts[:1]))
+
+
+def node_name() -> str:
+    """This node's host name as collections and benchmarks report it (LINKSCOPE_NODE_NAME may replace it)."""
+    return os.environ.get(NAME_ENV) or socket.gethostname()
+
+
+class ProbeRun:
+    """This node's probe in a daemon thread, so it overlaps the rendezvous and can be abandoned."""
+
+    def __init__(self) -> None:
+        self.started_s = time.monotonic()
+        self.snapshot: Snapshot | None = None
+        self.error: str | None = None
+        self.duration_s: float | None = None
+        """How long the probe itself took; None while it runs."""
+        self._thread = threading.Thread(target=self._run, name="linkscope-collect-probe", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            spec = os.environ.get(FAKE_ENV)
+            if spec:
+                self.snapshot = _fake_probe(spec)
+            else:
+                from probes.host import probe_host
+
+                self.snapshot = probe_host()
+        except Exception as exc:  # any failure is this node's gap, not the collection's end
+            self.error = f"probe failed: {type(exc).__name__}: {exc}"
+        self.duration_s = time.monotonic() - self.started_s
+
+    def payload(self, timeout_s: float) -> dict[str, Any]:
+        """What this node sends: its snapshot, or the reason it has none (waiting `timeout_s` from the start)."""
+        self._thread.join(max(0.0, self.started_s + timeout_s - time.monotonic()))
+        host = node_name()
+        if self._thread.is_alive():
+            return {"host": host, "error": f"probe did not finish within {timeout_s:g} s"}
+        if self.snapshot is None:
+            return {"host": host, "error": self.error or "probe returned nothing"}
+        return {"host": host, "snapshot": to_jsonable(self.snapshot)}
+
+
+def interface_towards(address: str) -> str | None:
+    """The name of the local network interface whose address routes to `address` (None if unknown)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((address, 9))  # UDP connect sends nothing; it only picks the route
+            local = probe.getsockname()[0]
+        import psutil
+
+        for name, addresses in psutil.net_if_addrs().items():
+            if any(item.address == local for item in addresses):
+                return name
+    except OSError:
+        return None
+    return None
+
+
+def _init_group(launch: Launch, timeout_s: float) -> Any:
+    """Join the gloo group before the deadline; return the store this process made (None under torchrun)."""
+    import torch.distributed as dist
+
+    if "GLOO_SOCKET_IFNAME" not in os.environ:
+        interface = interface_towards(launch.master_addr)
+        if interface:
+            os.environ["GLOO_SOCKET_IFNAME"] = interface
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if launch.launcher == "torchrun":
+        dist.init_process_group("gloo", init_method="env://", rank=launch.rank, world_size=launch.world_size,
+                                timeout=timeout)
+        return None
+    listen_fd = None
+    if launch.rank == 0:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((launch.master_addr, launch.master_port))  # only the address the user named
+            listener.listen(max(64, launch.world_size))
+            listen_fd = listener.detach()  # the store owns the socket from here on, and closes it
+    store = dist.TCPStore(launch.master_addr, launch.master_port, launch.world_size, launch.rank == 0, timeout,
+                          master_listen_fd=listen_fd)
+    dist.init_process_group("gloo", store=store, rank=launch.rank, world_size=launch.world_size, timeout=timeout)
+    return store
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """Rank 0's outcome: the cluster snapshot and what people should hear about it."""
+
+    snapshot: Snapshot
+    reported: int
+    """Nodes that sent a snapshot."""
+    nodes: int
+    duplicates: tuple[str, ...]
+    timings_s: tuple[tuple[str, float], ...]
+    """(phase, seconds) on rank 0: `rendezvous` (until every node joined, from this process's start of the
+    collection), `probe` (this node's probe, which runs meanwhile), `gather` (after this node's probe)."""
+
+
+def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S,
+                    rendezvous_timeout_s: float = DEFAULT_RENDEZVOUS_TIMEOUT_S) -> CollectResult | None:
+    """Probe this node, gather every node's snapshot; rank 0 returns the cluster, the others None.
+
+    Ranks other than a node's first (LOCAL_RANK > 0) take part but send nothing. Raises InputError
+    when the group cannot form before `rendezvous_timeout_s` or falls apart during the gather.
+    """
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        raise InputError("collect: needs torch (pip install 'linkscope[bench]')") from None
+
+    from probes.bench.worker import gather_json
+
+    started = time.monotonic()
+    probe = ProbeRun() if launch.local_rank == 0 else None
+    try:
+        store = _init_group(launch, rendezvous_timeout_s)
+    except Exception as exc:
+        raise InputError(f"collect: the rendezvous at {launch.master_addr}:{launch.master_port} did not complete "
+                         f"within {rendezvous_timeout_s:g} s ({_one_line(exc)})") from None
+    joined = time.monotonic()
+    try:
+        payload = probe.payload(probe_timeout_s) if probe is not None else None
+        probed = time.monotonic()
+        parts = gather_json(payload, torch.device("cpu"))
+    except Exception as exc:
+        raise InputError(f"collect: the gather failed ({_one_line(exc)})") from None
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        del store  # the last reference: a store served by this process stops listening
+    gathered = time.monotonic()
+    if launch.rank != 0:
+        return None
+    snapshots: list[Snapshot] = []
+    failed: list[Gap] = []
+    for rank, part in enumerate(parts):
+        if part is None:
+            continue
+        if "snapshot" in part:
+            snapshots.append(from_jsonable(Snapshot, part["snapshot"], f"rank {rank}"))
+        else:
+            failed.append(Gap(f"collect (rank {rank})", str(part.get("error")), str(part.get("host"))))
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    meta = (("collected", f"{len(snapshots)} of {len(snapshots) + len(failed)} nodes by linkscope collect "
+             f"({launch.launcher}, {launch.world_size} ranks)"),)
+    combined = combine_hosts(snapshots, "collect", failed, created, meta)
+    probe_s = probe.duration_s if probe is not None and probe.duration_s is not None else probed - started
+    timings = (("rendezvous", joined - started), ("probe", probe_s), ("gather", gathered - probed))
+    return CollectResult(combined.snapshot, len(snapshots), len(snapshots) + len(failed), combined.duplicates, timings)
+
