@@ -13,33 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from topo.cluster import fabric_key, gpu_rails, nvlink_domains
+from topo.health.finding import HealthFinding
 from topo.model import Host, Snapshot
 
 K = TypeVar("K", bound=Hashable)
-
-@dataclass(frozen=True)
-class ClusterFinding:
-    """One cross-host finding about one host, with the fields (and order) of `doctor`'s findings."""
-
-    code: str
-    severity: str
-    """`error`, `warning` or `info`."""
-    host: str
-    gpus: tuple[int, ...]
-    """NVML indices of the GPUs concerned on `host` (empty: the host as a whole)."""
-    message: str
-    evidence: tuple[str, ...] = ()
-    """The facts that show it, one per line."""
-    fix: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form: `code`, `severity`, `host`, `gpus`, `message`, `evidence` (a list), `fix`."""
-        return {"code": self.code, "severity": self.severity, "host": self.host, "gpus": list(self.gpus),
-                "message": self.message, "evidence": list(self.evidence), "fix": self.fix}
-
 
 def _usual(values: Sequence[K]) -> tuple[K, int]:
     """The most common value and how many have it (first seen wins a tie)."""
@@ -47,17 +27,17 @@ def _usual(values: Sequence[K]) -> tuple[K, int]:
     return value, count
 
 
-def _not_collected(snapshot: Snapshot) -> list[ClusterFinding]:
+def _not_collected(snapshot: Snapshot) -> list[HealthFinding]:
     present = {host.hostname for host in snapshot.hosts}
-    return [ClusterFinding("host-not-collected", "error", gap.host, (), f"{gap.host} did not report: {gap.reason}",
+    return [HealthFinding("host-not-collected", "error", gap.host, (), f"{gap.host} did not report: {gap.reason}",
                            (f"{gap.subject}: {gap.reason}",),
                            f"look at {gap.host} (is it up, can it reach the rendezvous?) and collect again")
             for gap in snapshot.gaps if gap.host is not None and gap.host not in present]
 
 
-def _gpu_count(hosts: Sequence[Host]) -> list[ClusterFinding]:
+def _gpu_count(hosts: Sequence[Host]) -> list[HealthFinding]:
     usual, count = _usual([len(host.gpus) for host in hosts])
-    return [ClusterFinding("host-missing-gpus", "error", host.hostname, (),
+    return [HealthFinding("host-missing-gpus", "error", host.hostname, (),
                            f"{host.hostname} shows {len(host.gpus)} GPUs where most hosts have {usual}",
                            (f"{len(host.gpus)} GPUs; {usual} on {count} of {len(hosts)} hosts",),
                            "check `nvidia-smi` on the host: a GPU fell off the bus or its driver did not load; "
@@ -66,7 +46,7 @@ def _gpu_count(hosts: Sequence[Host]) -> list[ClusterFinding]:
 
 
 def _per_gpu(hosts: Sequence[Host], code: str, what: str, value: Callable[[Host, int], int | None],
-             fix: str) -> list[ClusterFinding]:
+             fix: str) -> list[HealthFinding]:
     """Hosts where a GPU position has less of `value` than that position has on most hosts."""
     positions = max((len(host.gpus) for host in hosts), default=0)
     by_host: dict[str, list[tuple[int, int, int]]] = {}
@@ -79,20 +59,20 @@ def _per_gpu(hosts: Sequence[Host], code: str, what: str, value: Callable[[Host,
         for host, item in zip(hosts, values, strict=True):
             if item is not None and item < usual:
                 by_host.setdefault(host.hostname, []).append((host.gpus[position].index, item, usual))
-    return [ClusterFinding(code, "warning", hostname, tuple(gpu for gpu, _, _ in items),
+    return [HealthFinding(code, "warning", hostname, tuple(gpu for gpu, _, _ in items),
                            f"{hostname}: GPU {', '.join(str(gpu) for gpu, _, _ in items)} {what} than on most hosts",
                            tuple(f"GPU {gpu}: {got} against {usual} on most hosts" for gpu, got, usual in items), fix)
             for hostname, items in by_host.items()]
 
 
-def _driver(hosts: Sequence[Host]) -> list[ClusterFinding]:
+def _driver(hosts: Sequence[Host]) -> list[HealthFinding]:
     drivers = [host.versions.driver for host in hosts]
     if len(set(drivers)) < 2:
         return []
     usual, count = _usual(drivers)
     most = "most hosts" if count * 2 > len(hosts) else "the others"
     evidence = tuple(f"{driver or 'unknown'} on {number} host(s)" for driver, number in Counter(drivers).most_common())
-    return [ClusterFinding("host-driver-differs", "warning", host.hostname, (),
+    return [HealthFinding("host-driver-differs", "warning", host.hostname, (),
                            f"{host.hostname} runs NVIDIA driver {driver or 'unknown'}, {most} {usual or 'unknown'}",
                            evidence, "install the same driver (and CUDA, NCCL) on every node of a job")
             for host, driver in zip(hosts, drivers, strict=True) if driver != usual]
@@ -104,7 +84,7 @@ def _compute_nics(host: Host) -> dict[str, float | None]:
     return {rail.nic: by_name[rail.nic].rate_gbit_per_s for rail in gpu_rails(host) if rail.nic is not None}
 
 
-def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
+def _nics(hosts: Sequence[Host]) -> list[HealthFinding]:
     per_host = [_compute_nics(host) for host in hosts]
     name_sets = [tuple(sorted(nics)) for nics in per_host]
     usual_names, _ = _usual(name_sets)
@@ -112,7 +92,7 @@ def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
     for host, names in zip(hosts, name_sets, strict=True):
         missing = sorted(set(usual_names) - set(names))
         if missing or len(names) < len(usual_names):
-            findings.append(ClusterFinding(
+            findings.append(HealthFinding(
                 "host-nic-missing", "warning", host.hostname, (),
                 f"{host.hostname}: {len(names)} NICs carry GPU traffic where most hosts have {len(usual_names)}"
                 + (f" ({', '.join(missing)} missing)" if missing else ""),
@@ -128,7 +108,7 @@ def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
     for host, nics in zip(hosts, per_host, strict=True):
         slow = [(name, rate) for name, rate in nics.items() if rate is not None and rate < usual_rate[name]]
         if slow:
-            findings.append(ClusterFinding(
+            findings.append(HealthFinding(
                 "host-nic-slower", "warning", host.hostname, (),
                 f"{host.hostname}: {', '.join(name for name, _ in slow)} trained to a lower rate than on most hosts",
                 tuple(f"{name} {rate:g} Gb/s against {usual_rate[name]:g}" for name, rate in slow),
@@ -136,7 +116,7 @@ def _nics(hosts: Sequence[Host]) -> list[ClusterFinding]:
     return findings
 
 
-def _rails(hosts: Sequence[Host]) -> list[ClusterFinding]:
+def _rails(hosts: Sequence[Host]) -> list[HealthFinding]:
     """GPUs whose NIC differs from the one the same GPU uses on most hosts: DP traffic leaves the rail."""
     rails = [{rail.gpu: rail.nic for rail in gpu_rails(host)} for host in hosts]
     usual = {}
@@ -148,7 +128,7 @@ def _rails(hosts: Sequence[Host]) -> list[ClusterFinding]:
     for host, per_host in zip(hosts, rails, strict=True):
         off = [(gpu, nic) for gpu, nic in per_host.items() if gpu in usual and nic != usual[gpu]]
         if off:
-            findings.append(ClusterFinding(
+            findings.append(HealthFinding(
                 "host-off-rail", "info", host.hostname, tuple(gpu for gpu, _ in off),
                 f"{host.hostname}: GPU {', '.join(str(gpu) for gpu, _ in off)} send{'s' if len(off) == 1 else ''} "
                 "through another NIC than on most hosts, so data-parallel traffic crosses rails",
@@ -158,19 +138,19 @@ def _rails(hosts: Sequence[Host]) -> list[ClusterFinding]:
     return findings
 
 
-def _nvlink_domain(hosts: Sequence[Host]) -> list[ClusterFinding]:
+def _nvlink_domain(hosts: Sequence[Host]) -> list[HealthFinding]:
     keys = [fabric_key(host) for host in hosts]
     if all(key is None for key in keys):
         return []
     usual, _ = _usual([key for key in keys if key is not None])
-    return [ClusterFinding("host-outside-nvlink-domain", "error", host.hostname, (),
+    return [HealthFinding("host-outside-nvlink-domain", "error", host.hostname, (),
                            f"{host.hostname}: its GPUs report no (or mixed) NVLink fabric clique while the other "
                            "hosts share one", (f"most hosts: clique {usual}",),
                            "check the fabric manager / IMEX service and `nvidia-smi -q` Fabric state")
             for host, key in zip(hosts, keys, strict=True) if key is None]
 
 
-def cluster_findings(snapshot: Snapshot) -> tuple[ClusterFinding, ...]:
+def cluster_findings(snapshot: Snapshot) -> tuple[HealthFinding, ...]:
     """Every cross-host finding of a cluster snapshot, errors first (none for a single host)."""
     findings = _not_collected(snapshot)
     hosts = snapshot.hosts
@@ -209,7 +189,7 @@ class HostSummary:
     """Codes of the cross-host findings that name the host."""
 
 
-def host_summaries(snapshot: Snapshot, findings: Sequence[ClusterFinding]) -> tuple[HostSummary, ...]:
+def host_summaries(snapshot: Snapshot, findings: Sequence[HealthFinding]) -> tuple[HostSummary, ...]:
     """A HostSummary per host of `snapshot`, then one per node that did not report (from its gap)."""
     domain_of: dict[int, str] = {}
     for number, domain in enumerate(nvlink_domains(snapshot)):

@@ -8,13 +8,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topo.cluster_health import ClusterFinding, host_summaries
+from topo.cluster_health import host_summaries
+from topo.health.finding import HealthFinding
 from topo.model import Snapshot
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def hosts_table(snapshot: Snapshot, findings: tuple[ClusterFinding, ...]) -> Table:
+def hosts_table(snapshot: Snapshot, findings: tuple[HealthFinding, ...]) -> Table:
     """One row per host (NVLinks: active links per GPU; PCIe: the narrowest current width; rails: NICs that
     carry GPU traffic; domain: the multi-node NVLink domain); hosts named by a finding carry its codes."""
     table = Table(title="Hosts", title_justify="left", box=None, pad_edge=False)
@@ -30,7 +31,7 @@ def hosts_table(snapshot: Snapshot, findings: tuple[ClusterFinding, ...]) -> Tab
     return table
 
 
-def findings_view(findings: tuple[ClusterFinding, ...]) -> RenderableType:
+def findings_view(findings: tuple[HealthFinding, ...]) -> RenderableType:
     """The cross-host findings, one block each: severity and code, message, evidence, fix."""
     if not findings:
         return Text("No odd node out: every host looks like the others.")
@@ -42,6 +43,6 @@ def findings_view(findings: tuple[ClusterFinding, ...]) -> RenderableType:
     return Group(*parts)
 
 
-def cluster_view(snapshot: Snapshot, findings: tuple[ClusterFinding, ...]) -> RenderableType:
+def cluster_view(snapshot: Snapshot, findings: tuple[HealthFinding, ...]) -> RenderableType:
     """Hosts table and cross-host findings."""
     return Group(hosts_table(snapshot, findings), Text(""), findings_view(findings))

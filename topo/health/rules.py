@@ -17,6 +17,7 @@
 | `env-*` | warning / info | NCCL_* or CUDA_VISIBLE_DEVICES settings that change NCCL's paths |
 | `worse-than-baseline` | warning | a fact worse than in the `--baseline` snapshot |
 | `measured-below-expected` | warning / error | measurements below 75% of what their links should deliver (under 50%: error) |
+| `host-*` | error / warning / info | on a cluster, the odd node out (:mod:`topo.cluster_health`) |
 
 A new rule is one function `HealthContext -> Iterable[HealthFinding]` added to RULES.
 """
@@ -32,6 +33,17 @@ from topo.health.nvlink import nvlink_errors_growing, nvlink_fabric_incomplete, 
 from topo.health.pcie import pcie_gen_low_under_load, pcie_width_reduced
 from topo.health.platform import iommu_translates_p2p, mig_enabled, p2p_off, peermem_missing
 from topo.severity import SEVERITIES
+
+
+def cross_host(context: HealthContext) -> tuple[HealthFinding, ...]:
+    """The cluster rules (:func:`topo.cluster_health.cluster_findings`) on a snapshot of several hosts."""
+    from topo.cluster_health import cluster_findings
+
+    snapshot = context.snapshot
+    if len(snapshot.hosts) < 2 and not any(gap.host for gap in snapshot.gaps):
+        return ()
+    return cluster_findings(snapshot)
+
 
 RULES: tuple[Rule, ...] = (
     nvlink_fewer_links,
@@ -50,6 +62,7 @@ RULES: tuple[Rule, ...] = (
     cuda_visible_reordered,
     worse_than_baseline,
     measured_below_expected,
+    cross_host,
 )
 """Every health rule, in the order their findings are listed (before sorting by severity)."""
 
