@@ -8,11 +8,12 @@ naming the host; the rendezvous has its own deadline. The file is written atomic
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from topo.errors import InputError
+from topo.jsonio import json_text
+from topo.text import printable
 
 EPILOG = """\
 examples (N nodes, HOST0 the first node's address):
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     timings = {**dict(result.timings_s), "write": time.monotonic() - started}
     missing = [gap for gap in result.snapshot.gaps if gap.subject.startswith("collect")]
     if args.json:
-        print(json.dumps({
+        print(json_text({
             "output": args.output,
             "hosts": [host.hostname for host in result.snapshot.hosts],
             "gaps": [{"host": gap.host, "subject": gap.subject, "reason": gap.reason} for gap in missing],
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.output}: {result.reported} of {result.nodes} nodes "
               f"({sum(len(host.gpus) for host in result.snapshot.hosts)} GPUs)")
         for gap in missing:
-            print(f"  {gap.host}: {gap.reason}", file=sys.stderr)
+            print(printable(f"  {gap.host}: {gap.reason}"), file=sys.stderr)
         for name in result.duplicates:
-            print(f"  {name}: more than one node has this host name (kept as {name}#2...)", file=sys.stderr)
+            print(printable(f"  {name}: more than one node has this host name (kept as {name}#2...)"), file=sys.stderr)
     return 1 if missing else 0

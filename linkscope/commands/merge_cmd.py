@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from topo.errors import InputError
+from topo.jsonio import json_text
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     replace_text_file(args.output, snapshot_to_json(cluster, indent=None))
     gpus = sum(len(host.gpus) for host in cluster.hosts)
     if args.json:
-        print(json.dumps({"output": args.output, "hosts": [host.hostname for host in cluster.hosts], "gpus": gpus,
+        print(json_text({"output": args.output, "hosts": [host.hostname for host in cluster.hosts], "gpus": gpus,
                           "files": len(args.files)}))
     else:
         print(f"{args.output}: {len(cluster.hosts)} hosts, {gpus} GPUs from {len(args.files)} file(s)")

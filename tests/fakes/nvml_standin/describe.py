@@ -81,7 +81,8 @@ def _words(words: Any) -> str:
 def _fabric(fake: FakeNvml, handle: FakeHandle) -> str:
     info = c_nvmlGpuFabricInfoV_t()
     fake.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(info))
-    return f"{int(info.state) & 0xFF}:{int(info.status)}"
+    uuid_hex = bytes(info.clusterUuid).hex() or "0" * 32
+    return f"{int(info.state) & 0xFF}:{int(info.status)}:{int(info.cliqueId)}:{uuid_hex}"
 
 
 def _describe_gpu(fake: FakeNvml, out: _Writer, handle: FakeHandle) -> None:

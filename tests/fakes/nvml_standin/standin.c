@@ -429,16 +429,23 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int 
 
 #ifndef LINKSCOPE_OLD_DRIVER
 nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v2_t *info) {
-    char value[64];
+    char value[128];
     nvmlReturn_t code = enter("nvmlDeviceGetGpuFabricInfoV", device, NULL);
     if (code) return code;
     if (info->version != FABRIC_INFO_V2) return ARGUMENT_VERSION_MISMATCH;
     code = device_answer("nvmlDeviceGetGpuFabricInfoV", device, "", value, sizeof value);
     if (code) return code;
-    unsigned int state = 0, status = 0;
-    sscanf(value, "%u:%u", &state, &status);
+    unsigned int state = 0, status = 0, clique = 0;
+    char uuid_hex[33] = {0};
+    sscanf(value, "%u:%u:%u:%32[0-9a-f]", &state, &status, &clique, uuid_hex);
     info->state = (unsigned char)state;
     info->status = (nvmlReturn_t)status;
+    info->cliqueId = clique;
+    for (int i = 0; i < 16 && uuid_hex[2 * i] && uuid_hex[2 * i + 1]; i++) {
+        unsigned int byte = 0;
+        sscanf(uuid_hex + 2 * i, "%2x", &byte);
+        info->clusterUuid[i] = (unsigned char)byte;
+    }
     if (number_of("fabric.padding", 0)) memset((char *)info + offsetof(nvmlGpuFabricInfo_v2_t, state) + 1, 0xA5, 3);
     return SUCCESS;
 }
