@@ -35,7 +35,9 @@ def register_step(sub: Any) -> None:
     add_step_arguments(parser)
     parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
-    parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    from linkscope.commands.bench_cmd import positive_seconds
+
+    parser.add_argument("--timeout", type=positive_seconds, default=900.0, help="deadline for the whole run in seconds (default 900)")
     parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
     parser.add_argument("--json", action="store_true", help="print JSON (modes, notes) instead of a table")
     parser.set_defaults(run=run_step)
@@ -48,8 +50,6 @@ def run_step(args: argparse.Namespace) -> int:
     from probes.bench.preflight import cuda_device_count
     from probes.bench.step_spec import step_spec_from_args
 
-    if not args.timeout > 0:
-        raise InputError(f"--timeout: must be above 0 seconds, got {args.timeout:g}")
     if importlib.util.find_spec("torch") is None:
         raise InputError("bench step needs torch: pip install 'linkscope[bench]' (or a CPU build: pip install torch)")
     gpus = cuda_device_count()

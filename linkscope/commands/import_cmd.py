@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         expected = row_expectations(measurements, against)
     if args.output:
         write_measurements(args.output, measurements, attached)
+        what = f"{attached.source}'s snapshot carrying the measurements" if attached is not None else "measurements"
+        print(f"{what} written to {args.output}", file=sys.stderr)
     if args.json:
         payload = json.loads(measurements_to_json(measurements))
         if against is not None:
