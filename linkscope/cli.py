@@ -94,7 +94,7 @@ class _Parser(argparse.ArgumentParser):
     def _parse_optional(self, arg_string: str) -> tuple[object, ...] | None:  # type: ignore[override]
         if _NEGATIVE_VALUE.match(arg_string):
             return None
-        return super()._parse_optional(arg_string)  # type: ignore[misc]
+        return super()._parse_optional(arg_string)
 
 
 def _command_module(name: str) -> ModuleType:

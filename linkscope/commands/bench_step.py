@@ -37,7 +37,8 @@ def register_step(sub: Any) -> None:
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
     from linkscope.commands.bench_cmd import positive_seconds
 
-    parser.add_argument("--timeout", type=positive_seconds, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    parser.add_argument("--timeout", type=positive_seconds, default=900.0,
+                        help="deadline for the whole run in seconds, above 0 (default 900)")
     parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
     parser.add_argument("--json", action="store_true", help="print JSON (modes, notes) instead of a table")
     parser.set_defaults(run=run_step)
