@@ -134,7 +134,9 @@ async def test_ranks_form_updates_map_and_findings() -> None:
         rank_map.focus()
         await pilot.press("right", "right", "right", "right", "right", "enter")
         await pilot.pause()
-        assert rings and rings[-1].hops == ((4, 5), (5, 6), (6, 7), (7, 4))
+        # on NVSwitch every ring prices alike: the one drawn is the checker's (4-7-6-5), the same cycle as rank order
+        expected = {frozenset(hop) for hop in ((4, 5), (5, 6), (6, 7), (7, 4))}
+        assert rings and {frozenset(hop) for hop in rings[-1].hops} == expected
         assert app.query_one(LinksView).ring == rings[-1]
         assert rank_map.picked_group == 1
 
@@ -445,3 +447,22 @@ async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> 
         await settle(app)
         assert "Apply suggestion" in [description for _, _, description in bar.keys]
         assert bar.key_at(10_000) is None
+
+
+@async_test
+async def test_the_ring_drawn_is_the_ring_the_checker_priced() -> None:
+    """DGX-1 V100, tp 8: the checker prices the NVLink-only ring 0-4-7-6-5-1-2-3; picking a rank draws
+    that ring, not the rank-order one whose hops 3->4 and 7->0 cross SYS."""
+    snapshot = load_sample("dgx1-v100")
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="ranks")
+    rings: list[RingChosen] = []
+    async with app.run_test(size=SIZE, message_hook=lambda m: rings.append(m) if isinstance(m, RingChosen) else None) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.ring("tp", 0) == (0, 4, 7, 6, 5, 1, 2, 3)
+        view.pick_group("tp", 0)
+        await pilot.pause()
+        hops = rings[-1].hops
+        assert hops == ((0, 4), (4, 7), (7, 6), (6, 5), (5, 1), (1, 2), (2, 3), (3, 0))
+        host = snapshot.host
+        assert all(host.link(a, b).kind.name == "NVLINK" for a, b in hops)

@@ -144,6 +144,13 @@ class CheckReport:
     hostnames: tuple[str, ...] = ()
     """Per node."""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    rings: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    """Per dimension and group (as `groups`): its ranks in the order of the ring the costs were priced on."""
+
+    def ring(self, dim: str, number: int) -> tuple[int, ...]:
+        """The ranks of group `number` of `dim` in the order of its priced ring (rank order when not priced)."""
+        rings = self.rings.get(dim, ())
+        return rings[number] if number < len(rings) else tuple(self.groups[dim][number])
 
     def worst_severity(self) -> str | None:
         """The most severe finding's severity, or None without findings."""
@@ -331,8 +338,9 @@ def check_layout(
         suggestion = suggest_layout(layout, placement, pricer, traffic, request.distribution, request.visible_devices)
     repeated = len({id(host) for host in placement.hosts}) == 1 and len(placement.hosts) > 1
     hostnames = tuple(f"{host.hostname}#{node}" if repeated else host.hostname for node, host in enumerate(placement.hosts))
+    rings = {dim: tuple(pricer.ring_order(members) for members in members_of_dim) for dim, members_of_dim in groups.items()}
     return CheckReport(groups, placement.pairs(), tuple(findings), suggestion, layout, costs, placement.description,
-                       hostnames, assumptions)
+                       hostnames, assumptions, rings)
 
 
 @dataclass

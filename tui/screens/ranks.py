@@ -298,7 +298,7 @@ class RanksView(Vertical):
         number = owner[rank]
         members = groups[number]
         self.query_one(RankMap).set_picked_group(number if dim == self._colour_dim else None)
-        overlay = ring_overlay(members, report.placement)
+        overlay = ring_overlay(report.ring(dim, number), report.placement)
         label = f"{dim} group {number} (ranks {rank_ranges(members)})"
         self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
         where = f"{len(overlay.hops)} hop(s) on node {overlay.node}" + (

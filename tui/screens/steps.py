@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from topo.cost.groups import block_order_ring
 from topo.errors import InputError
 from topo.links import DEGRADED_FRACTION
 from topo.model import Snapshot
@@ -178,7 +179,7 @@ class StepsView(Vertical):
             return
         per_host = max(1, len(self.snapshot.host.gpus))
         placement = [(rank // per_host, rank % per_host) for rank in range(max(members) + 1)]
-        overlay = ring_overlay(members, placement)
+        overlay = ring_overlay(block_order_ring(self.snapshot, members), placement)
         label = f"{row.call.op} group (ranks {rank_ranges(members)})"
         self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
         self.query_one("#steps-status", Static).update(plain(f"{label}: ring drawn on the Links tab (1)"))
