@@ -466,3 +466,79 @@ async def test_the_ring_drawn_is_the_ring_the_checker_priced() -> None:
         assert hops == ((0, 4), (4, 7), (7, 6), (6, 5), (5, 1), (1, 2), (2, 3), (3, 0))
         host = snapshot.host
         assert all(host.link(a, b).kind.name == "NVLINK" for a, b in hops)
+
+
+def _counting_services() -> tuple[FakeServices, list[object]]:
+    """Fake services that count the checks run (not the suggestion searches)."""
+    services = FakeServices()
+    checks: list[object] = []
+    original = services.check
+
+    def check(snapshot: Snapshot, form: object, measurements: Measurements | None, suggest: bool) -> object:
+        if not suggest:
+            checks.append(form)
+        return original(snapshot, form, measurements, suggest)  # type: ignore[arg-type]
+
+    services.check = check  # type: ignore[method-assign]
+    return services, checks
+
+
+@async_test
+async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
+    """Tabbing through untouched defaults paints nothing red; escape leaves a field; the key bar says
+    ^q quits while typing; filling the form (apply a suggestion, a new machine) checks it once."""
+    from tui.screens.ranks import DIMS
+    from tui.services import LayoutForm
+    from tui.widgets.key_bar import KeyBar
+
+    services, checks = _counting_services()
+    app = build_app(snapshot=load_sample("dgx-h100"), services=services, initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        app.query_one("#size-tp", Input).focus()
+        await pilot.pause()
+        await pilot.press(*["tab"] * 8)
+        await pilot.pause()
+        inputs = [app.query_one(f"#size-{dim}", Input) for dim in DIMS]
+        assert not [field.id for field in app.query(Input) if field.has_class("-invalid")]
+        assert any(not field.value for field in inputs), "the test should pass empty default fields"
+        app.query_one("#size-cp", Input).focus()
+        await pilot.pause()
+        shown = {shown: description for _key, shown, description in app.query_one(KeyBar).keys}
+        assert shown.get("^q") == "Quit" and "q" not in shown and "esc" in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.focused, RankMap)
+        shown = {shown: description for _key, shown, description in app.query_one(KeyBar).keys}
+        assert shown.get("q") == "Quit"
+        checks.clear()
+        view.fill_form(LayoutForm(sizes=(("tp", 4), ("pp", 2)), nodes=1, distribution="cyclic"))
+        await settle(app)
+        assert len(checks) == 1
+        assert view.checked_form == checks[0] and view.checked_form.distribution == "cyclic"
+        app.query_one("#size-cp", Input).focus()
+        await pilot.pause()
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+@async_test
+async def test_a_findings_message_and_fix_show_whole_at_80_columns() -> None:
+    """The finding under the cursor shows whole, wrapped, under the list, even at 80x24."""
+    app = build_app(snapshot=load_sample("a100-pcie-nvbridge-4"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.findings
+        finding = view.report.findings[0]
+        await pilot.pause()
+        detail = app.query_one("#finding-detail", Static)
+        lines = [line.rstrip() for line in str(detail.render()).splitlines()]
+        whole = f"{finding.severity} {finding.code} ({finding.dim}): {finding.message} fix: {finding.fix}"
+        assert " ".join(lines).split() == whole.split()
+        from rich.text import Text
+
+        wrapped = Text(str(detail.render())).wrap(app.console, detail.content_size.width)
+        assert len(wrapped) > 2 and detail.content_size.height >= len(wrapped), "every line of the finding fits"

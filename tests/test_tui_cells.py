@@ -194,3 +194,16 @@ def test_bench_adapter_keeps_what_a_stopped_sweep_measured(monkeypatch: pytest.M
     sizes = [row.size_bytes for row in measurements.collectives]
     assert sizes and sizes == sorted(sizes) and len(sizes) < 15
     assert any(note.startswith("run cut short (cancelled)") for note in measurements.notes)
+
+
+def test_long_host_names_stay_distinct_in_row_labels() -> None:
+    """Two nodes of one long host name keep the end that tells them apart; a lone name keeps its head."""
+    from tui.widgets.cell_grid import short_labels
+
+    assert short_labels(["dgx-h100-degraded#0", "dgx-h100-degraded#1"], 14) == ["dgx-h100-de~#0", "dgx-h100-de~#1"]
+    shown = short_labels(["gpu-node-017.cluster.example.com", "gpu-node-018.cluster.example.com"], 14)
+    assert len(set(shown)) == 2 and all(len(label) <= 14 for label in shown) and "017" in shown[0]
+    assert short_labels(["dgx-h100-degraded"], 14) == ["dgx-h100-degr~"]
+    assert short_labels(["node-a", "node-b"], 14) == ["node-a", "node-b"]
+    same = short_labels(["x" * 30, "x" * 30], 14)
+    assert len(set(same)) == 2 and all(len(label) <= 14 for label in same)
