@@ -413,7 +413,7 @@ async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
         await settle(app)
         assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
         status = static_text(app.query_one("#bench-status", Static))
-        assert "is a recording" in status and "Showing the recorded results" in status
+        assert "is a recording" in status and "Shown: results of test copies" in status
 
 
 @async_test
@@ -542,3 +542,34 @@ async def test_a_findings_message_and_fix_show_whole_at_80_columns() -> None:
 
         wrapped = Text(str(detail.render())).wrap(app.console, detail.content_size.width)
         assert len(wrapped) > 2 and detail.content_size.height >= len(wrapped), "every line of the finding fits"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> None:
+    """A 31-size sweep draws its bars inside the plot at 80 and 120 columns (no bar row wraps onto the next line)."""
+    from topo.model import CollectiveResult
+    from tui.widgets.bandwidth_plot import BandwidthPlot
+
+    rows = tuple(CollectiveResult("all_reduce", 1 << exponent, "float", 10.0, exponent * 5.0, exponent * 9.0, 8)
+                 for exponent in range(3, 34))
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements("nccl-tests sweep", collectives=rows))
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            plot = app.query_one(BandwidthPlot)
+            lines = plot.render().wrap(app.console, plot.content_size.width)  # type: ignore[union-attr]
+            assert len(lines) <= plot.content_size.height
+            assert any("█" in line.plain for line in lines)
+            assert all(len(line.plain) <= plot.content_size.width for line in lines)
+            assert lines[-1].plain.startswith("8 B") and lines[-1].plain.rstrip().endswith("8 GiB")
+            status = app.query_one("#bench-status", Static)
+            from rich.text import Text
+
+            said = Text(str(status.render())).wrap(app.console, status.content_size.width)
+            assert len(said) <= status.content_size.height, "the status line fits"
+
+    run()

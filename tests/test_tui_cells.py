@@ -207,3 +207,19 @@ def test_long_host_names_stay_distinct_in_row_labels() -> None:
     assert short_labels(["node-a", "node-b"], 14) == ["node-a", "node-b"]
     same = short_labels(["x" * 30, "x" * 30], 14)
     assert len(set(same)) == 2 and all(len(label) <= 14 for label in same)
+
+
+@pytest.mark.parametrize("width", [12, 31, 40, 62, 100, 200])
+def test_a_long_sweep_fits_the_plot_width(width: int) -> None:
+    """31 sizes (8 B to 8 GiB, an imported nccl-tests sweep) never draw a line wider than the plot:
+    bars narrow, then every k-th size is drawn, first and last always."""
+    from tui.widgets.bandwidth_plot import fit_points
+
+    points = tuple((1 << exponent, float(exponent)) for exponent in range(3, 34))
+    lines = plot_lines(points, height=6, width=width)
+    assert len(lines) == 7 and all(len(line) <= width for line in lines)
+    shown, bar_width = fit_points(points, width)
+    assert shown[0] == points[0] and shown[-1] == points[-1] and len(shown) * bar_width <= width
+    assert len(lines[0]) == len(shown) * bar_width
+    if width >= 62:
+        assert shown == points
