@@ -180,6 +180,13 @@ async def test_ranks_apply_suggestion_and_export() -> None:
         assert isinstance(app.screen, ExportScreen)
         assert app.screen.command.startswith("linkscope check sample:dgx1-v100 --tp 2")
         assert '"groups"' in app.screen.document
+        notices: list[str] = []
+        app.notify = lambda message, **_: notices.append(str(message))  # type: ignore[method-assign,assignment]
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.clipboard == app.screen.command
+        said = " ".join(notices)
+        assert "copied to the clipboard" not in said.lower() and "select the command shown here" in said
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ExportScreen)
