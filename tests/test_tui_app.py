@@ -580,3 +580,35 @@ def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> 
             assert len(said) <= status.content_size.height, "the status line fits"
 
     run()
+
+
+@async_test
+async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
+    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `more ▸` (and `◂ more` once scrolled);
+    the identity table puts bus id, NUMA and nearest NIC before the long name and UUID and says it goes on."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        grid = app.query_one(LinkGrid)
+        grid.focus()
+        await pilot.press("n")
+        await pilot.pause()
+        assert grid.column_count == 12
+        header = grid.render_line(0).text
+        assert header.rstrip().endswith("more ▸") and "◂ more" not in header
+        await pilot.press(*["right"] * 11)
+        await pilot.pause()
+        header = grid.render_line(0).text
+        assert "◂ more" in header and "more ▸" not in header and "mlx5_11" in header
+        await pilot.press("2")
+        await pilot.pause()
+        await settle(app)
+        table = app.query_one("#identity-table", DataTable)
+        labels = [str(column.label) for column in table.columns.values()]
+        assert labels[:5] == ["NVML", "CUDA", "bus id", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
+        assert "More columns" in static_text(app.query_one("#identity-note", Static))
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "More columns" not in static_text(app.query_one("#identity-note", Static))

@@ -141,7 +141,22 @@ class CellGrid(ScrollView, can_focus=True):
             segments = [self._cell_segment(row, column) for column in range(first, last)]
         offset = scroll_x - first * self._cell_width
         body = Strip(segments).crop_extend(offset, offset + cells_width, base)
+        if y == 0:
+            body = self._side_hints(body, scroll_x, cells_width)
         return Strip.join([Strip([Segment(label, label_style)]), body]).crop(0, width)
+
+    def _side_hints(self, header: Strip, scroll_x: int, cells_width: int) -> Strip:
+        """Arrows at the ends of the header where more columns lie out of view (`◂ more`, `more ▸`), so a
+        grid wider than the terminal (a dozen NICs at 80 columns) says it goes on."""
+        more_left = scroll_x > 0
+        more_right = scroll_x + cells_width < self.column_count * self._cell_width
+        if not (more_left or more_right) or cells_width < 16:
+            return header
+        style = self.get_component_rich_style("cell-grid--label") + Style(reverse=True)
+        blank = Strip([Segment(" ")])
+        left = Strip.join([Strip([Segment("◂ more", style)]), blank]) if more_left else header.crop(0, 7)
+        right = Strip.join([blank, Strip([Segment("more ▸", style)])]) if more_right else header.crop(cells_width - 7, cells_width)
+        return Strip.join([left, header.crop(7, cells_width - 7), right])
 
     def _cell_segment(self, row: int, column: int) -> Segment:
         text, style = self.render_cell(row, column)
