@@ -109,8 +109,8 @@ async def test_topology_tree_and_identity_table() -> None:
         assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
         table = app.query_one("#identity-table", DataTable)
         assert table.row_count == 8
-        assert table.get_row_at(0)[7].plain == "mlx5_0 (PIX)"
-        assert table.get_row_at(7)[7].plain == "mlx5_3 (PIX)"
+        assert table.get_row_at(0)[4].plain == "mlx5_0 (PIX)"
+        assert table.get_row_at(7)[4].plain == "mlx5_3 (PIX)"
         assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
 
 

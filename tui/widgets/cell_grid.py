@@ -155,7 +155,8 @@ class CellGrid(ScrollView, can_focus=True):
         style = self.get_component_rich_style("cell-grid--label") + Style(reverse=True)
         blank = Strip([Segment(" ")])
         left = Strip.join([Strip([Segment("◂ more", style)]), blank]) if more_left else header.crop(0, 7)
-        right = Strip.join([blank, Strip([Segment("more ▸", style)])]) if more_right else header.crop(cells_width - 7, cells_width)
+        right = (Strip.join([blank, Strip([Segment("more ▸", style)])]) if more_right
+                 else header.crop(cells_width - 7, cells_width))
         return Strip.join([left, header.crop(7, cells_width - 7), right])
 
     def _cell_segment(self, row: int, column: int) -> Segment:
