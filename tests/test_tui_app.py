@@ -206,7 +206,7 @@ async def test_monitor_shows_live_reading_from_fake_feed() -> None:
         assert table.get_row_at(2)[5].plain == "replay +3"
         assert table.get_row_at(1)[7].plain == "x8/16 <"
         assert app.query_one("#monitor-links", DataTable).row_count == 18
-    for _ in range(100):
+    for _ in range(100):  # the feed is closed by the worker's thread as it ends, after the app has gone
         if feed.closed:
             break
         time.sleep(0.01)
@@ -300,11 +300,14 @@ async def test_no_gpu_falls_back_to_a_sample() -> None:
     empty = Snapshot(hosts=(Host("laptop"),), source="probe")
     sample = load_sample("dgx-h100")
     app = build_app(services=FakeServices(snapshots={None: empty, "sample:dgx-h100": sample}))
+    notices: list[str] = []
+    shown = app.notify
+    app.notify = lambda message, **options: (notices.append(str(message)), shown(message, **options))[-1]  # type: ignore[method-assign,assignment,func-returns-value]
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
         assert app.snapshot is sample
-        assert any("no NVIDIA GPU" in str(notification.message) for notification in app._notifications)
+        assert any("no NVIDIA GPU" in notice for notice in notices)
 
 
 @async_test

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.worker import WorkerState
+from textual.worker import WorkerCancelled
 
 from topo.formats.results import read_measurements
 from topo.samples import load_sample
@@ -78,12 +78,17 @@ def scene_app(scene: Scene) -> LinkscopeApp:
 
 
 async def wait_idle(app: LinkscopeApp) -> None:
-    """Wait until no worker runs and the messages they posted have been handled."""
-    for _ in range(500):
-        if not any(worker.state in (WorkerState.PENDING, WorkerState.RUNNING) for worker in app.workers):
-            break
-        await asyncio.sleep(0.01)
-    await Pilot(app).pause()
+    """Wait until no worker runs and the messages they posted have been handled (a handled result may
+    start the next worker, so this repeats until quiet)."""
+    pilot = Pilot(app)
+    for _ in range(20):
+        try:
+            await asyncio.wait_for(app.workers.wait_for_complete(), timeout=60)
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one: wait for that one
+            continue
+        await pilot.wait_for_scheduled_animations()
+        if all(worker.is_finished for worker in app.workers):
+            return
 
 
 async def play(pilot: Pilot[None], scene: Scene) -> None:
