@@ -37,6 +37,8 @@ class Scene:
     description: str = ""
     measurements: str | None = None
     """Another tool's output (path from the repository root) recorded on this kind of machine, shown with it."""
+    traces: tuple[str, ...] = ()
+    """A job's profiler traces (paths from the repository root) for the Steps tab."""
 
 
 SCENES: tuple[Scene, ...] = (
@@ -64,6 +66,14 @@ SCENES: tuple[Scene, ...] = (
         (),
         "A recording has no live counters: the tab says so and shows the recorded PCIe state (GPU 3 at x8)",
     ),
+    Scene(
+        "steps",
+        "dgx-h100",
+        "steps",
+        (),
+        "A job's profiler trace: time per step, exposed communication, collectives below their links' speed",
+        traces=("tests/fixtures/real/traces/hta-2rank-nccl-allreduce-pg-ranks.json.gz",),
+    ),
 )
 """The screenshots, one per tab, in tab order."""
 
@@ -74,7 +84,8 @@ def scene_app(scene: Scene) -> LinkscopeApp:
     if scene.measurements is not None:
         path = REPOSITORY_ROOT / scene.measurements
         snapshot = dataclasses.replace(snapshot, measurements=read_measurements(path.read_text(), scene.measurements))
-    return build_app(snapshot=snapshot, initial_tab=scene.tab)
+    traces = tuple(str(REPOSITORY_ROOT / trace) for trace in scene.traces)
+    return build_app(snapshot=snapshot, initial_tab=scene.tab, trace_paths=traces)
 
 
 async def wait_idle(app: LinkscopeApp) -> None:
