@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
+from topo.busbw import algbw_gbps, bus_factor
 from topo.codec import measurements_from_json
 from topo.errors import InputError
-from topo.formats.nccl_tests import algbw_gbps, bus_factor
 
 from bench_support import ROOT, cli_main, cli_process
 

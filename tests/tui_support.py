@@ -24,12 +24,12 @@ from topo.model import (
     PeerCopy,
     Snapshot,
 )
+from tui.local_services import LocalServices
 from tui.services import (
     BenchProgress,
     BenchRequest,
     LayoutForm,
     LiveFeed,
-    LocalServices,
     Unavailable,
 )
 

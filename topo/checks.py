@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from topo.cost.calibrate import calibrate
-from topo.cost.collectives import GroupLinks, collective_cost, format_gbps
+from topo.cost.collectives import GroupLinks, collective_cost
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
@@ -43,6 +43,7 @@ from topo.layout import (
 from topo.model import Host, Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
 from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
+from topo.units import format_gbps
 from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, preset, step_traffic
 
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")

@@ -19,6 +19,7 @@ from textual.widgets import Header, TabbedContent, TabPane
 
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
+from tui.local_services import LocalServices
 from tui.messages import MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
@@ -26,7 +27,7 @@ from tui.screens.monitor import MonitorView
 from tui.screens.ranks import RanksView
 from tui.screens.steps import StepsView
 from tui.screens.topology import TopologyView
-from tui.services import LocalServices, Services
+from tui.services import Services
 from tui.widgets.key_bar import KeyBar
 
 FALLBACK_SAMPLE = "dgx-h100"
@@ -229,7 +230,7 @@ def build_app(
 ) -> LinkscopeApp:
     """The app for `source` (None: this machine) or an already loaded `snapshot`.
 
-    `services` defaults to the real ones (:class:`tui.services.LocalServices`); tests pass a fake.
+    `services` defaults to the real ones (:class:`tui.local_services.LocalServices`); tests pass a fake.
     `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it);
     `trace_paths` are a job's profiler traces for the Steps tab.
     """

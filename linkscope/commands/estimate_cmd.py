@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from linkscope.render.check_view import format_seconds
+    from topo.units import format_seconds
 
     title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {args.nodes} node(s)"
     table = Table(title=Text(title), title_justify="left", show_edge=False)

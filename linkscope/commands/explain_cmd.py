@@ -163,7 +163,7 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
     from rich.table import Table
     from rich.text import Text
 
-    from linkscope.render.check_view import format_seconds
+    from topo.units import format_seconds
     from topo.sizes import format_size_bytes
 
     console = Console(highlight=False, emoji=False)

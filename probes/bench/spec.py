@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from topo.busbw import BUS_FACTOR_OPS as OPS
 from topo.errors import InputError
-from topo.formats.nccl_tests import BUS_FACTOR_OPS as OPS
 from topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
 from topo.sizes import parse_size_bytes
 
