@@ -187,5 +187,3 @@ def describe_fit(each: Fit) -> str:
 
 def _gbps(value: float) -> str:
     return format_gbps(value) if not math.isfinite(value) or value < 10 else f"{value:.3g} GB/s"
-
-
