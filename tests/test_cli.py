@@ -97,12 +97,13 @@ def test_help_wraps_and_keeps_example_commands_whole(capsys: pytest.CaptureFixtu
 def test_timeout_zero_and_bad_bench_flags_are_refused_before_torch_is_imported() -> None:
     code = ("import sys\nfrom linkscope.cli import main\n"
             "for argv in (['bench','collectives','--timeout','0'], ['bench','p2p','--bytes','1X'],"
-            " ['bench','collectives','--ops','nope'], ['bench','step','--timeout','-1']):\n"
+            " ['bench','collectives','--ops','nope'], ['bench','step','--timeout','-1'],"
+            " ['bench','step','--layers','0']):\n"
             "    assert main(argv) == 2, argv\n"
             "assert 'torch' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stderr.count("\n") == 4 and "--timeout: must be above 0 seconds" in result.stderr
+    assert result.stderr.count("\n") == 5 and "--timeout: must be above 0 seconds" in result.stderr
 
 
 def test_a_closed_pipe_is_not_an_error() -> None:

@@ -51,6 +51,10 @@ def run_step(args: argparse.Namespace) -> int:
     from probes.bench.preflight import cuda_device_count
     from probes.bench.step_spec import step_spec_from_args
 
+    # the flags first (no backend or process count decides them): a wrong one is said before torch is imported
+    step_spec_from_args(args, args.backend or "gloo", 2)
+    if args.nproc is not None and args.nproc < 2:
+        raise InputError(f"--nproc: overlap needs at least 2 processes, got {args.nproc}")
     if importlib.util.find_spec("torch") is None:
         raise InputError("bench step needs torch: pip install 'linkscope[bench]' (or a CPU build: pip install torch)")
     gpus = cuda_device_count()
