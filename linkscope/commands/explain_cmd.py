@@ -163,8 +163,8 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
     from rich.table import Table
     from rich.text import Text
 
-    from topo.units import format_seconds
     from topo.sizes import format_size_bytes
+    from topo.units import format_seconds
 
     console = Console(highlight=False, emoji=False)
     console.print(Text(f"{op} of {format_size_bytes(size_bytes)} over {ranks} ranks in {format_seconds(observed_s)}: "
