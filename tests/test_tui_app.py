@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from textual.widgets import DataTable, Input, Static, TabbedContent
+from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 from topo.model import Host, Measurements, PeerCopy, Snapshot
 from topo.samples import load_sample, sample_names
@@ -615,3 +615,19 @@ async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
         await settle(app)
         await pilot.pause()
         assert "More columns" not in static_text(app.query_one("#identity-note", Static))
+
+
+@async_test
+async def test_escape_leaves_a_bench_field_too() -> None:
+    """Escape leaves any field (the key bar offers it wherever one is focused), here the Bench tab's size."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        app.query_one("#bench-min", Input).focus()
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.focused, Input | Select)
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "monitor", "the tab keys work again"

@@ -15,7 +15,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Header, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPane
 
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
@@ -52,6 +52,7 @@ class LinkscopeApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(str(number), f"show_tab('{tab_id}')", title, show=False) for number, (tab_id, title) in enumerate(TABS, 1)),
         Binding("q", "quit", "Quit"),
+        Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
     def __init__(
@@ -125,6 +126,21 @@ class LinkscopeApp(App[None]):
             return
         assert snapshot is not None
         self.post_message(SnapshotLoaded(snapshot, live=source is None))
+
+    def action_leave_field(self) -> None:
+        """Escape leaves a text field or a drop-down for the tab's main widget (so its keys work again)."""
+        if not isinstance(self.focused, Input | Select):
+            return
+        pane = self.query_one(TabbedContent).active_pane
+        preferred = pane.query(".initial-focus") if pane is not None else None
+        if preferred:
+            preferred.first().focus()
+            return
+        for widget in pane.query("*") if pane is not None else ():
+            if widget.focusable and not any(isinstance(node, Input | Select | Button) for node in (widget, *widget.ancestors)):
+                widget.focus()
+                return
+        self.set_focus(None)
 
     def _focus_pane(self, pane: TabPane | None) -> None:
         if pane is None:

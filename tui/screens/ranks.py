@@ -57,7 +57,6 @@ class RanksView(Vertical):
         Binding("a", "apply_suggestion", "Apply suggestion"),
         Binding("g", "search_suggestion", "Suggest", show=False),
         Binding("c", "export", "Export"),
-        Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
@@ -285,11 +284,6 @@ class RanksView(Vertical):
             text.append("\nfix: ", style="bold")
             text.append(finding.fix)
         detail.update(text)
-
-    def action_leave_field(self) -> None:
-        """Escape leaves a form field for the rank map (so the tab's keys work again)."""
-        if isinstance(self.app.focused, Input | Select):
-            self.query_one(RankMap).focus()
 
     def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
         event.stop()
