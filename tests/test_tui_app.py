@@ -527,8 +527,10 @@ async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
         await settle(app)
         assert len(checks) == 1
         assert view.checked_form == checks[0] and view.checked_form.distribution == "cyclic"
-        app.query_one("#size-cp", Input).focus()
-        await pilot.pause()
+        app.query_one("#size-pp", Input).focus()
+        await pilot.press("end", "backspace")
+        await settle(app)
+        assert len(checks) == 2, "one edit, one check"
         await pilot.press("ctrl+q")
         await pilot.pause()
     assert app.return_code == 0
