@@ -30,7 +30,6 @@ def register_step(sub: Any) -> None:
             "  linkscope bench step --modes no-overlap,ddp --bucket-cap-mb 1,25 --profile /tmp/traces --json\n"
             "  linkscope trace /tmp/traces/ddp-25mb"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_step_arguments(parser)
     parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")

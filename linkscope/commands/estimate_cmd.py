@@ -55,7 +55,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope estimate all_reduce --bytes 8G --ranks 8 sample:dgx-h100 --json\n"
             "  linkscope estimate all_reduce --bytes 8G --ranks 16 --nodes 2 sample:dgx-h100"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("op", metavar="OP", help=f"collective: {', '.join(OPS)}")
     parser.add_argument("source", nargs="?", metavar="SOURCE",

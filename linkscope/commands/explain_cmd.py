@@ -55,7 +55,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope explain all_reduce --bytes 1G --ranks 8 --time 150ms sample:dgx-h100\n"
             "  linkscope explain all_gather --bytes 256M --ranks 16 --time 9ms sample:dgx-a100 --nodes 2 --json"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.__class__ = _intermixed(type(parser))
     parser.add_argument("words", nargs="+", metavar="OP [SOURCE]",

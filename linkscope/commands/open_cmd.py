@@ -38,7 +38,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope open sample:dgx-h100 --trace traces/   (a job's profiler traces on the Steps tab)\n"
             "  linkscope                  (this machine)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_argument(parser, "snapshot JSON, `nvidia-smi topo -m` text or sample:NAME; default: this machine")
     parser.add_argument("--tab", choices=TAB_NAMES, default="links", help="the tab to start on (default: links)")

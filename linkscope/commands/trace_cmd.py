@@ -33,7 +33,6 @@ def register(subparsers: Any) -> None:
             "  linkscope trace traces/ --source sample:dgx-h100 --nodes 2\n\n"
             "exit status: 0 no finding at or above --fail-on, 1 there is one, 2 unreadable input"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.json, .json.gz) or directories of them")
     parser.add_argument("--source", default=None, metavar="SOURCE",
