@@ -633,3 +633,17 @@ async def test_escape_leaves_a_bench_field_too() -> None:
         await pilot.press("5")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "monitor", "the tab keys work again"
+
+
+@async_test
+async def test_two_nodes_of_a_long_host_name_stay_apart_on_the_rank_map() -> None:
+    """`dgx-h100-degraded` on 2 nodes at 80 columns: the rows keep the end that tells them apart."""
+    app = build_app(snapshot=load_sample("dgx-h100-degraded"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        app.query_one("#nodes", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        rank_map = app.query_one(RankMap)
+        rows = [rank_map.render_line(y).text.split()[0] for y in (1, 2)]
+        assert rows[0] != rows[1] and rows[0].endswith("#0") and rows[1].endswith("#1")
