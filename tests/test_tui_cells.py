@@ -62,6 +62,26 @@ def test_nic_cells_follow_legend_tokens() -> None:
     assert cells[0][0].expected is not None and cells[0][0].expected.spec_gbps == 50.0
 
 
+def test_nic_columns_put_the_active_fast_ports_first() -> None:
+    """A down port and a slow management port go to the end of the GPU x NIC grid; each cell still
+    names its NIC by its index in the host, so the detail describes the right one."""
+    import dataclasses
+
+    from tui.link_cells import nic_order
+    from tui.widgets.link_detail import describe_gpu_nic
+
+    host = nvswitch_host()
+    nics = list(host.nics)
+    nics[0] = dataclasses.replace(nics[0], state="DOWN")
+    nics[1] = dataclasses.replace(nics[1], rate_gbit_per_s=1.0)
+    host = dataclasses.replace(host, nics=tuple(nics))
+    assert nic_order(host) == [2, 3, 1, 0]
+    cells = nic_cells(host)
+    assert [cell.col for cell in cells[0]] == [2, 3, 1, 0]
+    assert [cell.token for cell in cells[0]] == [host.gpu_nic[0][b] for b in (2, 3, 1, 0)]
+    assert "mlx5_2" in str(describe_gpu_nic(host, cells[0][0]))
+
+
 def test_rank_grid_and_group_index() -> None:
     """Placement to a node-major grid, and each rank's group number."""
     placement = [(0, 1), (0, 0), (1, 1)]
