@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
+import shutil
 import signal
 import sys
+import textwrap
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
@@ -36,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "nccl-log",
     "collect",
     "merge",
+    "help",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd` (`-` read as `_`)."""
 
@@ -45,11 +50,59 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+_NEGATIVE_VALUE = re.compile(r"^-[0-9.]")
+"""An argument that starts like a negative number (`-1G`, `-1:300`, `-.5`): a value, never an option."""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps descriptions and epilogs to the terminal, paragraph by paragraph; a line that starts with
+    spaces (an example command) is kept whole, so a command is never broken mid-flag."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=min(shutil.get_terminal_size().columns, 100) - 2)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for paragraph in re.split(r"\n\s*\n", text.strip("\n")):
+            lines = paragraph.split("\n")
+            if any(line.startswith(" ") for line in lines):
+                out.append("\n".join(indent + line for line in lines))
+                continue
+            flowing: list[str] = []
+            for line in lines:
+                # a line ending in a colon heads what follows (e.g. "examples:"); keep it on its own line
+                flowing.append(line)
+                if line.endswith(":"):
+                    out.append(_wrap(" ".join(flowing), width, indent))
+                    flowing = []
+            if flowing:
+                out.append(_wrap(" ".join(flowing), width, indent))
+        return "\n\n".join(part for part in out if part)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _wrap(text: str, width: int, indent: str) -> str:
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line and exit status 2."""
+    """An ArgumentParser whose usage errors are one line and exit status 2, whose help wraps to the
+    terminal, and which takes `-1G` after an option as that option's value (to reject it for what it is)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs["formatter_class"] = _HelpFormatter
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("linkscope").strip()
+        raise InputError(f"{command}: {message}" if command else message)
+
+    def _parse_optional(self, arg_string: str) -> tuple[object, ...] | None:  # type: ignore[override]
+        if _NEGATIVE_VALUE.match(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
 
 
 def _command_module(name: str) -> ModuleType:
@@ -84,7 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):
             args_list = ["open", *args_list]
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:
+            raise InputError(f"{args.command}: unrecognized arguments: {' '.join(extra)}")
         return int(args.run(args))
     except InputError as exc:
         print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
@@ -93,4 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("linkscope: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        # the reader (`| head`) has gone: not an error; point stdout at nothing so the exit flush is quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
+from topo.busbw import algbw_gbps, bus_factor
 from topo.codec import measurements_from_json
 from topo.errors import InputError
-from topo.formats.nccl_tests import algbw_gbps, bus_factor
 
 from bench_support import ROOT, cli_main, cli_process
 
@@ -306,3 +306,27 @@ def test_attach_reads_a_snapshot_from_stdin_once(tmp_path: pathlib.Path) -> None
     assert done.returncode == 0, done.stderr
     saved = json.loads(output.read_text())
     assert saved["hosts"][0]["gpus"] and len(saved["measurements"]["collectives"]) == 8
+
+
+@pytest.mark.parametrize(("backend", "status"), [("nccl", 1), ("gloo", 0)])
+def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from linkscope.commands import bench_cmd
+    from topo.model import CollectiveResult, Measurements
+
+    mib = 1 << 20
+    results = tuple(CollectiveResult("all_reduce", mib, "float32", 10.0, busbw, busbw, 2, wrong=0, ranks=ranks,
+                                     group=group, backend=backend)
+                    for group, ranks, busbw in (("tp0", (0, 1), 100.0), ("tp1", (2, 3), 50.0)))
+    rows = [{"op": "all_reduce", "bytes": mib, "dtype": "float32", "group": r.group, "dim": "tp", "ranks": list(r.ranks),
+             "time_us": 10.0, "algbw_gbps": r.busbw_gbps, "busbw_gbps": r.busbw_gbps, "wrong": 0} for r in results]
+    monkeypatch.setattr(bench_cmd, "_expected_on", lambda args, notes: None)
+    args = argparse.Namespace(json=True, expect=None, output=None)
+    outcome = bench_cmd._report_collectives(args, Measurements("t", collectives=results),
+                                            {"rows": rows, "setup_ms": [], "notes": []})
+    captured = capsys.readouterr()
+    assert outcome == status
+    assert json.loads(captured.out)["stragglers"][0]["group"] == "tp1"
+    assert ("straggler group" in captured.err) == (status == 1)

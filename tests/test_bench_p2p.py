@@ -184,8 +184,8 @@ def _cuda() -> object:
 @pytest.mark.gpu
 def test_gpu_device_to_device_copy_is_measured_and_verified() -> None:
     _cuda()
+    from probes.bench.copies import measure_pair
     from probes.bench.cuda_copies import TorchCuda
-    from probes.bench.p2p import measure_pair
 
     row = measure_pair(TorchCuda(), 0, 0, 64 * 1024**2, copies=4, samples=3)
     print("d2d same GPU:", row)

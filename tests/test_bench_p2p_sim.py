@@ -1,4 +1,4 @@
-"""`bench p2p`'s copy engine (probes.bench.p2p, probes.bench.hostcopy) run against simulated
+"""`bench p2p`'s copy engine (probes.bench.copies, probes.bench.p2p, probes.bench.hostcopy) run against simulated
 boxes whose pair rates are real recordings (tests/fakes/fake_cuda.py): the numbers it reports,
 the data check, the warm-up, the gate that keeps host enqueue cost out, memory sizing and
 release, the NUMA choice for host copies, and the command from arguments to JSON."""
@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from probes.bench.p2p import measure_pair, run_p2p
+from probes.bench.copies import measure_pair
+from probes.bench.p2p import run_p2p
 from topo.formats.p2p_matrices import read_nvbandwidth, read_p2p_bandwidth_latency_test
 from topo.model import Measurements, PeerCopy
 from topo.samples import load_sample

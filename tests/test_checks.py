@@ -231,3 +231,21 @@ def test_any_layout_gives_a_report_or_one_input_error(sample: str, tp: int, pp: 
         assert sorted(rank for group in groups for rank in group) == list(range(world))
     assert len(report.placement) == world
     assert all(finding.severity in ("error", "warning", "info") for finding in report.findings)
+
+
+def test_the_report_carries_each_groups_priced_ring() -> None:
+    """The ring the costs assume travels with the report (the app draws it): NVLink-only on the DGX-1
+    hybrid cube mesh, and chains per node, nodes in order, for a group across nodes."""
+    from topo.checks import CheckRequest, check_layout
+    from topo.cost.groups import block_order_ring
+    from topo.samples import load_sample
+
+    mesh = load_sample("dgx1-v100")
+    report = check_layout(mesh, CheckRequest(sizes=(("tp", 8),)))
+    ring = report.ring("tp", 0)
+    assert ring == (0, 4, 7, 6, 5, 1, 2, 3)
+    assert all(mesh.host.link(a, b).kind.name == "NVLINK" for a, b in zip(ring, ring[1:] + ring[:1], strict=True))
+    assert report.ring("dp", 3) == (3,)
+    two_nodes = block_order_ring(mesh, list(range(16)))
+    assert sorted(two_nodes[:8]) == list(range(8)) and sorted(two_nodes[8:]) == list(range(8, 16))
+    assert block_order_ring(mesh, list(range(8))) == ring

@@ -49,3 +49,75 @@ def test_python_dash_m_entry_point() -> None:
     result = subprocess.run([sys.executable, "-m", "linkscope", "--version"], capture_output=True, text=True, check=False)
     assert result.returncode == 0
     assert result.stdout.startswith("linkscope ")
+
+
+@pytest.mark.parametrize(("argv", "reason"), [
+    (["estimate", "all_reduce", "--ranks", "8", "--bytes", "-1G"], "--bytes: '-1G' is not a size"),
+    (["estimate", "all_reduce", "--ranks", "8", "--bytes", "1G", "--intra", "-1:300"], "--intra: '-1:300' is not"),
+    (["estimate", "all_reduce", "--ranks", "-8", "--bytes", "1G"], "--ranks: must be at least 1"),
+    (["bench", "p2p", "--bytes", "-1G"], "--bytes: '-1G' is not a size"),
+])
+def test_a_negative_value_is_refused_for_what_it_is(argv: list[str], reason: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert reason in err and "expected one argument" not in err
+
+
+def test_an_unknown_flag_names_its_command_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "--frobnicate"]) == 2
+    assert capsys.readouterr().err == "linkscope: error: show: unrecognized arguments: --frobnicate\n"
+    assert main(["bench", "p2p", "--copies", "x"]) == 2
+    assert capsys.readouterr().err.startswith("linkscope: error: bench p2p: argument --copies")
+
+
+def test_help_command_prints_the_help_of_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["help"]) == 0
+    assert "COMMAND" in capsys.readouterr().out
+    assert main(["help", "bench", "p2p"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: linkscope bench p2p") and "75%" in out and "%%" not in out
+    assert main(["help", "no-such-command"]) == 2
+    assert "invalid choice: 'no-such-command'" in capsys.readouterr().err
+
+
+def test_help_wraps_and_keeps_example_commands_whole(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["bench", "collectives", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    commands = [line for line in lines if line.lstrip().startswith(("torchrun", "linkscope bench"))]
+    assert commands and all("--rdzv-endpoint HOST0:29500" in line for line in commands if "torchrun" in line)
+    prose = [line for line in lines if line and not line.startswith(" ") and line not in commands]
+    assert all(len(line) <= 80 for line in prose)
+    assert not any(line.endswith("nccl-") for line in lines)  # not broken at a hyphen
+
+
+def test_timeout_zero_and_bad_bench_flags_are_refused_before_torch_is_imported() -> None:
+    code = ("import sys\nfrom linkscope.cli import main\n"
+            "for argv in (['bench','collectives','--timeout','0'], ['bench','p2p','--bytes','1X'],"
+            " ['bench','collectives','--ops','nope'], ['bench','step','--timeout','-1'],"
+            " ['bench','step','--layers','0']):\n"
+            "    assert main(argv) == 2, argv\n"
+            "assert 'torch' not in sys.modules\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("\n") == 5 and "--timeout: must be above 0 seconds" in result.stderr
+
+
+def test_a_closed_pipe_is_not_an_error() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "linkscope", "show", "sample:dgx-h100", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader (`| head`) has gone before linkscope writes
+    assert process.wait(timeout=60) == 0
+    assert process.stderr.read() == b""
+
+
+def test_the_app_without_a_terminal_says_so_in_one_line() -> None:
+    result = subprocess.run([sys.executable, "-m", "linkscope", "sample:dgx-h100"], capture_output=True, text=True,
+                            check=False, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "needs a terminal" in result.stderr and "linkscope show sample:dgx-h100" in result.stderr

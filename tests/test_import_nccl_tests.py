@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pathlib
 import re
 
 import pytest
@@ -237,3 +238,12 @@ def test_the_starting_line_under_a_command_keeps_its_launcher_and_a_loader_warni
             "     time   algbw   busbw #wrong\n"
             "     4194304     1048576   float   sum   -1   1048.6   4.00   7.50   0   1048.6   4.00   7.50   0\n")
     assert [row.nranks for row in read_nccl_tests(text, "log.txt").collectives] == [16, 16]
+
+
+def test_import_output_says_what_it_wrote(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = next((FIXTURES / "nccl_tests").glob("*.txt"))
+    out = tmp_path / "m.json"
+    assert cli_main(["import", str(log), "-o", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert out.exists() and f"measurements written to {out}" in captured.err
+    assert captured.out.startswith("{")

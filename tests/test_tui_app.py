@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from textual.widgets import DataTable, Input, Static, TabbedContent
+from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 from topo.model import Host, Measurements, PeerCopy, Snapshot
 from topo.samples import load_sample, sample_names
@@ -109,8 +109,8 @@ async def test_topology_tree_and_identity_table() -> None:
         assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
         table = app.query_one("#identity-table", DataTable)
         assert table.row_count == 8
-        assert table.get_row_at(0)[7].plain == "mlx5_0 (PIX)"
-        assert table.get_row_at(7)[7].plain == "mlx5_3 (PIX)"
+        assert table.get_row_at(0)[4].plain == "mlx5_0 (PIX)"
+        assert table.get_row_at(7)[4].plain == "mlx5_3 (PIX)"
         assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
 
 
@@ -134,7 +134,9 @@ async def test_ranks_form_updates_map_and_findings() -> None:
         rank_map.focus()
         await pilot.press("right", "right", "right", "right", "right", "enter")
         await pilot.pause()
-        assert rings and rings[-1].hops == ((4, 5), (5, 6), (6, 7), (7, 4))
+        # on NVSwitch every ring prices alike: the one drawn is the checker's (4-7-6-5), the same cycle as rank order
+        expected = {frozenset(hop) for hop in ((4, 5), (5, 6), (6, 7), (7, 4))}
+        assert rings and {frozenset(hop) for hop in rings[-1].hops} == expected
         assert app.query_one(LinksView).ring == rings[-1]
         assert rank_map.picked_group == 1
 
@@ -178,6 +180,13 @@ async def test_ranks_apply_suggestion_and_export() -> None:
         assert isinstance(app.screen, ExportScreen)
         assert app.screen.command.startswith("linkscope check sample:dgx1-v100 --tp 2")
         assert '"groups"' in app.screen.document
+        notices: list[str] = []
+        app.notify = lambda message, **_: notices.append(str(message))  # type: ignore[method-assign,assignment]
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.clipboard == app.screen.command
+        said = " ".join(notices)
+        assert "copied to the clipboard" not in said.lower() and "select the command shown here" in said
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ExportScreen)
@@ -197,7 +206,7 @@ async def test_monitor_shows_live_reading_from_fake_feed() -> None:
         assert table.get_row_at(2)[5].plain == "replay +3"
         assert table.get_row_at(1)[7].plain == "x8/16 <"
         assert app.query_one("#monitor-links", DataTable).row_count == 18
-    for _ in range(100):
+    for _ in range(100):  # the feed is closed by the worker's thread as it ends, after the app has gone
         if feed.closed:
             break
         time.sleep(0.01)
@@ -291,11 +300,14 @@ async def test_no_gpu_falls_back_to_a_sample() -> None:
     empty = Snapshot(hosts=(Host("laptop"),), source="probe")
     sample = load_sample("dgx-h100")
     app = build_app(services=FakeServices(snapshots={None: empty, "sample:dgx-h100": sample}))
+    notices: list[str] = []
+    shown = app.notify
+    app.notify = lambda message, **options: (notices.append(str(message)), shown(message, **options))[-1]  # type: ignore[method-assign,assignment,func-returns-value]
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
         assert app.snapshot is sample
-        assert any("no NVIDIA GPU" in str(notification.message) for notification in app._notifications)
+        assert any("no NVIDIA GPU" in notice for notice in notices)
 
 
 @async_test
@@ -411,7 +423,7 @@ async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
         await settle(app)
         assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
         status = static_text(app.query_one("#bench-status", Static))
-        assert "is a recording" in status and "Showing the recorded results" in status
+        assert "is a recording" in status and "Shown: results of test copies" in status
 
 
 @async_test
@@ -445,3 +457,193 @@ async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> 
         await settle(app)
         assert "Apply suggestion" in [description for _, _, description in bar.keys]
         assert bar.key_at(10_000) is None
+
+
+@async_test
+async def test_the_ring_drawn_is_the_ring_the_checker_priced() -> None:
+    """DGX-1 V100, tp 8: the checker prices the NVLink-only ring 0-4-7-6-5-1-2-3; picking a rank draws
+    that ring, not the rank-order one whose hops 3->4 and 7->0 cross SYS."""
+    snapshot = load_sample("dgx1-v100")
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="ranks")
+    rings: list[RingChosen] = []
+    async with app.run_test(size=SIZE, message_hook=lambda m: rings.append(m) if isinstance(m, RingChosen) else None) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.ring("tp", 0) == (0, 4, 7, 6, 5, 1, 2, 3)
+        view.pick_group("tp", 0)
+        await pilot.pause()
+        hops = rings[-1].hops
+        assert hops == ((0, 4), (4, 7), (7, 6), (6, 5), (5, 1), (1, 2), (2, 3), (3, 0))
+        host = snapshot.host
+        assert all(host.link(a, b).kind.name == "NVLINK" for a, b in hops)
+
+
+def _counting_services() -> tuple[FakeServices, list[object]]:
+    """Fake services that count the checks run (not the suggestion searches)."""
+    services = FakeServices()
+    checks: list[object] = []
+    original = services.check
+
+    def check(snapshot: Snapshot, form: object, measurements: Measurements | None, suggest: bool) -> object:
+        if not suggest:
+            checks.append(form)
+        return original(snapshot, form, measurements, suggest)  # type: ignore[arg-type]
+
+    services.check = check  # type: ignore[method-assign]
+    return services, checks
+
+
+@async_test
+async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
+    """Tabbing through untouched defaults paints nothing red; escape leaves a field; the key bar says
+    ^q quits while typing; filling the form (apply a suggestion, a new machine) checks it once."""
+    from tui.screens.ranks import DIMS
+    from tui.services import LayoutForm
+    from tui.widgets.key_bar import KeyBar
+
+    services, checks = _counting_services()
+    app = build_app(snapshot=load_sample("dgx-h100"), services=services, initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        app.query_one("#size-tp", Input).focus()
+        await pilot.pause()
+        await pilot.press(*["tab"] * 8)
+        await pilot.pause()
+        inputs = [app.query_one(f"#size-{dim}", Input) for dim in DIMS]
+        assert not [field.id for field in app.query(Input) if field.has_class("-invalid")]
+        assert any(not field.value for field in inputs), "the test should pass empty default fields"
+        app.query_one("#size-cp", Input).focus()
+        await pilot.pause()
+        shown = {shown: description for _key, shown, description in app.query_one(KeyBar).keys}
+        assert shown.get("^q") == "Quit" and "q" not in shown and "esc" in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.focused, RankMap)
+        shown = {shown: description for _key, shown, description in app.query_one(KeyBar).keys}
+        assert shown.get("q") == "Quit"
+        checks.clear()
+        view.fill_form(LayoutForm(sizes=(("tp", 4), ("pp", 2)), nodes=1, distribution="cyclic"))
+        await settle(app)
+        assert len(checks) == 1
+        assert view.checked_form == checks[0] and view.checked_form.distribution == "cyclic"
+        app.query_one("#size-pp", Input).focus()
+        await pilot.press("end", "backspace")
+        await settle(app)
+        assert len(checks) == 2, "one edit, one check"
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+@async_test
+async def test_a_findings_message_and_fix_show_whole_at_80_columns() -> None:
+    """The finding under the cursor shows whole, wrapped, under the list, even at 80x24."""
+    app = build_app(snapshot=load_sample("a100-pcie-nvbridge-4"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.findings
+        finding = view.report.findings[0]
+        await pilot.pause()
+        detail = app.query_one("#finding-detail", Static)
+        lines = [line.rstrip() for line in str(detail.render()).splitlines()]
+        whole = f"{finding.severity} {finding.code} ({finding.dim}): {finding.message} fix: {finding.fix}"
+        assert " ".join(lines).split() == whole.split()
+        from rich.text import Text
+
+        wrapped = Text(str(detail.render())).wrap(app.console, detail.content_size.width)
+        assert len(wrapped) > 2 and detail.content_size.height >= len(wrapped), "every line of the finding fits"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> None:
+    """A 31-size sweep draws its bars inside the plot at 80 and 120 columns (no bar row wraps onto the next line)."""
+    from topo.model import CollectiveResult
+    from tui.widgets.bandwidth_plot import BandwidthPlot
+
+    rows = tuple(CollectiveResult("all_reduce", 1 << exponent, "float", 10.0, exponent * 5.0, exponent * 9.0, 8)
+                 for exponent in range(3, 34))
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements("nccl-tests sweep", collectives=rows))
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            plot = app.query_one(BandwidthPlot)
+            lines = plot.render().wrap(app.console, plot.content_size.width)  # type: ignore[union-attr]
+            assert len(lines) <= plot.content_size.height
+            assert any("█" in line.plain for line in lines)
+            assert all(len(line.plain) <= plot.content_size.width for line in lines)
+            assert lines[-1].plain.startswith("8 B") and lines[-1].plain.rstrip().endswith("8 GiB")
+            status = app.query_one("#bench-status", Static)
+            from rich.text import Text
+
+            said = Text(str(status.render())).wrap(app.console, status.content_size.width)
+            assert len(said) <= status.content_size.height, "the status line fits"
+
+    run()
+
+
+@async_test
+async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
+    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `more ▸` (and `◂ more` once scrolled);
+    the identity table puts bus id, NUMA and nearest NIC before the long name and UUID and says it goes on."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        grid = app.query_one(LinkGrid)
+        grid.focus()
+        await pilot.press("n")
+        await pilot.pause()
+        assert grid.column_count == 12
+        header = grid.render_line(0).text
+        assert header.rstrip().endswith("more ▸") and "◂ more" not in header
+        await pilot.press(*["right"] * 11)
+        await pilot.pause()
+        header = grid.render_line(0).text
+        assert "◂ more" in header and "more ▸" not in header and "mlx5_11" in header
+        await pilot.press("2")
+        await pilot.pause()
+        await settle(app)
+        table = app.query_one("#identity-table", DataTable)
+        labels = [str(column.label) for column in table.columns.values()]
+        assert labels[:5] == ["NVML", "CUDA", "bus id", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
+        assert "More columns" in static_text(app.query_one("#identity-note", Static))
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "More columns" not in static_text(app.query_one("#identity-note", Static))
+
+
+@async_test
+async def test_escape_leaves_a_bench_field_too() -> None:
+    """Escape leaves any field (the key bar offers it wherever one is focused), here the Bench tab's size."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        app.query_one("#bench-min", Input).focus()
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.focused, Input | Select)
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "monitor", "the tab keys work again"
+
+
+@async_test
+async def test_two_nodes_of_a_long_host_name_stay_apart_on_the_rank_map() -> None:
+    """`dgx-h100-degraded` on 2 nodes at 80 columns: the rows keep the end that tells them apart."""
+    app = build_app(snapshot=load_sample("dgx-h100-degraded"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        app.query_one("#nodes", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        rank_map = app.query_one(RankMap)
+        rows = [rank_map.render_line(y).text.split()[0] for y in (1, 2)]
+        assert rows[0] != rows[1] and rows[0].endswith("#0") and rows[1].endswith("#1")

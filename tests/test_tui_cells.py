@@ -62,6 +62,26 @@ def test_nic_cells_follow_legend_tokens() -> None:
     assert cells[0][0].expected is not None and cells[0][0].expected.spec_gbps == 50.0
 
 
+def test_nic_columns_put_the_active_fast_ports_first() -> None:
+    """A down port and a slow management port go to the end of the GPU x NIC grid; each cell still
+    names its NIC by its index in the host, so the detail describes the right one."""
+    import dataclasses
+
+    from tui.link_cells import nic_order
+    from tui.widgets.link_detail import describe_gpu_nic
+
+    host = nvswitch_host()
+    nics = list(host.nics)
+    nics[0] = dataclasses.replace(nics[0], state="DOWN")
+    nics[1] = dataclasses.replace(nics[1], rate_gbit_per_s=1.0)
+    host = dataclasses.replace(host, nics=tuple(nics))
+    assert nic_order(host) == [2, 3, 1, 0]
+    cells = nic_cells(host)
+    assert [cell.col for cell in cells[0]] == [2, 3, 1, 0]
+    assert [cell.token for cell in cells[0]] == [host.gpu_nic[0][b] for b in (2, 3, 1, 0)]
+    assert "mlx5_2" in str(describe_gpu_nic(host, cells[0][0]))
+
+
 def test_rank_grid_and_group_index() -> None:
     """Placement to a node-major grid, and each rank's group number."""
     placement = [(0, 1), (0, 0), (1, 1)]
@@ -194,3 +214,32 @@ def test_bench_adapter_keeps_what_a_stopped_sweep_measured(monkeypatch: pytest.M
     sizes = [row.size_bytes for row in measurements.collectives]
     assert sizes and sizes == sorted(sizes) and len(sizes) < 15
     assert any(note.startswith("run cut short (cancelled)") for note in measurements.notes)
+
+
+def test_long_host_names_stay_distinct_in_row_labels() -> None:
+    """Two nodes of one long host name keep the end that tells them apart; a lone name keeps its head."""
+    from tui.widgets.cell_grid import short_labels
+
+    assert short_labels(["dgx-h100-degraded#0", "dgx-h100-degraded#1"], 14) == ["dgx-h100-de~#0", "dgx-h100-de~#1"]
+    shown = short_labels(["gpu-node-017.cluster.example.com", "gpu-node-018.cluster.example.com"], 14)
+    assert len(set(shown)) == 2 and all(len(label) <= 14 for label in shown) and "017" in shown[0]
+    assert short_labels(["dgx-h100-degraded"], 14) == ["dgx-h100-degr~"]
+    assert short_labels(["node-a", "node-b"], 14) == ["node-a", "node-b"]
+    same = short_labels(["x" * 30, "x" * 30], 14)
+    assert len(set(same)) == 2 and all(len(label) <= 14 for label in same)
+
+
+@pytest.mark.parametrize("width", [12, 31, 40, 62, 100, 200])
+def test_a_long_sweep_fits_the_plot_width(width: int) -> None:
+    """31 sizes (8 B to 8 GiB, an imported nccl-tests sweep) never draw a line wider than the plot:
+    bars narrow, then every k-th size is drawn, first and last always."""
+    from tui.widgets.bandwidth_plot import fit_points
+
+    points = tuple((1 << exponent, float(exponent)) for exponent in range(3, 34))
+    lines = plot_lines(points, height=6, width=width)
+    assert len(lines) == 7 and all(len(line) <= width for line in lines)
+    shown, bar_width = fit_points(points, width)
+    assert shown[0] == points[0] and shown[-1] == points[-1] and len(shown) * bar_width <= width
+    assert len(lines[0]) == len(shown) * bar_width
+    if width >= 62:
+        assert shown == points

@@ -55,3 +55,17 @@ def test_link_detail_names_the_verdict_of_every_measured_pair() -> None:
     assert str(describe_gpu_pair(host, cells[0][1])).splitlines()[2].endswith("of typical  ok")
     small = gpu_cells(host, measured_copies(degraded=(0, 3), size_bytes=1 << 20))
     assert "too small to judge" in str(describe_gpu_pair(host, small[0][3]))
+
+
+def test_link_detail_figures_carry_units() -> None:
+    """Every figure in the link detail says its unit: `1 NVLink` (not `1 NVLinks`), `GB/s` on the spec and
+    on the best pair of a box whose pair is below it."""
+    from tui.link_cells import gpu_cells
+    from tui.widgets.link_detail import describe_gpu_pair
+
+    mesh = load_sample("dgx1-v100").host
+    nv1 = str(describe_gpu_pair(mesh, gpu_cells(mesh, None)[0][1]))
+    assert "1 NVLink," in nv1 and "NVLinks" not in nv1 and "GB/s spec" in nv1
+    degraded = load_sample("dgx-h100-degraded").host
+    reduced = str(describe_gpu_pair(degraded, gpu_cells(degraded, None)[0][3]))
+    assert "best pair here:" in reduced and reduced.split("best pair here:")[1].split()[1] == "GB/s"

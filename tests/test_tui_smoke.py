@@ -103,3 +103,38 @@ def test_dumb_terminal_without_colour_at_80x24(tmux: Callable[..., str]) -> None
     wait_for(screen, "NUMA 0")
     tmux("send-keys", "-t", "dumb", "q")
     assert "linkscope-exit=0" in wait_for(screen, "linkscope-exit=")
+
+
+def test_a_finding_shows_whole_at_80x24(tmux: Callable[..., str]) -> None:
+    """At 80x24 the Ranks tab shows the finding under the cursor whole: its message and its fix."""
+    linkscope = str(EXECUTABLE) if EXECUTABLE.exists() else "linkscope"
+    tmux("new-session", "-d", "-s", "finding", "-x", "80", "-y", "24", "-e", "TERM=xterm-256color",
+         f"{linkscope} open sample:a100-pcie-nvbridge-4 --tab ranks")
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "finding")
+
+    shown = wait_for(screen, "fix:")
+    words = " ".join(line.split("│")[-1].strip() for line in shown.splitlines()).split()
+    text = " ".join(words)
+    assert "tp-slow-link" in text and "TP 4 must shrink" in text
+    assert "use --tp 2 (or less) on this machine; every 4-GPU ring here crosses a slow link" in text
+    assert "q Quit" in shown
+
+
+def test_without_a_terminal_the_app_says_so_and_exits_2(tmux: Callable[..., str], tmp_path: Path) -> None:
+    """`linkscope SOURCE > file` (and a pipe) prints one line naming the text command, writes no screen
+    codes and exits 2 instead of hanging."""
+    linkscope = str(EXECUTABLE) if EXECUTABLE.exists() else "linkscope"
+    out = tmp_path / "out.txt"
+    tmux("new-session", "-d", "-s", "redirect", "-x", "200", "-y", "20", "-e", "TERM=xterm-256color",
+         f"{linkscope} sample:dgx-h100 > {out}; echo redirect-exit=$?; {linkscope} sample:dgx-h100 | cat; "
+         "echo pipe-exit=${PIPESTATUS[0]}; sleep 30")
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "redirect")
+
+    shown = wait_for(screen, "pipe-exit=")
+    assert "redirect-exit=2" in shown and "pipe-exit=2" in shown
+    assert shown.count("the app needs a terminal") == 2 and "linkscope show sample:dgx-h100" in shown
+    assert out.read_text() == ""

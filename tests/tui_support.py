@@ -24,12 +24,12 @@ from topo.model import (
     PeerCopy,
     Snapshot,
 )
+from tui.local_services import LocalServices
 from tui.services import (
     BenchProgress,
     BenchRequest,
     LayoutForm,
     LiveFeed,
-    LocalServices,
     Unavailable,
 )
 
@@ -45,20 +45,20 @@ def async_test(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
 
 
 async def settle(app: Any) -> None:
-    """Wait until no worker of `app` runs and the messages they posted are handled."""
-    from textual.worker import WorkerState
-
-    for _ in range(200):
-        running = [worker for worker in app.workers if worker.state in (WorkerState.PENDING, WorkerState.RUNNING)]
-        if not running:
-            break
-        await asyncio.sleep(0.01)
-    for _ in range(3):
-        await asyncio.sleep(0)
-        await app._animator.wait_until_complete() if hasattr(app, "_animator") else None
+    """Wait until no worker of `app` runs and the messages they posted are handled (a handled result
+    may start the next worker, e.g. a check then its suggestion search, so this repeats until quiet)."""
     from textual.pilot import Pilot
+    from textual.worker import WorkerCancelled
 
-    await Pilot(app).pause()
+    pilot = Pilot(app)
+    for _ in range(20):
+        try:
+            await asyncio.wait_for(app.workers.wait_for_complete(), timeout=30)
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one: wait for that one
+            continue
+        await pilot.wait_for_scheduled_animations()
+        if all(worker.is_finished for worker in app.workers):
+            return
 
 
 def nvswitch_host(hostname: str = "node-a", gpus: int = 8, nics: int = 4) -> Host:

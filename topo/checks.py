@@ -30,7 +30,7 @@ from typing import Any
 
 from topo.cluster import is_domain
 from topo.cost.calibrate import calibrate
-from topo.cost.collectives import GroupLinks, collective_cost, format_gbps
+from topo.cost.collectives import GroupLinks, collective_cost
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel, nic_path_class
 from topo.cost.step import DimensionCost, links_per_group, step_costs
@@ -49,6 +49,7 @@ from topo.model import Host, LinkKind, Measurements, Snapshot
 from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
 from topo.severity import SEVERITIES, reaches, worst_severity
 from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
+from topo.units import format_gbps
 from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, preset, step_traffic
 
 FINDING_CODES: tuple[str, ...] = (
@@ -147,6 +148,13 @@ class CheckReport:
     hostnames: tuple[str, ...] = ()
     """Per node."""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    rings: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    """Per dimension and group (as `groups`): its ranks in the order of the ring the costs were priced on."""
+
+    def ring(self, dim: str, number: int) -> tuple[int, ...]:
+        """The ranks of group `number` of `dim` in the order of its priced ring (rank order when not priced)."""
+        rings = self.rings.get(dim, ())
+        return rings[number] if number < len(rings) else tuple(self.groups[dim][number])
 
     def worst_severity(self) -> str | None:
         """The most severe finding's severity, or None without findings."""
@@ -332,8 +340,9 @@ def check_layout(
         suggestion = suggest_layout(layout, placement, pricer, traffic, request.distribution, request.visible_devices)
     repeated = len({id(host) for host in placement.hosts}) == 1 and len(placement.hosts) > 1
     hostnames = tuple(f"{host.hostname}#{node}" if repeated else host.hostname for node, host in enumerate(placement.hosts))
+    rings = {dim: tuple(pricer.ring_order(members) for members in members_of_dim) for dim, members_of_dim in groups.items()}
     return CheckReport(groups, placement.pairs(), tuple(findings), suggestion, layout, costs, placement.description,
-                       hostnames, assumptions)
+                       hostnames, assumptions, rings)
 
 
 @dataclass

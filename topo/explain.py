@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from topo.busbw import bus_factor
 from topo.cost import Cost, GroupLinks, collective_cost, uniform_links
-from topo.cost.collectives import format_gbps
 from topo.errors import InputError
 from topo.expect import SLOW_FRACTION, verdict
-from topo.formats.nccl_tests import bus_factor
+from topo.units import format_gbps, format_seconds
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|ns)?\s*\Z")
 _UNIT_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -181,17 +181,9 @@ def describe_fit(each: Fit) -> str:
     """`ring predicts 150.4 ms; the observed time means 12.5 GB/s on the network (model: 12.5 GB/s)`."""
     implied = ("is shorter than its latencies alone" if each.implied_gbps is None
                else f"means {_gbps(each.implied_gbps)} on {link_name(each.scenario.links)}")
-    return (f"{each.cost.algo} predicts {_seconds(each.cost.time_s)}; the observed time {implied} "
+    return (f"{each.cost.algo} predicts {format_seconds(each.cost.time_s)}; the observed time {implied} "
             f"(model: {_gbps(each.bottleneck_gbps)})")
 
 
 def _gbps(value: float) -> str:
     return format_gbps(value) if not math.isfinite(value) or value < 10 else f"{value:.3g} GB/s"
-
-
-def _seconds(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.4g} ms"
-    return f"{seconds * 1e6:.3g} us"

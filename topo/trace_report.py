@@ -15,10 +15,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from topo.busbw import bus_factor
 from topo.cost.collectives import collective_cost
 from topo.cost.groups import GroupPricer
 from topo.cost.params import CostModel
-from topo.formats.nccl_tests import bus_factor
 from topo.formats.trace import RankTrace, TraceCollective
 from topo.links import DEGRADED_FRACTION
 from topo.placement import Placement

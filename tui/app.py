@@ -15,13 +15,14 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Header, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPane
 
 from topo.cluster import host_position, nvlink_domains
 from topo.errors import InputError
 from topo.model import Measurements, Snapshot
 from topo.nccl_placement import NcclPlacement
 from topo.text import printable
+from tui.local_services import LocalServices
 from tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from tui.screens.bench import BenchView
 from tui.screens.links import LinksView
@@ -29,7 +30,7 @@ from tui.screens.monitor import MonitorView
 from tui.screens.ranks import RanksView
 from tui.screens.steps import StepsView
 from tui.screens.topology import TopologyView
-from tui.services import LocalServices, Services
+from tui.services import Services
 from tui.text import printable_fields
 from tui.widgets.key_bar import KeyBar
 
@@ -55,6 +56,7 @@ class LinkscopeApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(str(number), f"show_tab('{tab_id}')", title, show=False) for number, (tab_id, title) in enumerate(TABS, 1)),
         Binding("q", "quit", "Quit"),
+        Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
     def __init__(
@@ -130,6 +132,21 @@ class LinkscopeApp(App[None]):
             return
         assert snapshot is not None
         self.post_message(SnapshotLoaded(snapshot, live=source is None))
+
+    def action_leave_field(self) -> None:
+        """Escape leaves a text field or a drop-down for the tab's main widget (so its keys work again)."""
+        if not isinstance(self.focused, Input | Select):
+            return
+        pane = self.query_one(TabbedContent).active_pane
+        preferred = pane.query(".initial-focus") if pane is not None else None
+        if preferred:
+            preferred.first().focus()
+            return
+        for widget in pane.query("*") if pane is not None else ():
+            if widget.focusable and not any(isinstance(node, Input | Select | Button) for node in (widget, *widget.ancestors)):
+                widget.focus()
+                return
+        self.set_focus(None)
 
     def _focus_pane(self, pane: TabPane | None) -> None:
         if pane is None:
@@ -264,7 +281,7 @@ def build_app(
 ) -> LinkscopeApp:
     """The app for `source` (None: this machine) or an already loaded `snapshot`.
 
-    `services` defaults to the real ones (:class:`tui.services.LocalServices`); tests pass a fake.
+    `services` defaults to the real ones (:class:`tui.local_services.LocalServices`); tests pass a fake.
     `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it);
     `trace_paths` are a job's profiler traces for the Steps tab; `nccl` is an NCCL log laid on `snapshot`,
     shown on the Links grid.

@@ -152,13 +152,22 @@ def _nic_speed(nic: Nic) -> LinkSpeed | None:
     return network_speed(nic.rate_gbit_per_s) if nic.rate_gbit_per_s else None
 
 
+def nic_order(host: Host) -> list[int]:
+    """NIC indices, most useful first: active ports before down ones, then the fastest (a job's rails
+    before a storage or management port), ties in the host's order. The GPU x NIC grid's columns."""
+    return sorted(range(len(host.nics)),
+                  key=lambda b: (host.nics[b].state not in (None, "ACTIVE"), -(host.nics[b].rate_gbit_per_s or 0.0)))
+
+
 def nic_cells(host: Host) -> list[list[GridCell]]:
-    """The GPU x NIC grid of `host` from its legend tokens; expected bandwidth is the NIC port's."""
+    """The GPU x NIC grid of `host` from its legend tokens, columns in :func:`nic_order` (a cell's `col`
+    stays the NIC's index in `host.nics`); expected bandwidth is the NIC port's."""
     rows: list[list[GridCell]] = []
     for a in range(len(host.gpus)):
         tokens = host.gpu_nic[a] if a < len(host.gpu_nic) else ()
         row: list[GridCell] = []
-        for b, nic in enumerate(host.nics):
+        for b in nic_order(host):
+            nic = host.nics[b]
             token = tokens[b] if b < len(tokens) else "?"
             try:
                 kind: LinkKind | None = parse_link_token(token)[0]

@@ -31,7 +31,7 @@ def group_index(groups: Sequence[Sequence[int]], world_size: int) -> list[int]:
 
 @dataclass(frozen=True)
 class RingOverlay:
-    """The hops of a group's ring (in rank order, closed) as they fall on the nodes."""
+    """The hops of a group's ring (in the order given, closed) as they fall on the nodes."""
 
     node: int
     """The node of the group's first rank: the one whose links are drawn."""
@@ -43,7 +43,8 @@ class RingOverlay:
 
 
 def ring_overlay(members: Sequence[int], placement: Sequence[tuple[int, int]]) -> RingOverlay:
-    """The ring through `members` in rank order: its hops inside the first rank's node, and how many leave a node."""
+    """The ring through `members` in the order given (pass the ring the checker priced,
+    `CheckReport.ring`): its hops inside the first rank's node, and how many leave a node."""
     if not members:
         return RingOverlay(0, (), 0, 0)
     spots = [placement[rank] for rank in members if 0 <= rank < len(placement)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.worker import WorkerState
+from textual.worker import WorkerCancelled
 
 from topo.formats.results import read_measurements
 from topo.samples import load_sample
@@ -37,6 +37,8 @@ class Scene:
     description: str = ""
     measurements: str | None = None
     """Another tool's output (path from the repository root) recorded on this kind of machine, shown with it."""
+    traces: tuple[str, ...] = ()
+    """A job's profiler traces (paths from the repository root) for the Steps tab."""
 
 
 SCENES: tuple[Scene, ...] = (
@@ -64,6 +66,14 @@ SCENES: tuple[Scene, ...] = (
         (),
         "A recording has no live counters: the tab says so and shows the recorded PCIe state (GPU 3 at x8)",
     ),
+    Scene(
+        "steps",
+        "dgx-h100",
+        "steps",
+        (),
+        "A job's profiler trace: time per step, exposed communication, collectives below their links' speed",
+        traces=("tests/fixtures/real/traces/hta-2rank-nccl-allreduce-pg-ranks.json.gz",),
+    ),
 )
 """The screenshots, one per tab, in tab order."""
 
@@ -74,16 +84,22 @@ def scene_app(scene: Scene) -> LinkscopeApp:
     if scene.measurements is not None:
         path = REPOSITORY_ROOT / scene.measurements
         snapshot = dataclasses.replace(snapshot, measurements=read_measurements(path.read_text(), scene.measurements))
-    return build_app(snapshot=snapshot, initial_tab=scene.tab)
+    traces = tuple(str(REPOSITORY_ROOT / trace) for trace in scene.traces)
+    return build_app(snapshot=snapshot, initial_tab=scene.tab, trace_paths=traces)
 
 
 async def wait_idle(app: LinkscopeApp) -> None:
-    """Wait until no worker runs and the messages they posted have been handled."""
-    for _ in range(500):
-        if not any(worker.state in (WorkerState.PENDING, WorkerState.RUNNING) for worker in app.workers):
-            break
-        await asyncio.sleep(0.01)
-    await Pilot(app).pause()
+    """Wait until no worker runs and the messages they posted have been handled (a handled result may
+    start the next worker, so this repeats until quiet)."""
+    pilot = Pilot(app)
+    for _ in range(20):
+        try:
+            await asyncio.wait_for(app.workers.wait_for_complete(), timeout=60)
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one: wait for that one
+            continue
+        await pilot.wait_for_scheduled_animations()
+        if all(worker.is_finished for worker in app.workers):
+            return
 
 
 async def play(pilot: Pilot[None], scene: Scene) -> None:

@@ -2,7 +2,8 @@
 
 The app receives a :class:`Services` in its constructor and never calls probes directly, so tests
 hand it a fake and the screens stay free of hardware code. Every method here may block; the app
-only calls them from thread workers. :class:`LocalServices` is the real implementation.
+only calls them from thread workers. The real implementation is :class:`tui.local_services.LocalServices`;
+this module holds only the interface and the values that cross it, so nothing here imports an implementation.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from probes.live import LiveReading
-from topo.checks import CheckReport, CheckRequest, check_layout
+from topo.checks import CheckReport
 from topo.model import Measurements, Snapshot
 
 
@@ -113,67 +114,3 @@ class Services(Protocol):
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
         """Expand and check a rank layout (`topo.checks.check_layout`); `suggest` also searches a better one."""
         ...
-
-
-class LocalServices:
-    """The real services: probes for this machine, files and samples, the checker in `topo`."""
-
-    def load_snapshot(self, source: str | None) -> Snapshot:
-        """Load a source the way every command does (`linkscope.source`-equivalent, without the CLI)."""
-        if source is None:
-            from probes.host import probe_host
-
-            return probe_host()
-        from topo.sources import load_source
-
-        return load_source(source)
-
-    def sample_names(self) -> list[str]:
-        """The built-in samples, or none when the samples package is missing."""
-        try:
-            from topo.samples import sample_names
-        except ImportError:
-            return []
-        return list(sample_names())
-
-    def open_live(self, snapshot: Snapshot) -> LiveFeed:
-        """A `probes.live.LiveSampler` for this machine (NVML starts on its first read)."""
-        from probes.live import LiveSampler
-
-        return LiveSampler(per_link=True)
-
-    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
-        """Benchmarks need GPUs in this machine's probe and the benchmark engine."""
-        try:
-            from tui.bench_adapter import unavailable_reason
-        except ImportError as exc:
-            return f"the benchmark engine is not available ({exc})"
-        return unavailable_reason(snapshot)
-
-    def run_bench(
-        self,
-        snapshot: Snapshot,
-        request: BenchRequest,
-        progress: Callable[[BenchProgress], None],
-        cancel: threading.Event,
-    ) -> Measurements:
-        """Run the benchmark engine of `probes.bench` in its child processes."""
-        reason = self.bench_unavailable_reason(snapshot)
-        if reason is not None:
-            raise Unavailable(reason)
-        from tui.bench_adapter import run_request
-
-        return run_request(snapshot, request, progress, cancel)
-
-    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
-        """Call `topo.checks.check_layout`."""
-        request = CheckRequest(
-            sizes=form.sizes,
-            order=form.order,
-            mesh=None,
-            nodes=form.nodes,
-            distribution=form.distribution,
-            visible_devices=form.visible_devices,
-            model=form.model,
-        )
-        return check_layout(snapshot, request, measurements=measurements, suggest=suggest)

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
         "GPU peer copies the way nvbandwidth does. Workers run in their own process groups under a deadline and "
         "are always cleaned up. Exit status: 0 ok, 1 a result was wrong or a finding (see bench p2p), 2 bad input or the run "
         "could not complete, 130 interrupted.",
-        epilog="example: linkscope bench collectives --backend gloo --nproc 2 --max-bytes 1M --json",
+        epilog="example:\n  linkscope bench collectives --backend gloo --nproc 2 --max-bytes 1M --json",
     )
     parser.set_defaults(run=lambda args: _usage(parser))
     sub = parser.add_subparsers(dest="bench_command", metavar="BENCH")
@@ -52,10 +52,11 @@ def _register_collectives(sub: Any) -> None:
         "collectives",
         help="collective sweep (all_reduce, all_gather, ...) with algbw/busbw like nccl-tests",
         description="Run collectives over a size sweep and report time, algbw and busbw (nccl-tests' factors) and "
-        "a correctness count per row. With --layout the op runs in every group of the layout at once. "
-        "For several nodes run the same worker under torchrun: torchrun --nnodes N --nproc-per-node G "
-        "--rdzv-backend c10d --rdzv-endpoint HOST0:29500 -m probes.bench.worker collectives [options] -o FILE",
-        epilog="example: linkscope bench collectives --backend gloo --nproc 4 --ops all_reduce,all_gather "
+        "a correctness count per row. With --layout the op runs in every group of the layout at once.\n\n"
+        "For several nodes run the same worker under torchrun:\n"
+        "  torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \\\n"
+        "    -m probes.bench.worker collectives [options] -o FILE",
+        epilog="example:\n  linkscope bench collectives --backend gloo --nproc 4 --ops all_reduce,all_gather "
         "--max-bytes 4M --layout tp=2,dp=2 --json",
     )
     add_collective_arguments(parser)
@@ -78,8 +79,8 @@ def _register_p2p(sub: Any) -> None:
         "data verified; and "
         "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs. "
         "Findings (exit 1): corrupted data; NVLink pairs without peer access; a pair, or a copy from the GPU's own "
-        "NUMA node, below 75%% of what its link typically delivers (copies of 32 MiB and more).",
-        epilog="example: linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json",
+        "NUMA node, below 75% of what its link typically delivers (copies of 32 MiB and more).",
+        epilog="example:\n  linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json",
     )
     parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
     parser.add_argument("--bytes", default="256M", help="copy size (default 256M)")
@@ -151,10 +152,13 @@ def _run_guarded(function: Callable[[Any], int]) -> int:
 
 def run_collectives(args: argparse.Namespace) -> int:
     """Parse, check the GPUs, spawn the workers, render rows (and write -o)."""
-    _check_output_options(args)
     from probes.bench.preflight import cuda_device_count, gpu_preflight
-    from probes.bench.spec import layout_world_size, spec_from_args
+    from probes.bench.spec import check_sweep_flags, layout_world_size, spec_from_args
 
+    check_sweep_flags(args)  # a wrong flag is said before torch is imported (seconds)
+    if args.nproc is not None and args.nproc < 1:
+        raise InputError(f"--nproc: must be at least 1, got {args.nproc}")
+    _check_output_options(args)
     gpus = cuda_device_count()
     backend = args.backend or ("nccl" if gpus else "gloo")
     if backend == "nccl" and not gpus:
@@ -246,8 +250,11 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
     wrong = sum(row["wrong"] or 0 for row in result["rows"])
     if wrong:
         print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
-        return EXIT_FINDINGS
-    return EXIT_OK
+    # a straggler on GPUs is a finding (a slower link); gloo's CPU processes straggle by contention alone
+    on_gpus = bool(measurements.collectives) and measurements.collectives[0].backend == "nccl"
+    if slow_groups and on_gpus:
+        print(f"linkscope: {len(slow_groups)} straggler group(s): a group well below its fastest peer", file=sys.stderr)
+    return EXIT_FINDINGS if wrong or (slow_groups and on_gpus) else EXIT_OK
 
 
 def _check_output_options(args: argparse.Namespace) -> None:
@@ -311,21 +318,22 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
 
 def run_p2p(args: argparse.Namespace) -> int:
     """Peer copies: needs CUDA; one worker drives every GPU, then matrices with expected speeds."""
-    _check_output_options(args)
     from probes.bench.p2p_report import parse_pairs
     from probes.bench.preflight import cuda_device_count, gpu_preflight
     from topo.sizes import parse_size_bytes
 
-    count = cuda_device_count()
-    if count == 0:
-        raise InputError("bench p2p: no CUDA GPU is present on this machine (peer copies need CUDA GPUs)")
-    pairs = parse_pairs(args.pairs, count)
+    # the flags first: a wrong one is said before torch is imported (seconds)
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 4:
         raise InputError(f"--bytes: at least 4 bytes, got {size_bytes}")
     if args.samples < 1 or not 1 <= args.copies <= MAX_COPIES:
         raise InputError(f"--samples: at least 1; --copies: 1 to {MAX_COPIES} (the spin kernel must outlast "
                          "the host enqueueing a sample)")
+    _check_output_options(args)
+    count = cuda_device_count()
+    if count == 0:
+        raise InputError("bench p2p: no CUDA GPU is present on this machine (peer copies need CUDA GPUs)")
+    pairs = parse_pairs(args.pairs, count)
     if not pairs and args.no_host:
         raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
 

@@ -30,12 +30,14 @@ def register_step(sub: Any) -> None:
             "  linkscope bench step --modes no-overlap,ddp --bucket-cap-mb 1,25 --profile /tmp/traces --json\n"
             "  linkscope trace /tmp/traces/ddp-25mb"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_step_arguments(parser)
     parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
-    parser.add_argument("--timeout", type=float, default=900.0, help="deadline for the whole run in seconds (default 900)")
+    from linkscope.argtypes import seconds
+
+    parser.add_argument("--timeout", type=seconds(), default=900.0,
+                        help="deadline for the whole run in seconds, above 0 (default 900)")
     parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
     parser.add_argument("--json", action="store_true", help="print JSON (modes, notes) instead of a table")
     parser.set_defaults(run=run_step)
@@ -48,8 +50,10 @@ def run_step(args: argparse.Namespace) -> int:
     from probes.bench.preflight import cuda_device_count
     from probes.bench.step_spec import step_spec_from_args
 
-    if not args.timeout > 0:
-        raise InputError(f"--timeout: must be above 0 seconds, got {args.timeout:g}")
+    # the flags first (no backend or process count decides them): a wrong one is said before torch is imported
+    step_spec_from_args(args, args.backend or "gloo", 2)
+    if args.nproc is not None and args.nproc < 2:
+        raise InputError(f"--nproc: overlap needs at least 2 processes, got {args.nproc}")
     if importlib.util.find_spec("torch") is None:
         raise InputError("bench step needs torch: pip install 'linkscope[bench]' (or a CPU build: pip install torch)")
     gpus = cuda_device_count()

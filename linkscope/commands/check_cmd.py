@@ -163,7 +163,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope check sample:dgx-h100 --nodes 2 --tp 4 --etp 2 --ep 4 --model 8x7b\n"
             "  linkscope check sample:dgx-h100 --nodes 4 --mesh dp_replicate=2,dp_shard=4,cp=2,tp=2"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_argument(parser)
     add_layout_arguments(parser)

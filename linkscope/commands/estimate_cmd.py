@@ -60,7 +60,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope estimate all_reduce --bytes 8G --ranks 16 --nodes 2 sample:dgx-h100\n"
             "  linkscope estimate all_reduce --bytes 1G --ranks 16 sample:gb200-nvl72"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("op", metavar="OP", help=f"collective: {', '.join(OPS)}")
     parser.add_argument("source", nargs="?", metavar="SOURCE",
@@ -160,8 +159,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from linkscope.render.check_view import format_seconds
     from linkscope.render.console import console as safe_console
+    from topo.units import format_seconds
 
     title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {nodes} node(s)"
     table = Table(title=Text(title), title_justify="left", show_edge=False)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from topo.busbw import bus_factor
 from topo.cost import GroupLinks, collective_cost
 from topo.errors import InputError
-from topo.formats.nccl_tests import bus_factor
 from topo.sizes import format_size_bytes, parse_size_bytes
 
 SWEEP_FACTOR = 2
@@ -86,7 +86,7 @@ def sweep_rows(op: str, links: GroupLinks, sizes: list[int]) -> list[dict[str, A
 
 def sweep_lines(op: str, ranks: int, nodes: int, rows: list[dict[str, Any]]) -> list[str]:
     """The table (time per algorithm, the cheapest) and the plot (busbw bars per algorithm), as text lines."""
-    from linkscope.render.check_view import format_seconds
+    from topo.units import format_seconds
 
     names = [name for name in ("ring", "tree", "hierarchical") if any(name in row["algorithms"] for row in rows)]
     lines = [f"{op} over {ranks} ranks on {nodes} node(s): time per call", ""]

@@ -55,7 +55,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope explain all_reduce --bytes 1G --ranks 8 --time 150ms sample:dgx-h100\n"
             "  linkscope explain all_gather --bytes 256M --ranks 16 --time 9ms sample:dgx-a100 --nodes 2 --json"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.__class__ = _intermixed(type(parser))
     parser.add_argument("words", nargs="+", metavar="OP [SOURCE]",
@@ -162,9 +161,9 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
     from rich.table import Table
     from rich.text import Text
 
-    from linkscope.render.check_view import format_seconds
     from linkscope.render.console import console as safe_console
     from topo.sizes import format_size_bytes
+    from topo.units import format_seconds
 
     console = safe_console()
     console.print(Text(f"{op} of {format_size_bytes(size_bytes)} over {ranks} ranks in {format_seconds(observed_s)}: "

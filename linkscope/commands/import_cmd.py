@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from topo.expect import RowExpectations, row_expectations
 from topo.jsonio import json_text
 from topo.model import Measurements
+from topo.text import printable
 
 
 def register(subparsers: Any) -> None:
@@ -63,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         expected = row_expectations(measurements, against)
     if args.output:
         write_measurements(args.output, measurements, attached)
+        what = f"{attached.source}'s snapshot carrying the measurements" if attached is not None else "measurements"
+        print(printable(f"{what} written to {args.output}"), file=sys.stderr)
     if args.json:
         payload: dict[str, Any] = {"schema": SCHEMA_VERSION, "measurements": to_jsonable(measurements)}
         if against is not None:

@@ -8,6 +8,7 @@ worker, so the first screen appears at once (with no GPU the app says so and sho
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from linkscope.files import check_measured_on, load_measurements, with_measurements
@@ -38,7 +39,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope open sample:consumer-2gpu --nccl-log train.log\n"
             "  linkscope                  (this machine)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_argument(parser, "snapshot JSON, `nvidia-smi topo -m` text or sample:NAME; default: this machine")
     parser.add_argument("--tab", choices=TAB_NAMES, default="links", help="the tab to start on (default: links)")
@@ -76,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
         measurements = load_measurements(args.measurements)
         check_measured_on(snapshot, measurements, getattr(args, "force", False), "--measurements")
         snapshot = with_measurements(snapshot, measurements)
+    problem = terminal_problem()
+    if problem is not None:
+        shown = f" {source}" if source is not None else ""
+        raise InputError(f"open: the app needs a terminal, but {problem}; for text run `linkscope show{shown}` "
+                         "(or `linkscope show --json`)")
     nccl = None
     if getattr(args, "nccl_log", None) is not None:
         if snapshot is None:
@@ -89,3 +94,13 @@ def run(args: argparse.Namespace) -> int:
     app = build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl)
     app.run()
     return app.return_code or 0
+
+
+def terminal_problem() -> str | None:
+    """Why the app cannot run here (its output or its keys are not a terminal: a redirect, a pipe, cron),
+    or None; without this check the app would write screen codes into the file and wait for keys forever."""
+    if not sys.stdout.isatty():
+        return "its output is not a terminal"
+    if not sys.stdin.isatty():
+        return "its input is not a terminal"
+    return None

@@ -35,7 +35,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope plan sample:dgx-a100 --gpus 16 --hidden 4096 --layers 32 --params 7B --markdown\n"
             "  linkscope plan sample:dgx-h100 --gpus 64 --model 8x7b --json"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_argument(parser)
     parser.add_argument("--gpus", type=int, required=True, metavar="N", help="total GPUs of the job")

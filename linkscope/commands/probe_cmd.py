@@ -39,7 +39,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope probe --json\n"
             "  linkscope probe -o box.json && linkscope show box.json"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")

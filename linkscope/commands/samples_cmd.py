@@ -20,7 +20,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "`nvidia-smi topo -m` outputs, so every command can be tried without a GPU."
         ),
         epilog="examples:\n  linkscope samples\n  linkscope samples --json\n  linkscope show sample:dgx-a100",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of {name, source, description}")
     parser.set_defaults(run=run)

@@ -43,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  nvidia-smi topo -m | linkscope show -\n"
             "  linkscope show            (this machine)"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (see the README for its fields)")

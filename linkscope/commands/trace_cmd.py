@@ -30,10 +30,9 @@ def register(subparsers: Any) -> None:
             "examples:\n"
             "  linkscope trace traces/                                  # every rank's trace in a directory\n"
             "  linkscope trace rank0.json.gz rank1.json.gz --json\n"
-            "  linkscope trace traces/ --source sample:dgx-h100 --nodes 2\n"
+            "  linkscope trace traces/ --source sample:dgx-h100 --nodes 2\n\n"
             "exit status: 0 no finding at or above --fail-on, 1 there is one, 2 unreadable input"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.json, .json.gz) or directories of them")
     parser.add_argument("--source", default=None, metavar="SOURCE",

@@ -10,25 +10,13 @@ from topo.checks import CheckReport, Finding
 from topo.layout import GROUP_NAMES
 from topo.sizes import format_size_bytes
 from topo.text import printable
+from topo.units import format_seconds
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 """Rich style of each finding severity."""
 
 SHOWN_GROUPS = 3
 """Groups listed per dimension before `...`."""
-
-
-def format_seconds(seconds: float | None) -> str:
-    """A duration for people: `6.28 ms`, `1.2 s`, `15 us`."""
-    if seconds is None:
-        return "-"
-    if seconds >= 1000:
-        return f"{seconds:,.0f} s"
-    if seconds >= 1:
-        return f"{seconds:.4g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.4g} ms"
-    return f"{seconds * 1e6:.4g} us"
 
 
 def _group_text(groups: list[list[int]]) -> str:

@@ -126,7 +126,7 @@ def _speed_text(speeds: list[LinkSpeed]) -> tuple[str, str]:
     spec_text = f"{spec[0]}" if len(spec) == 1 else f"{spec[0]}-{spec[-1]}"
     bases = sorted({speed.basis for speed in speeds})
     basis = bases[0] if len(bases) == 1 else f"{bases[0]} (and {len(bases) - 1} more)"
-    return f"~{typical_text} GB/s (spec {spec_text})", basis
+    return f"~{typical_text} GB/s (spec {spec_text} GB/s)", basis
 
 
 def _token_order(token: str) -> tuple[int, int]:

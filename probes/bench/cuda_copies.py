@@ -1,4 +1,4 @@
-"""The real :class:`probes.bench.p2p.CopyRuntime`: torch.cuda on this machine's GPUs.
+"""The real :class:`probes.bench.copies.CopyRuntime`: torch.cuda on this machine's GPUs.
 
 A contiguous `dst.copy_(src, non_blocking=True)` between devices is a cudaMemcpyAsync on the
 current stream (a copy engine; peer to peer when the driver allows it). The copying stream is

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.p2p import CopyRuntime, copy_gbps
+from probes.bench.copies import CopyRuntime, copy_gbps
 from probes.bench.p2p_report import bus_id_key, nodes_to_test
 from probes.sysfs import SysfsReader, parse_cpulist
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from topo.busbw import BUS_FACTOR_OPS as OPS
 from topo.errors import InputError
-from topo.formats.nccl_tests import BUS_FACTOR_OPS as OPS
 from topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
 from topo.sizes import parse_size_bytes
 
@@ -129,12 +129,23 @@ def add_collective_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-check", action="store_true", help="skip the correctness pass (wrong = null)")
 
 
-def spec_from_args(args: argparse.Namespace, backend: str, world_size: int) -> CollectiveSpec:
-    """Build and check a spec from parsed options; InputError on a bad value."""
+def check_sweep_flags(args: argparse.Namespace) -> None:
+    """The sweep options that need no backend or process count; InputError on a bad value."""
     if args.warmup < 0:
         raise InputError(f"--warmup: must be 0 or more, got {args.warmup}")
     if args.iters < 1:
         raise InputError(f"--iters: must be at least 1, got {args.iters}")
+    parse_ops(args.ops)
+    min_bytes = parse_size_bytes(args.min_bytes, "--min-bytes")
+    if args.max_bytes is not None:
+        size_sweep(min_bytes, parse_size_bytes(args.max_bytes, "--max-bytes"), args.factor)
+    if args.layout is not None:
+        layout_world_size(args.layout)
+
+
+def spec_from_args(args: argparse.Namespace, backend: str, world_size: int) -> CollectiveSpec:
+    """Build and check a spec from parsed options; InputError on a bad value."""
+    check_sweep_flags(args)
     max_text = args.max_bytes or ("1G" if backend == "nccl" else "16M")
     sizes = size_sweep(parse_size_bytes(args.min_bytes, "--min-bytes"), parse_size_bytes(max_text, "--max-bytes"), args.factor)
     return CollectiveSpec(

@@ -1,4 +1,4 @@
-"""A simulated CUDA box behind :class:`probes.bench.p2p.CopyRuntime`, driven by a recorded machine.
+"""A simulated CUDA box behind :class:`probes.bench.copies.CopyRuntime`, driven by a recorded machine.
 
 The box's GPUs (names, PCI bus ids, NUMA nodes, memory) come from a Snapshot, and the speed of
 every GPU pair from another tool's recording of a real machine (p2pBandwidthLatencyTest or

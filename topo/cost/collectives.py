@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from topo.busbw import bus_factor
 from topo.cost.params import (
     COLLNET_LATENCY_US,
     COLLNET_NET_FRACTION,
@@ -33,20 +34,13 @@ from topo.cost.params import (
     NVLS_NET_LATENCY_US,
 )
 from topo.errors import InputError
-from topo.formats.nccl_tests import bus_factor
+from topo.units import format_gbps
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet", "hierarchical", "auto")
 """What `--algo` accepts (NCCL_ALGO's names, plus linkscope's what-if `hierarchical`)."""
 NCCL_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet")
 """The algorithms NCCL itself runs: the ones `auto` chooses among."""
-
-def format_gbps(value: float) -> str:
-    """A bandwidth for people: `372 GB/s`, `5.8 GB/s`, `0.131 GB/s` (never a bare `0 GB/s`), `unbounded`."""
-    if math.isinf(value):
-        return "unbounded"
-    return f"{value:.0f} GB/s" if value >= 10 else f"{value:.2g} GB/s" if value >= 1 else f"{value:.3g} GB/s"
-
 
 @dataclass(frozen=True)
 class GroupLinks:

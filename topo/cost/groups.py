@@ -15,8 +15,8 @@ from topo.cost.channels import RingSet, disjoint_rings
 from topo.cost.collectives import GroupLinks
 from topo.cost.params import HOST_MEMORY_GBPS, NVLS_ALLREDUCE_FRACTION, CostModel, Hop
 from topo.links import nvlink_generation
-from topo.model import Host, LinkKind
-from topo.placement import Placement
+from topo.model import Host, LinkKind, Snapshot
+from topo.placement import Placement, cluster_hosts, place_ranks
 from topo.rings import Ring, best_chain, best_ring, ring_hops
 
 Signature = tuple[tuple[int, tuple[int, ...]], ...]
@@ -114,6 +114,24 @@ class GroupPricer:
     def links(self, ranks: Sequence[int]) -> GroupLinks:
         """What a collective over `ranks` rides (memoised by signature)."""
         return self.links_of(self.signature(ranks), len(ranks))
+
+    def ring_order(self, ranks: Sequence[int]) -> tuple[int, ...]:
+        """`ranks` in the order of the ring priced for them: inside one node the best ring (`ring`),
+        across nodes each node's best chain, nodes in the order of their first rank. This is the ring
+        the costs assume, so it is the one to draw."""
+        node_of, gpu_of, classes = self.placement.node_of_rank, self.placement.gpu_of_rank, self.placement.host_class
+        per_node: dict[int, list[int]] = {}
+        for rank in ranks:
+            per_node.setdefault(node_of[rank], []).append(rank)
+        order: list[int] = []
+        for node, members in per_node.items():
+            by_gpu = {gpu_of[rank]: rank for rank in members}
+            if len(members) < 2 or len(by_gpu) != len(members):  # one rank, or ranks sharing a GPU: as given
+                order.extend(members)
+                continue
+            ring = self.ring(classes[node], tuple(sorted(by_gpu)), closed=len(per_node) == 1)
+            order.extend(by_gpu[gpu] for gpu in ring.order)
+        return tuple(order)
 
     def ring_set(self, host_class: int, positions: tuple[int, ...]) -> RingSet | None:
         """The rings NCCL lays over disjoint direct NVLinks through `positions` (None on NVSwitch and
@@ -289,3 +307,14 @@ def _is_switched(host: Host) -> bool:
         per_gpu[link.a] += link.nvlink_count
         per_gpu[link.b] += link.nvlink_count
     return max(per_gpu) > MAX_NVLINKS_PER_GPU
+
+
+def block_order_ring(snapshot: Snapshot, ranks: Sequence[int]) -> tuple[int, ...]:
+    """`ranks` in the order of the ring priced for them when torchrun places the ranks in block order on
+    copies of the snapshot's first host (what a profiler trace of a job says nothing more about)."""
+    if not ranks or not snapshot.hosts or not snapshot.host.gpus:
+        return tuple(ranks)
+    world_size = max(ranks) + 1
+    nodes = -(-world_size // len(snapshot.host.gpus))
+    hosts, classes = cluster_hosts(snapshot, nodes)
+    return GroupPricer(place_ranks(hosts, classes, world_size), CostModel()).ring_order(ranks)

@@ -19,13 +19,13 @@ import heapq
 import re
 from dataclasses import dataclass, field
 
+from topo.busbw import bus_factor
 from topo.errors import InputError
 from topo.formats.lines import Line, clean_lines, iter_clean_lines
 from topo.formats.nccl_tests_infer import (
     BYTES_PER_ELEMENT,
     SIGNATURES,
     RowFacts,
-    bus_factor,
     candidate_ops,
     ranks_from_ratio,
 )
@@ -41,7 +41,7 @@ from topo.formats.nccl_tests_rows import (
 from topo.model import CollectiveResult, Measurements
 from topo.numbers import is_decimal, is_integer
 
-__all__ = ["BUS_FACTOR_OPS", "PERF_TO_OP", "algbw_gbps", "bus_factor", "busbw_gbps", "known_op",
+__all__ = ["PERF_TO_OP", "known_op",
            "launcher_processes", "looks_like_nccl_tests", "read_nccl_tests"]
 
 PERF_TO_OP: dict[str, str] = {
@@ -57,10 +57,6 @@ PERF_TO_OP: dict[str, str] = {
     "hypercube": "hypercube",
 }
 """nccl-tests binary name (without `_perf`) -> linkscope op name."""
-
-BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
-                                   "send_recv")
-"""Ops whose busbw factor nccl-tests defines (and linkscope's own benchmarks use)."""
 
 _PERF = re.compile(r"\b(" + "|".join(sorted(PERF_TO_OP, key=len, reverse=True)) + r")_perf(?:_mpi)?(?=[ \t]|$)")
 """The binary on a command line (not in a loader warning such as `.../all_reduce_perf: /usr/lib/...`)."""
@@ -88,18 +84,6 @@ def known_op(op: str) -> str:
     if named not in SIGNATURES:
         raise InputError(f"--op {op!r} is not a collective nccl-tests runs (one of {', '.join(SIGNATURES)})")
     return named
-
-
-def algbw_gbps(size_bytes: int, time_us: float) -> float:
-    """Algorithm bandwidth in GB/s (1e9 B/s): `size_bytes` moved in `time_us` microseconds."""
-    if time_us <= 0:
-        return 0.0
-    return size_bytes / (time_us * 1e3)
-
-
-def busbw_gbps(op: str, nranks: int, size_bytes: int, time_us: float) -> float:
-    """Bus bandwidth in GB/s: algbw times the op's factor."""
-    return algbw_gbps(size_bytes, time_us) * bus_factor(op, nranks)
 
 
 def looks_like_nccl_tests(text: str) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topo.busbw import bus_factor
+
 BYTES_PER_ELEMENT: dict[str, int] = {
     "int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
     "double": 8, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "f8e4m3": 1, "f8e5m2": 1,
@@ -43,22 +45,6 @@ SIGNATURES: dict[str, Signature] = {
 
 ONE_TO_ONE = frozenset({"broadcast", "reduce", "send_recv"})
 """Ops whose busbw is algbw on any rank count (so busbw/algbw says nothing of the rank count)."""
-
-
-def bus_factor(op: str, nranks: int) -> float:
-    """nccl-tests' busbw/algbw factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all
-    (n-1)/n; broadcast, reduce, send_recv 1. It turns algbw into what each link carries.
-    `op` may name two ops of one factor (`all_gather|all_to_all`)."""
-    if nranks < 1:
-        raise ValueError(f"nranks must be at least 1, got {nranks}")
-    first = op.split("|", 1)[0]
-    if first == "all_reduce":
-        return 2 * (nranks - 1) / nranks
-    if first in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (nranks - 1) / nranks
-    if first in ("broadcast", "reduce", "send_recv"):
-        return 1.0
-    raise ValueError(f"unknown collective {op!r} (known: {', '.join(SIGNATURES)})")
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,11 @@ def expected_points(rows: Iterable[tuple[int | None, Expected | None]]) -> tuple
     return tuple((size, sum(values) / len(values)) for size, values in sorted(by_size.items()))
 
 
+def _short(name: str, most: int = 48) -> str:
+    """A source or file name short enough for the two-line status at 80 columns."""
+    return name if len(name) <= most else name[:16] + "..." + name[-(most - 19):]
+
+
 class BenchView(Vertical):
     """The Bench tab; the app sets `snapshot`. `r` runs, `s` stops."""
 
@@ -133,8 +138,8 @@ class BenchView(Vertical):
         if snapshot.measurements is not None and not self.running:
             self.show_results(snapshot.measurements)
         if not self.live:
-            recorded = f" Showing the recorded results of {snapshot.measurements.source}." if snapshot.measurements else ""
-            self._availability(f"benchmarks measure this machine; {snapshot.source or 'this snapshot'} is a recording.{recorded}")
+            recorded = f" Shown: results of {_short(snapshot.measurements.source)}." if snapshot.measurements else ""
+            self._availability(f"{_short(snapshot.source or 'this snapshot')} is a recording.{recorded}")
             return
         self.check_available(snapshot)
 

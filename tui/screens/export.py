@@ -34,11 +34,17 @@ class ExportScreen(ModalScreen[None]):
         yield Footer()
 
     def action_copy_command(self) -> None:
-        """Copy the command to the terminal's clipboard (OSC 52)."""
-        self.app.copy_to_clipboard(self.command)
-        self.notify("Command copied to the clipboard.", markup=False)
+        """Ask the terminal to copy the command (OSC 52)."""
+        self._copy(self.command, "the command")
 
     def action_copy_json(self) -> None:
-        """Copy the JSON document to the terminal's clipboard (OSC 52)."""
-        self.app.copy_to_clipboard(self.document)
-        self.notify("JSON copied to the clipboard.", markup=False)
+        """Ask the terminal to copy the JSON document (OSC 52)."""
+        self._copy(self.document, "the JSON")
+
+    def _copy(self, text: str, what: str) -> None:
+        """Send `text` to the terminal's clipboard and say only what is known: the request went out
+        (terminals, tmux and ssh may drop it, and nothing tells the app), and where else the text is."""
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Asked the terminal to copy {what} (OSC 52; tmux and ssh may drop it). If nothing "
+                    f"arrived, select {what} shown here with the mouse (shift+drag in most terminals).",
+                    markup=False, timeout=8)

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from topo.model import Host, Snapshot
 from topo.nccl_placement import NcclPlacement
-from tui.link_cells import GridCell, gpu_cells, nic_cells
+from tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from tui.messages import RingChosen
 from tui.widgets.legend import Legend
 from tui.widgets.link_detail import LinkDetail
@@ -110,7 +110,7 @@ class LinksView(Vertical):
         row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
         if self.nic_mode:
             cells = nic_cells(host)
-            column_labels = [nic.name for nic in host.nics]
+            column_labels = [host.nics[b].name for b in nic_order(host)]
         else:
             ring = frozenset(self.ring.hops) if self.ring is not None else frozenset()
             measurements = self.snapshot.measurements if self.snapshot is not None else None

@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
 
-from topo.checks import CheckReport
+from topo.checks import CheckReport, Finding
 from topo.cluster import domain_hosts
 from topo.errors import InputError
 from topo.layout import parse_positive_int
@@ -72,7 +72,6 @@ class RanksView(Vertical):
         self._pending: LayoutForm | None = None
         self._colour_dim = "tp"
         self._group_of_rank: list[int] = []
-        self._filling = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="form-row"):
@@ -83,6 +82,7 @@ class RanksView(Vertical):
                     id=f"size-{dim}",
                     type="integer",
                     placeholder="auto" if dim == "dp" else "1",
+                    valid_empty=True,  # an untouched field is the default, not an error
                     compact=True,
                     classes="size-input",
                 )
@@ -98,13 +98,15 @@ class RanksView(Vertical):
                 [("block", "block"), ("cyclic", "cyclic")], id="distribution", value="block", allow_blank=False, compact=True
             )
             yield Label("devices", classes="form-label")
-            yield Input("", id="devices", placeholder="0,1,2,...", compact=True)
+            yield Input("", id="devices", placeholder="0,1,2,...", valid_empty=True, compact=True)
             yield Label("model", classes="form-label")
-            yield Input("", id="model", placeholder="(optional)", compact=True)
+            yield Input("", id="model", placeholder="(optional)", valid_empty=True, compact=True)
         yield Static(id="ranks-status", markup=False)
         with Horizontal(id="ranks-body"):
             yield RankMap(id="rank-map", classes="initial-focus")
-            yield FindingsTable(id="findings")
+            with Vertical(id="findings-column"):
+                yield FindingsTable(id="findings")
+                yield Static(id="finding-detail", markup=False)
         yield Static(id="suggestion", markup=False)
 
     def watch_snapshot(self, old: Snapshot | None, snapshot: Snapshot | None) -> None:
@@ -121,8 +123,7 @@ class RanksView(Vertical):
 
     def fill_form(self, form: LayoutForm) -> None:
         """Put `form` into the inputs and check it once (not once per field)."""
-        self._filling = True
-        try:
+        with self.prevent(Input.Changed, Select.Changed):
             sizes = dict(form.sizes)
             for dim in DIMS:
                 self.query_one(f"#size-{dim}", Input).value = str(sizes[dim]) if dim in sizes else ""
@@ -132,8 +133,6 @@ class RanksView(Vertical):
             self.query_one("#model", Input).value = form.model or ""
             devices = form.visible_devices
             self.query_one("#devices", Input).value = ",".join(map(str, devices)) if devices is not None else ""
-        finally:
-            self._filling = False
         self.request_check()
 
     def read_form(self) -> LayoutForm:
@@ -156,8 +155,7 @@ class RanksView(Vertical):
     @on(Input.Changed)
     @on(Select.Changed, "#distribution")
     def _form_changed(self) -> None:
-        if not self._filling:
-            self.request_check()
+        self.request_check()
 
     @on(Select.Changed, "#colour-dim")
     def _colour_changed(self, event: Select.Changed) -> None:
@@ -228,6 +226,7 @@ class RanksView(Vertical):
             self._status(plain(message.error or "no result"))
             self._draw_map()
             self.query_one(FindingsTable).show((), checked=False)
+            self._detail(None)
             self.suggestion = None
             self.query_one("#suggestion", Static).update("", layout=False)
             return
@@ -240,6 +239,7 @@ class RanksView(Vertical):
         self._status(status)
         self._draw_map()
         self.query_one(FindingsTable).show(findings)
+        self._detail(findings[0] if findings else None)
         self.suggestion = None
         if self._auto_suggest(message.report):
             self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."), layout=False)
@@ -272,12 +272,20 @@ class RanksView(Vertical):
 
     def on_findings_table_finding_highlighted(self, event: FindingsTable.FindingHighlighted) -> None:
         event.stop()
-        finding = event.finding
-        text = plain(f"{finding.severity} {finding.code}: ", "bold")
+        self._detail(event.finding)
+
+    def _detail(self, finding: Finding | None) -> None:
+        """The finding under the cursor, whole (message and fix), wrapped under the list."""
+        detail = self.query_one("#finding-detail", Static)
+        if finding is None:
+            detail.update(plain("No findings: every group sits on the links it needs." if self.report else ""))
+            return
+        text = plain(f"{finding.severity} {finding.code}" + (f" ({finding.dim})" if finding.dim else "") + ": ", "bold")
         text.append(finding.message)
         if finding.fix:
-            text.append(f"  fix: {finding.fix}")
-        self._status(text)
+            text.append("\nfix: ", style="bold")
+            text.append(finding.fix)
+        detail.update(text)
 
     def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
         event.stop()
@@ -300,7 +308,7 @@ class RanksView(Vertical):
         number = owner[rank]
         members = groups[number]
         self.query_one(RankMap).set_picked_group(number if dim == self._colour_dim else None)
-        overlay = ring_overlay(members, report.placement)
+        overlay = ring_overlay(report.ring(dim, number), report.placement)
         label = f"{dim} group {number} (ranks {rank_ranges(members)})"
         self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
         where = f"{len(overlay.hops)} hop(s) on node {overlay.node}" + (

@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from topo.cost.groups import block_order_ring
 from topo.errors import InputError
 from topo.links import DEGRADED_FRACTION
 from topo.model import Snapshot
@@ -137,23 +138,24 @@ class StepsView(Vertical):
         self._rows = priced or sorted(report.collectives, key=lambda row: -row.call.duration_us)[:TABLE_ROWS]
         table = self.query_one("#steps-table", DataTable)
         table.clear(columns=True)
-        columns = ["rank", "step", "op", "size", "ranks", "ms", "busbw"]
+        # most telling first (how far below its links a call ran), so 80 columns show it; the group last
+        columns = ["rank", "step", "op", "size", "ms"]
         if priced:
-            columns += ["link", "expected ms", "speed"]
-        table.add_columns(*columns)
+            columns += ["expected ms", "speed", "link"]
+        table.add_columns(*columns, "busbw GB/s", "ranks")
         for row in self._rows:
             call = row.call
             cells = [plain(row.rank), plain(call.step), plain(call.op),
                      plain(format_size_bytes(call.size_bytes) if call.size_bytes is not None else "?"),
-                     plain(rank_ranges(call.group_ranks) if call.group_ranks else call.group_size or "?"),
-                     plain(f"{call.duration_us / 1e3:.3g}"),
-                     plain(f"{row.busbw_gbps:.1f}" if row.busbw_gbps is not None else "-")]
+                     plain(f"{call.duration_us / 1e3:.3g}")]
             if priced:
                 ratio = row.ratio
-                cells += [plain(printable(row.expected.link) if row.expected else "-"),
-                          plain(f"{row.expected.time_us / 1e3:.3g}" if row.expected else "-"),
+                cells += [plain(f"{row.expected.time_us / 1e3:.3g}" if row.expected else "-"),
                           plain(f"{ratio:.0%}" if ratio is not None else "-",
-                                "bold red" if ratio is not None and ratio < DEGRADED_FRACTION else "")]
+                                "bold red" if ratio is not None and ratio < DEGRADED_FRACTION else ""),
+                          plain(printable(row.expected.link) if row.expected else "-")]
+            cells += [plain(f"{row.busbw_gbps:.1f}" if row.busbw_gbps is not None else "-"),
+                      plain(rank_ranges(call.group_ranks) if call.group_ranks else call.group_size or "?")]
             table.add_row(*cells)
         title = "furthest below their links" if priced else "longest (not priced: no machine placement)"
         self.query_one("#steps-status", Static).update(plain(f"collectives {title}; Enter draws a call's ring on Links (1)"))
@@ -178,7 +180,7 @@ class StepsView(Vertical):
             return
         per_host = max(1, len(self.snapshot.host.gpus))
         placement = [(rank // per_host, rank % per_host) for rank in range(max(members) + 1)]
-        overlay = ring_overlay(members, placement)
+        overlay = ring_overlay(block_order_ring(self.snapshot, members), placement)
         label = f"{row.call.op} group (ranks {rank_ranges(members)})"
         self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
         self.query_one("#steps-status", Static).update(plain(f"{label}: ring drawn on the Links tab (1)"))

@@ -117,15 +117,17 @@ def host_rows(snapshot: Snapshot) -> list[list[Text]]:
     return rows
 
 
-IDENTITY_COLUMNS = ("NVML", "CUDA", "name", "bus id", "UUID", "NUMA", "CPU affinity", "nearest NIC")
+IDENTITY_COLUMNS = ("NVML", "CUDA", "bus id", "NUMA", "nearest NIC", "CPU affinity", "name", "UUID")
+"""Most used first: the indices people mix up, where the GPU sits and what is near it; the long
+name and UUID (alike or opaque across a box) last, where a narrow terminal cuts them."""
 
 
 def identity_rows(table: IdentityTable) -> list[list[Text]]:
-    """One row per GPU of `probes.identity`'s table: indices, name, bus id, UUID, NUMA, CPUs, nearest NIC(s)."""
+    """One row per GPU of `probes.identity`'s table, in :data:`IDENTITY_COLUMNS` order."""
     rows = []
     for row in table.rows:
         nearest = f"{', '.join(row.nearest_nics)} ({row.nearest_nic_token})" if row.nearest_nics else None
-        values = (row.nvml_index, row.cuda_index, row.name, row.pci_bus_id, row.uuid, row.numa_node, row.cpu_affinity, nearest)
+        values = (row.nvml_index, row.cuda_index, row.pci_bus_id, row.numa_node, nearest, row.cpu_affinity, row.name, row.uuid)
         rows.append([plain(value) for value in values])
     return rows
 
@@ -198,7 +200,20 @@ class TopologyView(Vertical):
         if health:
             flagged = "; ".join(f"GPU{index} {', '.join(codes)}" for index, codes in sorted(health.items()))
             note += f" Health (linkscope doctor for evidence and fixes): {flagged}."
-        self.query_one("#identity-note", Static).update(plain(note))
+        self._note = note
+        self.call_after_refresh(self._show_note)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_note)
+
+    def _show_note(self) -> None:
+        """The note, and a hint when the table is wider than the tab (its last columns out of view)."""
+        if not self.is_mounted:
+            return
+        table = self.query_one("#identity-table", DataTable)
+        hidden = table.virtual_size.width > table.scrollable_content_region.width
+        hint = "  More columns: ←/→ on the table." if hidden else ""
+        self.query_one("#identity-note", Static).update(plain(getattr(self, "_note", "") + hint))
 
     def action_next_host(self) -> None:
         """Show the next host of a multi-host snapshot."""

@@ -24,6 +24,43 @@ LABEL_MAX = 14
 """Row labels (host names) longer than this are shortened."""
 
 
+def _common_start(texts: Sequence[str]) -> int:
+    """Characters every text starts with."""
+    shortest = min(texts, key=len)
+    for index, char in enumerate(shortest):
+        if any(text[index] != char for text in texts):
+            return index
+    return len(shortest)
+
+
+def short_labels(labels: Sequence[str], width: int) -> list[str]:
+    """`labels` cut to `width` characters, each still telling its row apart: a long label keeps its head
+    and the end that differs from the others (`dgx-h100-de~#1`, `gpu-nod~-017`); labels that would still
+    collide get their row number."""
+    if all(len(label) <= width for label in labels):
+        return list(labels)
+    sample = labels[:4096]
+    prefix = _common_start(sample) if len(sample) > 1 else 0
+    suffix = _common_start([label[::-1] for label in sample]) if len(sample) > 1 else 0
+    shown: list[str] = []
+    for label in labels:
+        if len(label) <= width or prefix == 0:  # short, or different from the start: its head tells it apart
+            shown.append(label if len(label) <= width else label[: width - 1] + "~")
+            continue
+        start = min(prefix, len(label))
+        while start > 0 and label[start - 1].isalnum():  # back to the start of the token that differs
+            start -= 1
+        start = max(start - 1, 0)  # with its separator (`#1`, `-017`)
+        tail = label[start:]
+        if len(tail) > width - 4:
+            tail = label[start : max(start + 1, len(label) - suffix)][: width - 4]
+        shown.append(label[: width - 1 - len(tail)] + "~" + tail)
+    if len(set(shown)) < len(shown):
+        shown = [label if len(label) <= width else f"{label[: width - len(str(row)) - 2]}~#{row}"
+                 for row, label in enumerate(labels)]
+    return shown
+
+
 class CellGrid(ScrollView, can_focus=True):
     """Rows x columns of cells; arrows move the cursor, Enter or a click selects a cell."""
 
@@ -62,7 +99,7 @@ class CellGrid(ScrollView, can_focus=True):
 
     def set_shape(self, row_labels: Sequence[str], column_labels: Sequence[str], cell_width: int) -> None:
         """Set the labels and the cell width (content is read through :meth:`render_cell` when drawn)."""
-        self._row_labels = [label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "~" for label in row_labels]
+        self._row_labels = short_labels(row_labels, LABEL_MAX)
         self._column_labels = list(column_labels)
         self._label_width = max([4, *(len(label) for label in self._row_labels[:4096])]) + 3
         self._cell_width = max([cell_width, *(len(label) + 1 for label in self._column_labels)])
@@ -104,7 +141,23 @@ class CellGrid(ScrollView, can_focus=True):
             segments = [self._cell_segment(row, column) for column in range(first, last)]
         offset = scroll_x - first * self._cell_width
         body = Strip(segments).crop_extend(offset, offset + cells_width, base)
+        if y == 0:
+            body = self._side_hints(body, scroll_x, cells_width)
         return Strip.join([Strip([Segment(label, label_style)]), body]).crop(0, width)
+
+    def _side_hints(self, header: Strip, scroll_x: int, cells_width: int) -> Strip:
+        """Arrows at the ends of the header where more columns lie out of view (`◂ more`, `more ▸`), so a
+        grid wider than the terminal (a dozen NICs at 80 columns) says it goes on."""
+        more_left = scroll_x > 0
+        more_right = scroll_x + cells_width < self.column_count * self._cell_width
+        if not (more_left or more_right) or cells_width < 16:
+            return header
+        style = self.get_component_rich_style("cell-grid--label") + Style(reverse=True)
+        blank = Strip([Segment(" ")])
+        left = Strip.join([Strip([Segment("◂ more", style)]), blank]) if more_left else header.crop(0, 7)
+        right = (Strip.join([blank, Strip([Segment("more ▸", style)])]) if more_right
+                 else header.crop(cells_width - 7, cells_width))
+        return Strip.join([left, header.crop(7, cells_width - 7), right])
 
     def _cell_segment(self, row: int, column: int) -> Segment:
         text, style = self.render_cell(row, column)

@@ -78,7 +78,7 @@ class FindingsTable(DataTable[Text]):
             self.post_message(self.FindingChosen(self._findings[event.cursor_row]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """Tell the parent which finding the cursor is on (only while the table has focus)."""
+        """Tell the parent which finding the cursor is on (its detail shows it whole)."""
         event.stop()
-        if self.has_focus and 0 <= event.cursor_row < min(len(self._findings), MAX_ROWS):
+        if 0 <= event.cursor_row < min(len(self._findings), MAX_ROWS):
             self.post_message(self.FindingHighlighted(self._findings[event.cursor_row]))

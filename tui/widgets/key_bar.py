@@ -14,10 +14,12 @@ from textual import events
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
+from textual.widgets import Input
 
 
 class KeyBar(Widget):
-    """The shown bindings of the focused widget, its ancestors and the app: key, then what it does."""
+    """The shown bindings of the focused widget, its ancestors and the app: key, then what it does
+    (in a text field, the keys that do not type: ctrl+q to quit, escape to leave the field)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"key-bar--key", "key-bar--description"}
 
@@ -36,13 +38,19 @@ class KeyBar(Widget):
         self.screen.bindings_updated_signal.unsubscribe(self)
 
     def _bindings_changed(self, screen: Screen[object]) -> None:
+        # while a field takes typing, a one-letter key types that letter: show the keys that still work
+        typing = isinstance(screen.focused, Input)
         seen: set[str] = set()
         keys = []
         for _node, binding, enabled, _tooltip in screen.active_bindings.values():
             if not binding.show or not enabled or binding.action in seen:
                 continue
             seen.add(binding.action)
+            if typing and len(binding.key) == 1:
+                continue
             keys.append((binding.key, self.app.get_key_display(binding), binding.description))
+        if typing:
+            keys.extend((("escape", "esc", "Leave field"), ("ctrl+q", "^q", "Quit")))
         if self.app.ENABLE_COMMAND_PALETTE:
             keys.append((self.app.COMMAND_PALETTE_BINDING, "^p", "palette"))
         self.keys = tuple(keys)

@@ -30,12 +30,13 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
     text.append(cell.token)
     if link is not None and link.kind is LinkKind.NVLINK:
         generation = link.nvlink_gen or gpu_a.nvlink_gen
-        text.append(f"  {link.nvlink_count} NVLinks" + (f", generation {generation}" if generation else ""))
+        links = f"{link.nvlink_count} NVLink{'s' if link.nvlink_count != 1 else ''}"
+        text.append(f"  {links}" + (f", generation {generation}" if generation else ""))
     if cell.expected is not None:
         expected = cell.expected
-        text.append(f"\nexpected {expected.typical_gbps:.0f} GB/s typical, {expected.spec_gbps:.0f} spec ({expected.basis})")
+        text.append(f"\nexpected {expected.typical_gbps:.0f} GB/s typical, {expected.spec_gbps:.0f} GB/s spec ({expected.basis})")
         if cell.reduced and cell.best_gbps is not None:
-            text.append(f"; best pair here: {cell.best_gbps:.0f}", style="bold")
+            text.append(f"; best pair here: {cell.best_gbps:.0f} GB/s", style="bold")
     if cell.measured_gbps is not None:
         ratio = cell.ratio
         size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""

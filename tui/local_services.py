@@ -1,0 +1,75 @@
+"""The real :class:`tui.services.Services`: probes for this machine, files and samples, the benchmark
+engine (through :mod:`tui.bench_adapter`) and the checker in `topo`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from topo.checks import CheckReport, CheckRequest, check_layout
+from topo.model import Measurements, Snapshot
+from tui.services import BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
+
+
+class LocalServices:
+    """The real services: probes for this machine, files and samples, the checker in `topo`."""
+
+    def load_snapshot(self, source: str | None) -> Snapshot:
+        """Load a source the way every command does (`linkscope.source`-equivalent, without the CLI)."""
+        if source is None:
+            from probes.host import probe_host
+
+            return probe_host()
+        from topo.sources import load_source
+
+        return load_source(source)
+
+    def sample_names(self) -> list[str]:
+        """The built-in samples, or none when the samples package is missing."""
+        try:
+            from topo.samples import sample_names
+        except ImportError:
+            return []
+        return list(sample_names())
+
+    def open_live(self, snapshot: Snapshot) -> LiveFeed:
+        """A `probes.live.LiveSampler` for this machine (NVML starts on its first read)."""
+        from probes.live import LiveSampler
+
+        return LiveSampler(per_link=True)
+
+    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
+        """Benchmarks need GPUs in this machine's probe and the benchmark engine."""
+        try:
+            from tui.bench_adapter import unavailable_reason
+        except ImportError as exc:
+            return f"the benchmark engine is not available ({exc})"
+        return unavailable_reason(snapshot)
+
+    def run_bench(
+        self,
+        snapshot: Snapshot,
+        request: BenchRequest,
+        progress: Callable[[BenchProgress], None],
+        cancel: threading.Event,
+    ) -> Measurements:
+        """Run the benchmark engine of `probes.bench` in its child processes."""
+        reason = self.bench_unavailable_reason(snapshot)
+        if reason is not None:
+            raise Unavailable(reason)
+        from tui.bench_adapter import run_request
+
+        return run_request(snapshot, request, progress, cancel)
+
+    def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
+        """Call `topo.checks.check_layout`."""
+        request = CheckRequest(
+            sizes=form.sizes,
+            order=form.order,
+            mesh=None,
+            nodes=form.nodes,
+            distribution=form.distribution,
+            visible_devices=form.visible_devices,
+            model=form.model,
+        )
+        return check_layout(snapshot, request, measurements=measurements, suggest=suggest)
