@@ -15,6 +15,7 @@ Accounting per step (wall clock; on GPUs each phase ends with a device synchroni
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -83,6 +84,10 @@ def _run_mode(spec: StepSpec, mode: str, cap: float | None, device: Any, rank: i
     else:
         timed = [stepper.step(data) for _ in range(spec.steps)]
     dist.barrier()
+    # DDP's reducer holds the process group and gloo threads: let it go now, not at interpreter exit,
+    # where a gloo thread still running ends the process with std::terminate
+    del stepper
+    gc.collect()
     return timed
 
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
@@ -106,7 +106,8 @@ class RanksView(Vertical):
             yield RankMap(id="rank-map", classes="initial-focus")
             with Vertical(id="findings-column"):
                 yield FindingsTable(id="findings")
-                yield Static(id="finding-detail", markup=False)
+                with VerticalScroll(id="finding-detail-scroll"):
+                    yield Static(id="finding-detail", markup=False)
         yield Static(id="suggestion", markup=False)
 
     def watch_snapshot(self, old: Snapshot | None, snapshot: Snapshot | None) -> None:
