@@ -83,6 +83,7 @@ async def test_opening_another_sample_drops_the_log() -> None:
 
 
 def test_open_needs_a_source_for_the_log(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad input is said before anything else, the missing terminal included."""
     code, _, err = run_cli(["open", "--nccl-log", str(REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt")], capsys)
     assert code == 2 and "--nccl-log" in err
 
@@ -91,6 +92,7 @@ def test_open_reads_the_log_before_the_app_starts(monkeypatch: pytest.MonkeyPatc
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     opened: list[object] = []
     monkeypatch.setattr("tui.app.LinkscopeApp.run", lambda app: opened.append(app.nccl))
+    monkeypatch.setattr("linkscope.commands.open_cmd.terminal_problem", lambda: None)  # pytest's output is no terminal
     log = str(REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt")
     code, _, _ = run_cli(["open", "sample:consumer-2gpu", "--nccl-log", log], capsys)
     assert code == 0 and len(opened) == 1 and opened[0] is not None

@@ -62,3 +62,10 @@ def test_float_values() -> None:
     assert parse_float("2e-07", "error") == 2e-07
     assert parse_float(".5", "x") == 0.5
     assert parse_float("312.45", "x", minimum=0) == 312.45
+
+
+def test_counted_nouns_agree_with_their_number() -> None:
+    from topo.units import counted
+
+    assert (counted(1, "NIC"), counted(12, "NIC"), counted(0, "GPU pair")) == ("1 NIC", "12 NICs", "0 GPU pairs")
+    assert counted(2, "NVLink") == "2 NVLinks" and counted(1, "NVLink") == "1 NVLink"

@@ -24,3 +24,8 @@ def format_seconds(seconds: float | None) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.4g} ms"
     return f"{seconds * 1e6:.4g} us"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 NIC`, `2 NICs`: a count with its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

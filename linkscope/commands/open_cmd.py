@@ -76,11 +76,6 @@ def run(args: argparse.Namespace) -> int:
         measurements = load_measurements(args.measurements)
         check_measured_on(snapshot, measurements, getattr(args, "force", False), "--measurements")
         snapshot = with_measurements(snapshot, measurements)
-    problem = terminal_problem()
-    if problem is not None:
-        shown = f" {source}" if source is not None else ""
-        raise InputError(f"open: the app needs a terminal, but {problem}; for text run `linkscope show{shown}` "
-                         "(or `linkscope show --json`)")
     nccl = None
     if getattr(args, "nccl_log", None) is not None:
         if snapshot is None:
@@ -89,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
         from topo.nccl_placement import place_edges
 
         nccl = place_edges(read_log_argument(args.nccl_log), snapshot)
+    problem = terminal_problem()
+    if problem is not None:
+        shown = f" {source}" if source is not None else ""
+        raise InputError(f"open: the app needs a terminal, but {problem}; for text run `linkscope show{shown}` "
+                         "(or `linkscope show --json`)")
     from tui.app import build_app
 
     app = build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl)
@@ -103,4 +103,6 @@ def terminal_problem() -> str | None:
         return "its output is not a terminal"
     if not sys.stdin.isatty():
         return "its input is not a terminal"
+    if not sys.stderr.isatty():
+        return "its screen (standard error, where the app draws) is not a terminal"
     return None

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from topo.model import Host, Snapshot
 from topo.nccl_placement import NcclPlacement
+from topo.units import counted
 from tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from tui.messages import RingChosen
 from tui.widgets.legend import Legend
@@ -77,7 +78,7 @@ class LinksView(Vertical):
     def _title(self, host: Host, cells: list[list[GridCell]]) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
-        title.append(f"  {len(host.gpus)} GPUs, {len(host.nics)} NICs")
+        title.append(f"  {counted(len(host.gpus), 'GPU')}, {counted(len(host.nics), 'NIC')}")
         if self.snapshot is not None and len(self.snapshot.hosts) > 1:
             title.append(f"  (host {self.host_index + 1} of {len(self.snapshot.hosts)}; h: next)")
         measurements = self.snapshot.measurements if self.snapshot is not None else None
@@ -86,7 +87,7 @@ class LinksView(Vertical):
         if self.nccl is not None and not self.nic_mode:
             pairs = sum(1 for row in cells for cell in row if cell.transports and cell.row < cell.col)
             slow = sum(1 for row in cells for cell in row if cell.transport_below_link and cell.row < cell.col)
-            title.append(f"  NCCL log: transports of {pairs} GPU pairs")
+            title.append(f"  NCCL log: transports of {counted(pairs, 'GPU pair')}")
             if slow:
                 title.append(f", {slow} through SHM/NET where P2P should be", style="bold")
         if self.ring is not None and not self.nic_mode:
