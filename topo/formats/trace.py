@@ -85,6 +85,9 @@ _DTYPE_BYTES: dict[str, int] = {
 _NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
 _LAUNCH = re.compile(r"(?:cuda|cu)Launch|cudaGraphLaunch")
 _STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
+_KEPT_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cpu_op",
+                               "user_annotation"})
+"""Event categories the reader looks at; flows, metadata and the rest are skipped at once."""
 _COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
 
 
@@ -128,9 +131,10 @@ class _Collected:
     steps: list[tuple[int, float, float]] = field(default_factory=list)
 
     def add(self, event: dict[str, Any]) -> None:
-        if event.get("ph") != "X":
+        category = event.get("cat")
+        if category not in _KEPT_CATEGORIES or event.get("ph") != "X":
             return
-        name, category = event.get("name"), event.get("cat")
+        name = event.get("name")
         raw_start, raw_duration = event.get("ts"), event.get("dur")
         if not isinstance(name, str) or not _is_number(raw_start) or not _is_number(raw_duration) or raw_duration < 0:
             return
@@ -148,8 +152,8 @@ class _Collected:
             correlation = args.get("correlation")
             if isinstance(correlation, int) and _LAUNCH.match(name):
                 self.launches[correlation] = (event.get("pid"), event.get("tid"), start)
-        elif category in ("cpu_op", "user_annotation"):
-            step = _STEP.match(name)
+        else:  # cpu_op, user_annotation
+            step = _STEP.match(name) if name.startswith("ProfilerStep#") else None
             if step:
                 self.steps.append((int(step.group(1)), start, end))
             elif name.startswith("gloo:"):
@@ -162,7 +166,7 @@ class _Collected:
 
 
 def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) < 1e300
+    return type(value) in (float, int) and value == value and -1e300 < value < 1e300  # type: ignore[operator]
 
 
 def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS) -> RankTrace:
