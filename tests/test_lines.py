@@ -7,26 +7,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from variant_support import PREFIX_STYLES as PREFIXES
 
 from topo.formats.lines import DETECTION_LINES, Line, clean_lines, iter_clean_lines
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 REAL_FILES = sorted(p for p in REAL.rglob("*.txt"))
 
-PREFIXES = {
-    "open-mpi": lambda rank, host: f"[1,{rank}]<stdout>:",
-    "srun": lambda rank, host: f"{rank:>2}: ",
-    "torchrun": lambda rank, host: f"[default{rank}]:",
-    "ray": lambda rank, host: f"({host}, rank={rank}, pid=38{rank:02d}) ",
-    "pdsh": lambda rank, host: f"{host}: ",
-    "kubectl": lambda rank, host: f"[pod/{host}/trainer] ",
-    "python-logging": lambda rank, host: "2025-11-12 20:42:20,261 - INFO - ",
-    "logger-name": lambda rank, host: "2025-11-12 20:42:20,261 - train.comm - WARNING - ",
-    "iso-utc": lambda rank, host: "2025-11-12T20:42:20.261234567Z ",
-    "bracketed": lambda rank, host: "[2025-11-12 20:42:20] ",
-    "bracketed-short": lambda rank, host: "[20:42:20.261] ",
-    "quote": lambda rank, host: "> ",
-}
 
 
 def _texts(lines: list[Line]) -> list[str]:

@@ -51,7 +51,7 @@ _BRACKETED_TIME = re.compile(
 _SRUN_LABEL = re.compile(r"[ \t]{0,8}(?P<rank>\d{1,7}):[ \t]")
 _HOST_LABEL = re.compile(r"(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,252}):[ \t]")
 _QUOTE = re.compile(r"(?:>[ \t]?)+")
-_MPICH_RANK = re.compile(r"\[(?P<rank>\d{1,7})\](?:[ \t]|$)(?![ \t]*NCCL )", re.ASCII)
+_MPICH_RANK = re.compile(r"\[(?P<rank>\d{1,7})\](?:[ \t]|$)(?![ \t]*NCCL (?:INFO|WARN|TRACE|ERROR)\b)", re.ASCII)
 """MPICH / Intel MPI `-prepend-rank`: `[3] ` (not NCCL's own `[cudaDev] NCCL INFO`, whose host:pid:tid was cut)."""
 _LINE_NUMBER = re.compile(r"[ \t]{0,8}(?P<number>\d{1,7})(?:[ \t]|$)", re.ASCII)
 """An editor's or `cat -n`'s line number in front of a pasted line."""
