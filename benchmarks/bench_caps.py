@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from caps_support import CAP_CASES  # noqa: E402
 
-from topo.errors import InputError  # noqa: E402
+from linkscope.topo.errors import InputError  # noqa: E402
 
 
 def seconds(call: object, size: int) -> tuple[float, str]:

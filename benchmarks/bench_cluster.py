@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from topo.codec import snapshot_to_json  # noqa: E402
-from topo.model import Snapshot  # noqa: E402
-from topo.samples import load_sample  # noqa: E402
+from linkscope.topo.codec import snapshot_to_json  # noqa: E402
+from linkscope.topo.model import Snapshot  # noqa: E402
+from linkscope.topo.samples import load_sample  # noqa: E402
 
 HOSTS = 1024
 REPEATS = 2
@@ -96,11 +96,11 @@ async def ranks_rows() -> list[tuple[str, float, float]]:
     from bench_tui import FrameClock
     from textual.widgets import Input
 
-    from tui.app import build_app
-    from tui.messages import LayoutChecked
-    from tui.screens.ranks import RanksView
-    from tui.screenshots import wait_idle
-    from tui.widgets.rank_map import RankMap
+    from linkscope.tui.app import build_app
+    from linkscope.tui.messages import LayoutChecked
+    from linkscope.tui.screens.ranks import RanksView
+    from linkscope.tui.screenshots import wait_idle
+    from linkscope.tui.widgets.rank_map import RankMap
 
     rows = []
     app = build_app(snapshot=cluster_of(HOSTS), initial_tab="ranks")

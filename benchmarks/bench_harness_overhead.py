@@ -106,8 +106,8 @@ def worker(rank: int, store_path: str, options: dict[str, Any]) -> None:
     import torch
     import torch.distributed as dist
 
-    from probes.bench import collectives as coll
-    from probes.bench.spec import CollectiveSpec, layout_groups
+    from linkscope.probes.bench import collectives as coll
+    from linkscope.probes.bench.spec import CollectiveSpec, layout_groups
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     dist.init_process_group("gloo", store=dist.FileStore(store_path, NPROC), rank=rank, world_size=NPROC)
@@ -223,7 +223,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--samples-json", type=Path, help="also write the raw samples here (us per op, per round)")
     args = parser.parse_args()
-    from topo.sizes import format_size_bytes, parse_size_bytes
+    from linkscope.topo.sizes import format_size_bytes, parse_size_bytes
 
     options = {"ops": args.ops.split(","), "sizes": [parse_size_bytes(text) for text in args.sizes.split(",")],
                "rounds": args.rounds, "warmup": args.warmup, "iters": args.iters, "min_row_s": args.min_row_s,

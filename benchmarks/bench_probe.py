@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from probes.capabilities import SoftwareFacts  # noqa: E402
-from probes.host import probe_host, run_nvml  # noqa: E402
-from probes.sysfs import read_sysfs  # noqa: E402
-from topo.samples import load_sample, sample_names  # noqa: E402
+from linkscope.probes.capabilities import SoftwareFacts  # noqa: E402
+from linkscope.probes.host import probe_host, run_nvml  # noqa: E402
+from linkscope.probes.sysfs import read_sysfs  # noqa: E402
+from linkscope.topo.samples import load_sample, sample_names  # noqa: E402
 
 from fakes import FakeNvml, build_sysfs  # noqa: E402
 

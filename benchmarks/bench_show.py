@@ -65,7 +65,7 @@ def imported_modules(argv: tuple[str, ...]) -> dict[str, int]:
 def in_process_seconds() -> list[tuple[str, float]]:
     """Cold in-process phases of `show --json`: parse the sample, build the JSON, render the text view."""
     from linkscope.commands.show_cmd import show_json
-    from topo.samples import load_sample
+    from linkscope.topo.samples import load_sample
 
     phases: list[tuple[str, Callable[[], object]]] = [
         ("load_sample('dgx-h100') (cold parse)", lambda: load_sample("dgx-h100")),
@@ -84,7 +84,7 @@ def _render_text() -> None:
     from rich.console import Console
 
     from linkscope.render.view import snapshot_view
-    from topo.samples import load_sample
+    from linkscope.topo.samples import load_sample
 
     with redirect_stdout(io.StringIO()):
         Console(width=80, file=sys.stdout).print(snapshot_view(load_sample("dgx-h100")))

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from topo.formats.nvsmi_matrix import parse_header  # noqa: E402
-from topo.formats.nvsmi_topo import read_nvsmi_topo  # noqa: E402
+from linkscope.topo.formats.nvsmi_matrix import parse_header  # noqa: E402
+from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo  # noqa: E402
 
 from nvsmi_topo_support import dgx_like, render_topo  # noqa: E402
 

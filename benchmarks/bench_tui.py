@@ -19,15 +19,15 @@ from typing import Any
 
 from textual.widgets import Input
 
-from topo.samples import load_sample
-from tui.app import TABS, LinkscopeApp, build_app
-from tui.link_cells import gpu_cells
-from tui.messages import LayoutChecked
-from tui.screens.links import LinksView
-from tui.screens.ranks import RanksView
-from tui.screenshots import wait_idle
-from tui.widgets.link_grid import LinkGrid
-from tui.widgets.rank_map import RankMap
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import TABS, LinkscopeApp, build_app
+from linkscope.tui.link_cells import gpu_cells
+from linkscope.tui.messages import LayoutChecked
+from linkscope.tui.screens.links import LinksView
+from linkscope.tui.screens.ranks import RanksView
+from linkscope.tui.screenshots import wait_idle
+from linkscope.tui.widgets.link_grid import LinkGrid
+from linkscope.tui.widgets.rank_map import RankMap
 
 NODES = 1024
 REPEATS = 5

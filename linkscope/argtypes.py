@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from topo.errors import InputError
-from topo.numbers import parse_float, parse_int
+from linkscope.topo.errors import InputError
+from linkscope.topo.numbers import parse_float, parse_int
 
 
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:

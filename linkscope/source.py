@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from topo.model import Snapshot
-from topo.sources import load_source
+from linkscope.topo.model import Snapshot
+from linkscope.topo.sources import load_source
 
 SOURCE_HELP = "snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine"
 
@@ -18,7 +18,7 @@ def add_source_argument(parser: argparse.ArgumentParser, help_text: str = SOURCE
 def open_source(spec: str | None) -> Snapshot:
     """Load `spec` (file, `-`, `sample:NAME`) or, when it is None, probe this machine."""
     if spec is None:
-        from probes.host import probe_host
+        from linkscope.probes.host import probe_host
 
         return probe_host()
     return load_source(spec)

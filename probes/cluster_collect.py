@@ -28,10 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from topo.cluster import combine_hosts
-from topo.codec import from_jsonable, to_jsonable
-from topo.errors import InputError
-from topo.model import Gap, Snapshot
+from linkscope.topo.cluster import combine_hosts
+from linkscope.topo.codec import from_jsonable, to_jsonable
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Gap, Snapshot
 
 FAKE_ENV = "LINKSCOPE_COLLECT_FAKE"
 NAME_ENV = "LINKSCOPE_NODE_NAME"
@@ -89,7 +89,7 @@ def _fake_probe(spec: str) -> Snapshot:
         raise RuntimeError(f"injected failure ({FAKE_ENV})")
     if not spec.startswith("sample:"):
         raise InputError(f"{FAKE_ENV}={spec!r}: expected sample:NAME, hang or fail")
-    from topo.samples import load_sample
+    from linkscope.topo.samples import load_sample
 
     sample = load_sample(spec[len("sample:") :])
     return replace(sample, hosts=tuple(replace(item, hostname=node_name()) for item in sample.hosts[:1]))
@@ -118,7 +118,7 @@ class ProbeRun:
             if spec:
                 self.snapshot = _fake_probe(spec)
             else:
-                from probes.host import probe_host
+                from linkscope.probes.host import probe_host
 
                 self.snapshot = probe_host()
         except Exception as exc:  # any failure is this node's gap, not the collection's end
@@ -210,7 +210,7 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
     except ImportError:
         raise InputError("collect: needs torch (pip install 'linkscope[bench]')") from None
 
-    from probes.bench.worker import gather_json
+    from linkscope.probes.bench.worker import gather_json
 
     started = time.monotonic()
     probe = ProbeRun() if launch.local_rank == 0 else None

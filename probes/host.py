@@ -23,13 +23,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.capabilities import SoftwareFacts, read_software
-from probes.nvml import NvmlFacts, NvmlGpu, collect, load_pynvml
-from probes.nvml_query import NvmlQuery, ProbeAbandoned
-from probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
-from topo.links import nvlink_pair_count
-from topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, Versions
-from topo.pcipath import classify_pci_pair
+from linkscope.probes.capabilities import SoftwareFacts, read_software
+from linkscope.probes.nvml import NvmlFacts, NvmlGpu, collect, load_pynvml
+from linkscope.probes.nvml_query import NvmlQuery, ProbeAbandoned
+from linkscope.probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
+from linkscope.topo.links import nvlink_pair_count
+from linkscope.topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, Versions
+from linkscope.topo.pcipath import classify_pci_pair
 
 SLOW_START_S = 1.0
 """`nvmlInit` or a GPU's first touch slower than this means no persistence daemon, and is reported."""

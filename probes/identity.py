@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topo.links import nearest_nics
-from topo.model import Host, MigDevice
+from linkscope.topo.links import nearest_nics
+from linkscope.topo.model import Host, MigDevice
 
 VisibleDevices = list[int] | list[str]
 

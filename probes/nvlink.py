@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes.nvml_query import NvmlQuery, decode, field_value, int_or_none
-from topo.model import Gap, NvLinkPort
+from linkscope.probes.nvml_query import NvmlQuery, decode, field_value, int_or_none
+from linkscope.topo.model import Gap, NvLinkPort
 
 REMOTE_TYPES: dict[int, str] = {0: "gpu", 1: "ibmc", 2: "switch"}
 """`nvmlIntNvLinkDeviceType_t` as NvLinkPort.remote_type words."""

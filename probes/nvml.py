@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from probes.nvlink import read_nvlinks
-from probes.nvml_query import ERROR_REASONS, NvmlQuery, decode, int_or_none, mask_to_numbers
-from probes.sysfs import format_cpulist
-from topo.model import LinkKind, MigDevice, NvLinkPort, P2PStatus
+from linkscope.probes.nvlink import read_nvlinks
+from linkscope.probes.nvml_query import ERROR_REASONS, NvmlQuery, decode, int_or_none, mask_to_numbers
+from linkscope.probes.sysfs import format_cpulist
+from linkscope.topo.model import LinkKind, MigDevice, NvLinkPort, P2PStatus
 
 TOPOLOGY_KINDS: dict[int, LinkKind] = {
     0: LinkKind.SELF,

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from topo.model import Gap
+from linkscope.topo.model import Gap
 
 ERROR_REASONS: dict[int, str] = {
     1: "Uninitialized",

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from probes.live import GpuLive, LinkRate, LiveReading
-from probes.nvml import NvmlQuery
-from topo.model import CounterSample, Gap, GpuCounters, Host, LinkCounters, Recording, Snapshot
+from linkscope.probes.live import GpuLive, LinkRate, LiveReading
+from linkscope.probes.nvml import NvmlQuery
+from linkscope.topo.model import CounterSample, Gap, GpuCounters, Host, LinkCounters, Recording, Snapshot
 
 NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 """`nvmlClockType_t`: SM and memory clock domains."""
@@ -147,8 +147,8 @@ def record_snapshot(
 
     `nvml` is the pynvml module (or a fake with its functions); None when it is not installed.
     """
-    from probes.host import probe_host
-    from probes.live import LiveSampler
+    from linkscope.probes.host import probe_host
+    from linkscope.probes.live import LiveSampler
 
     if nvml is None:
         raise RecordUnavailable("no live counters: the nvidia-ml-py package is not installed")

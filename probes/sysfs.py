@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from topo.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
-from topo.cpulist import parse_cpulist as parse_cpulist
-from topo.model import Gap, Nic, NumaNode
+from linkscope.topo.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
+from linkscope.topo.cpulist import parse_cpulist as parse_cpulist
+from linkscope.topo.model import Gap, Nic, NumaNode
 
 NVIDIA_VENDOR_ID = 0x10DE
 DISPLAY_CLASS = 0x03

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_SIZE_BYTES, MAX_WORLD_RANKS
+from linkscope.topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_SIZE_BYTES, MAX_WORLD_RANKS
 
 
 @dataclass(frozen=True)
@@ -20,14 +20,14 @@ class CapCase:
 
 
 def _hostlist(count: int) -> Any:
-    from topo.formats.rankmap import expand_hostlist
+    from linkscope.topo.formats.rankmap import expand_hostlist
 
     return expand_hostlist(f"node[0-{count - 1}]")
 
 
 def _hostlist_product(count: int) -> Any:
     """`r[0-a]n[0-b]`: the product of two ranges, the shape that named 10^10 hosts."""
-    from topo.formats.rankmap import expand_hostlist
+    from linkscope.topo.formats.rankmap import expand_hostlist
 
     half = 256
     assert count % half in (0, 1)
@@ -36,20 +36,20 @@ def _hostlist_product(count: int) -> Any:
 
 
 def _slurm_tasks(count: int) -> Any:
-    from topo.formats.rankmap import parse_tasks_per_node
+    from linkscope.topo.formats.rankmap import parse_tasks_per_node
 
     return parse_tasks_per_node(f"8(x{count})")
 
 
 def _hostfile_slots(slots: int) -> Any:
-    from topo.formats.rankmap import read_rank_map
+    from linkscope.topo.formats.rankmap import read_rank_map
 
     return read_rank_map(f"node0 slots={slots}\n", "hostfile", 8)
 
 
 def _world_from_hostfile(ranks: int) -> Any:
     """A DeepSpeed hostfile of 1,024-slot hosts naming `ranks` ranks in all."""
-    from topo.formats.rankmap import read_rank_map
+    from linkscope.topo.formats.rankmap import read_rank_map
 
     hosts, rest = divmod(ranks, MAX_GPUS_PER_HOST)
     lines = [f"node{index} slots={MAX_GPUS_PER_HOST}" for index in range(hosts)]
@@ -59,15 +59,15 @@ def _world_from_hostfile(ranks: int) -> Any:
 
 
 def _nranks(count: int) -> Any:
-    from topo.model import CollectiveResult, Measurements
-    from topo.validate import validate_measurements
+    from linkscope.topo.model import CollectiveResult, Measurements
+    from linkscope.topo.validate import validate_measurements
 
     row = CollectiveResult("all_reduce", 1024, "float", 10.0, 0.1, 0.1, count)
     return validate_measurements(Measurements("test", collectives=(row,)))
 
 
 def _size_bytes(size: int) -> Any:
-    from topo.sizes import parse_size_bytes
+    from linkscope.topo.sizes import parse_size_bytes
 
     return parse_size_bytes(str(size), "--bytes")
 
@@ -77,7 +77,7 @@ def _estimate_ranks(ranks: int) -> Any:
 
     status = main(["estimate", "all_reduce", "--bytes", "1G", "--ranks", str(ranks), "--nodes", "8", "--json"])
     if status != 0:
-        from topo.errors import InputError
+        from linkscope.topo.errors import InputError
 
         raise InputError(f"estimate --ranks {ranks}: exit {status}")
     return status

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from topo.health import HealthContext, HealthFinding, run_health
-from topo.model import CounterSample, Gpu, GpuCounters, Host, Recording, Snapshot
-from topo.samples import load_sample
+from linkscope.topo.health import HealthContext, HealthFinding, run_health
+from linkscope.topo.model import CounterSample, Gpu, GpuCounters, Host, Recording, Snapshot
+from linkscope.topo.samples import load_sample
 
 
 def with_host(snapshot: Snapshot, **changes: Any) -> Snapshot:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from linkscope.cli import main
-from topo.model import Gpu, Host, Link, Nic, Snapshot, parse_link_token
+from linkscope.topo.model import Gpu, Host, Link, Nic, Snapshot, parse_link_token
 
 
 def host_from_matrix(rows: Sequence[str], name: str = "box", gpu_name: str = "NVIDIA A100-SXM4-80GB",

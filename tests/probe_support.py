@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.capabilities import SoftwareFacts
-from probes.host import probe_host
-from topo.model import Host, Snapshot
+from linkscope.probes.capabilities import SoftwareFacts
+from linkscope.probes.host import probe_host
+from linkscope.topo.model import Host, Snapshot
 
 from fakes import FakeNvml, build_sysfs
 

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
-from topo.busbw import algbw_gbps, bus_factor
-from topo.codec import measurements_from_json
-from topo.errors import InputError
+from linkscope.probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
+from linkscope.topo.busbw import algbw_gbps, bus_factor
+from linkscope.topo.codec import measurements_from_json
+from linkscope.topo.errors import InputError
 
 from bench_support import ROOT, cli_main, cli_process
 
@@ -180,7 +180,7 @@ def test_algbw_is_bytes_per_microsecond_over_1000() -> None:
 
 
 def test_spec_round_trips_through_the_codec() -> None:
-    from topo.codec import from_jsonable, to_jsonable
+    from linkscope.topo.codec import from_jsonable, to_jsonable
 
     spec = CollectiveSpec(ops=("all_reduce",), sizes_bytes=(8,), dtype="float32", warmup=1, iters=1, backend="gloo",
                           world_size=2, dims=layout_groups(None, 2))
@@ -189,13 +189,13 @@ def test_spec_round_trips_through_the_codec() -> None:
 
 def test_worker_module_is_found_from_any_directory(tmp_path: pathlib.Path) -> None:
     """The worker entry point (also torchrun's) is found through the package, not the working directory."""
-    result = subprocess.run([sys.executable, "-m", "probes.bench.worker"], cwd=tmp_path, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "linkscope.probes.bench.worker"], cwd=tmp_path, capture_output=True, text=True,
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert result.returncode == 2 and "usage" in result.stderr
 
 
 def test_sweep_sizes_follow_the_smallest_free_gpu_memory() -> None:
-    from probes.bench.spec import sizes_that_fit
+    from linkscope.probes.bench.spec import sizes_that_fit
 
     sizes = [1024**2, 256 * 1024**2, 1024**3]
     assert sizes_that_fit(sizes, 80 * 1024**3) == (sizes, None)
@@ -210,8 +210,8 @@ def test_on_cpu_a_rank_may_fill_its_share_of_the_hosts_available_memory(monkeypa
 
     import psutil
 
-    from probes.bench.spec import sizes_that_fit
-    from probes.bench.worker import WORLD_ENV, free_bytes
+    from linkscope.probes.bench.spec import sizes_that_fit
+    from linkscope.probes.bench.worker import WORLD_ENV, free_bytes
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=8 * 1024**3))
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
@@ -225,7 +225,7 @@ def test_on_cpu_a_rank_may_fill_its_share_of_the_hosts_available_memory(monkeypa
 
 
 def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_fastest() -> None:
-    from probes.bench.results import stragglers
+    from linkscope.probes.bench.results import stragglers
 
     def row(group: str, dim: str, size: int, busbw: float) -> dict[str, object]:
         hosts = {"tp0": ["node-a"], "tp1": ["node-b"]}.get(group, ["node-a", "node-b"])
@@ -248,7 +248,7 @@ def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_
 ])
 def test_split_ops_round_each_ranks_share_to_16_bytes(op: str, size_bytes: int, dtype: str, nranks: int,
                                                       elements: int) -> None:
-    from probes.bench.spec import op_elements
+    from linkscope.probes.bench.spec import op_elements
 
     assert op_elements(op, size_bytes, dtype, nranks) == elements
 
@@ -261,7 +261,7 @@ def test_split_ops_round_each_ranks_share_to_16_bytes(op: str, size_bytes: int, 
 def test_output_problems_are_found_before_the_run(extra: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """An unwritable -o or a bad --attach would lose a long run's results: both fail before any worker starts."""
-    from probes.bench import api
+    from linkscope.probes.bench import api
 
     def must_not_run(*args: object, **kwargs: object) -> None:
         raise AssertionError("the benchmark ran")
@@ -314,7 +314,7 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
     import argparse
 
     from linkscope.commands import bench_cmd
-    from topo.model import CollectiveResult, Measurements
+    from linkscope.topo.model import CollectiveResult, Measurements
 
     mib = 1 << 20
     results = tuple(CollectiveResult("all_reduce", mib, "float32", 10.0, busbw, busbw, 2, wrong=0, ranks=ranks,

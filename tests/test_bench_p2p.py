@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from probes.bench.p2p_report import (
+from linkscope.probes.bench.p2p_report import (
     all_pairs,
     bus_id_key,
     copy_findings,
@@ -17,11 +17,11 @@ from probes.bench.p2p_report import (
     parse_pairs,
     positions_by_bus_id,
 )
-from probes.bench.preflight import GpuState, problems, states_in_use
-from probes.bench.timing import median
-from topo.errors import InputError
-from topo.model import PeerCopy
-from topo.samples import load_sample
+from linkscope.probes.bench.preflight import GpuState, problems, states_in_use
+from linkscope.probes.bench.timing import median
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import PeerCopy
+from linkscope.topo.samples import load_sample
 
 from bench_support import cli_main
 
@@ -135,11 +135,11 @@ def test_numa_nodes_to_test_own_then_farthest(gpu_node: int | None, expected: li
 
 def test_verification_detects_a_single_flipped_word(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from probes.bench.cuda_copies import fill_pattern, verify
+    from linkscope.probes.bench.cuda_copies import fill_pattern, verify
 
     data = fill_pattern(1000, 7, "cpu")
     assert verify(data, 7)
-    from probes.bench import cuda_copies
+    from linkscope.probes.bench import cuda_copies
 
     whole = data.clone()
     monkeypatch.setattr(cuda_copies, "PATTERN_CHUNK_WORDS", 64)
@@ -165,7 +165,7 @@ def test_preflight_refuses_busy_or_full_gpus() -> None:
 
 def test_without_a_gpu_the_command_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    from probes.bench.preflight import cuda_device_count
+    from linkscope.probes.bench.preflight import cuda_device_count
 
     if cuda_device_count():
         pytest.skip("this machine has a CUDA GPU")
@@ -184,8 +184,8 @@ def _cuda() -> object:
 @pytest.mark.gpu
 def test_gpu_device_to_device_copy_is_measured_and_verified() -> None:
     _cuda()
-    from probes.bench.copies import measure_pair
-    from probes.bench.cuda_copies import TorchCuda
+    from linkscope.probes.bench.copies import measure_pair
+    from linkscope.probes.bench.cuda_copies import TorchCuda
 
     row = measure_pair(TorchCuda(), 0, 0, 64 * 1024**2, copies=4, samples=3)
     print("d2d same GPU:", row)
@@ -196,8 +196,8 @@ def test_gpu_device_to_device_copy_is_measured_and_verified() -> None:
 @pytest.mark.gpu
 def test_gpu_host_copies_from_pinned_memory() -> None:
     _cuda()
-    from probes.bench.cuda_copies import TorchCuda
-    from probes.bench.hostcopy import measure_host_copies
+    from linkscope.probes.bench.cuda_copies import TorchCuda
+    from linkscope.probes.bench.hostcopy import measure_host_copies
 
     runtime = TorchCuda()
     rows, notes = measure_host_copies(runtime, [runtime.device_info(0)], 64 * 1024**2, copies=4, samples=3,
@@ -251,7 +251,7 @@ def _report(result: dict[str, object], as_json: bool) -> int:
     import argparse
 
     from linkscope.commands.bench_cmd import _report_p2p
-    from topo.model import HostCopy, Measurements
+    from linkscope.topo.model import HostCopy, Measurements
 
     copies = tuple(PeerCopy(**row) for row in result["peer"])  # type: ignore[attr-defined]
     measurements = Measurements("linkscope bench p2p", peer_copies=copies,
@@ -314,7 +314,7 @@ class _FakeNvml:
                          [(None, 1, False), (None, 2, True), ("GPU-1", 1, True), ("0", 1, False)])
 def test_preflight_reads_nvml_and_refuses_unless_forced(monkeypatch: pytest.MonkeyPatch, visible: str | None, count: int,
                                                         refused: bool) -> None:
-    from probes.bench import preflight
+    from linkscope.probes.bench import preflight
 
     monkeypatch.setattr(preflight, "load_pynvml", lambda: _FakeNvml())
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
@@ -332,7 +332,7 @@ def test_preflight_reads_nvml_and_refuses_unless_forced(monkeypatch: pytest.Monk
 
 
 def test_preflight_without_nvml_says_it_could_not_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    from probes.bench import preflight
+    from linkscope.probes.bench import preflight
 
     monkeypatch.setattr(preflight, "load_pynvml", lambda: None)
     assert preflight.gpu_preflight(2, force=False) == ["could not check the GPUs for other processes (NVML not available)"]

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from probes.bench.copies import measure_pair
-from probes.bench.p2p import run_p2p
-from topo.formats.p2p_matrices import read_nvbandwidth, read_p2p_bandwidth_latency_test
-from topo.model import Measurements, PeerCopy
-from topo.samples import load_sample
+from linkscope.probes.bench.copies import measure_pair
+from linkscope.probes.bench.p2p import run_p2p
+from linkscope.topo.formats.p2p_matrices import read_nvbandwidth, read_p2p_bandwidth_latency_test
+from linkscope.topo.model import Measurements, PeerCopy
+from linkscope.topo.samples import load_sample
 
 from bench_support import cli_main
 from fakes import build_sysfs
@@ -176,7 +176,7 @@ def test_host_copies_inside_a_cpuset_of_one_node_say_what_they_could_not_compare
 def _engine_on(runtime: FakeCuda, sysfs_root: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Make `probes.bench.api` run its p2p worker in this process on the simulated box (the
     result goes through JSON as it does from a worker process); returns the (kind, nproc) calls."""
-    from probes.bench import api, preflight
+    from linkscope.probes.bench import api, preflight
 
     calls: list[tuple[str, int]] = []
 
@@ -232,8 +232,8 @@ def test_the_bench_tabs_peer_copies_on_the_simulated_dgx(monkeypatch: pytest.Mon
     """The app's Bench tab path: every ordered pair at each size, progress and partial results per size."""
     import threading
 
-    from tui.bench_adapter import run_request
-    from tui.services import BenchProgress, BenchRequest
+    from linkscope.tui.bench_adapter import run_request
+    from linkscope.tui.services import BenchProgress, BenchRequest
 
     runtime, root = _numa_box(tmp_path)
     calls = _engine_on(runtime, root, monkeypatch)
@@ -325,7 +325,7 @@ def test_page_nodes_reads_this_machines_own_pages() -> None:
     import ctypes
     import mmap
 
-    from probes.pages import page_nodes
+    from linkscope.probes.pages import page_nodes
 
     touched = bytearray(b"x" * (1 << 20))
     address = ctypes.addressof((ctypes.c_char * len(touched)).from_buffer(touched))
@@ -341,8 +341,8 @@ def test_an_interrupted_p2p_run_reports_the_pairs_it_measured(monkeypatch: pytes
     """Ctrl-C after two of three pairs: the worker had kept the devices and two rows; the command
     prints them, writes -o, and exits 130."""
     pytest.importorskip("torch")
-    from probes.bench import api, preflight
-    from probes.bench.runner import BenchInterrupted
+    from linkscope.probes.bench import api, preflight
+    from linkscope.probes.bench.runner import BenchInterrupted
 
     runtime, root = _numa_box(tmp_path)
 

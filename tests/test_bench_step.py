@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from topo.trace_files import read_trace_file, trace_paths
+from linkscope.topo.trace_files import read_trace_file, trace_paths
 
 from bench_support import cli_main
 
@@ -51,8 +51,10 @@ def test_every_mode_runs_with_its_accounting(experiment: tuple[dict, Path]) -> N
     assert baseline["comm_ms"] == 0 and baseline["exposed_comm_ms"] == 0 and baseline["speedup_vs_no_overlap"] is None
     for row in modes.values():
         assert row["step_p10_ms"] <= row["step_ms"] <= row["step_p90_ms"]
-        # compute and exposed communication account for the step (medians of different steps: loose)
-        assert row["compute_ms"] + row["exposed_comm_ms"] == pytest.approx(row["step_ms"], rel=0.5)
+        # compute and exposed communication account for the step: their medians (taken over different steps,
+        # on a machine other tests load) stay within the spread of the step times
+        accounted = row["compute_ms"] + row["exposed_comm_ms"]
+        assert 0.5 * row["step_p10_ms"] <= accounted <= 1.5 * row["step_p90_ms"]
 
 
 def test_profile_traces_read_back_with_the_model_s_traffic(experiment: tuple[dict, Path]) -> None:

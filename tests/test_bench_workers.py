@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from probes.bench import runner
-from probes.bench.spec import CollectiveSpec, layout_groups
-from topo.codec import to_jsonable
+from linkscope.probes.bench import runner
+from linkscope.probes.bench.spec import CollectiveSpec, layout_groups
+from linkscope.topo.codec import to_jsonable
 
 from bench_support import alive, cli_process, descendants
 
@@ -136,7 +136,7 @@ def test_a_worker_whose_spawner_is_already_gone_exits_at_once(tmp_path: Path) ->
     no longer its parent leaves at once instead of running to its alarm."""
     env = runner.worker_env(0, 1, 0, {"LINKSCOPE_PARENT_PID": "1"})  # pid 1 is not our parent
     (tmp_path / "job.json").write_text('{"kind": "collectives", "spec": {}, "timeout_s": 600}')
-    done = subprocess.run([sys.executable, "-m", "probes.bench.worker", "--job", str(tmp_path)], env=env, timeout=60,
+    done = subprocess.run([sys.executable, "-m", "linkscope.probes.bench.worker", "--job", str(tmp_path)], env=env, timeout=60,
                           capture_output=True)
     assert done.returncode == 1 and not (tmp_path / "error-0.txt").exists()
 
@@ -188,7 +188,7 @@ def test_torchrun_entry_without_a_gpu_for_nccl_is_one_line_exit_2() -> None:
     rendezvous started (so nothing listens)."""
     env = {**os.environ, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": "1", "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, "-m", "probes.bench.worker", "collectives", "--backend", "nccl"], env=env,
+    done = subprocess.run([sys.executable, "-m", "linkscope.probes.bench.worker", "collectives", "--backend", "nccl"], env=env,
                           capture_output=True, text=True, timeout=120, cwd=Path(runner.__file__).resolve().parents[2])
     assert done.returncode == 2
     assert done.stderr == "error: --backend nccl: local rank 0 but 0 CUDA GPU(s) visible to it\n"

@@ -8,7 +8,7 @@ import pytest
 from caps_support import CAP_CASES, CapCase
 from fuzz_support import run_cli
 
-from topo.errors import InputError
+from linkscope.topo.errors import InputError
 
 
 @pytest.mark.parametrize("case", CAP_CASES, ids=[case.name for case in CAP_CASES])

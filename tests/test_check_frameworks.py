@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from topo.jsonio import json_text
-from topo.layout import megatron_refusal, resolve_layout
-from topo.suggest import candidate_layouts
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.layout import megatron_refusal, resolve_layout
+from linkscope.topo.suggest import candidate_layouts
 
 from layout_support import assert_one_line_error, run_cli
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.checks import CheckReport, CheckRequest, Finding, check_layout
-from topo.errors import InputError
-from topo.model import Snapshot
-from topo.placement import RankMapEntry
-from topo.samples import load_sample
-from topo.sources import load_source
+from linkscope.topo.checks import CheckReport, CheckRequest, Finding, check_layout
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Snapshot
+from linkscope.topo.placement import RankMapEntry
+from linkscope.topo.samples import load_sample
+from linkscope.topo.sources import load_source
 
 
 def _check(sample: str | Snapshot, suggest: bool = False, **fields: object) -> CheckReport:
@@ -236,9 +236,9 @@ def test_any_layout_gives_a_report_or_one_input_error(sample: str, tp: int, pp: 
 def test_the_report_carries_each_groups_priced_ring() -> None:
     """The ring the costs assume travels with the report (the app draws it): NVLink-only on the DGX-1
     hybrid cube mesh, and chains per node, nodes in order, for a group across nodes."""
-    from topo.checks import CheckRequest, check_layout
-    from topo.cost.groups import block_order_ring
-    from topo.samples import load_sample
+    from linkscope.topo.checks import CheckRequest, check_layout
+    from linkscope.topo.cost.groups import block_order_ring
+    from linkscope.topo.samples import load_sample
 
     mesh = load_sample("dgx1-v100")
     report = check_layout(mesh, CheckRequest(sizes=(("tp", 8),)))

@@ -6,15 +6,15 @@ import dataclasses
 
 import pytest
 
-from topo.checks import CheckRequest, check_layout
-from topo.cluster import combine_hosts, domain_hosts, gpu_rails, merge_domain, nvlink_domains
-from topo.cluster_health import cluster_findings
-from topo.codec import from_jsonable
-from topo.errors import InputError
-from topo.model import Gap, Host, LinkKind, NvLinkPort, Snapshot, Versions
-from topo.placement import RankMapEntry, cluster_hosts
-from topo.plan import plan_layout
-from topo.samples import load_sample
+from linkscope.topo.checks import CheckRequest, check_layout
+from linkscope.topo.cluster import combine_hosts, domain_hosts, gpu_rails, merge_domain, nvlink_domains
+from linkscope.topo.cluster_health import cluster_findings
+from linkscope.topo.codec import from_jsonable
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Gap, Host, LinkKind, NvLinkPort, Snapshot, Versions
+from linkscope.topo.placement import RankMapEntry, cluster_hosts
+from linkscope.topo.plan import plan_layout
+from linkscope.topo.samples import load_sample
 
 NVL72 = load_sample("gb200-nvl72")
 MIXED = load_sample("h100-cluster-mixed")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.cluster_collect import FAKE_ENV, NAME_ENV, ProbeRun, launch_from_env
-from topo.codec import measurements_from_json
-from topo.errors import InputError
-from topo.sources import load_source
+from linkscope.probes.cluster_collect import FAKE_ENV, NAME_ENV, ProbeRun, launch_from_env
+from linkscope.topo.codec import measurements_from_json
+from linkscope.topo.errors import InputError
+from linkscope.topo.sources import load_source
 
 from cluster_support import ROOT, as_text, finish, free_port, listening, node_env, port_is_free, torchrun_nodes
 
@@ -130,8 +130,8 @@ def test_bench_collectives_across_torchrun_nodes_names_the_hosts_of_each_group(t
     """2 nodes x 2 ranks, gloo, --layout tp=2,dp=2, rank 2 slow: TP groups stay on one host, DP groups span both,
     every row (and the Measurements rank 0 writes) says which hosts ran it, and the straggler names the slow node."""
     output = tmp_path / "bench.json"
-    argv = ["-m", "probes.bench.worker", "collectives", "--backend", "gloo", "--layout", "tp=2,dp=2", "--ops", "all_reduce",
-            "--min-bytes", "1M", "--max-bytes", "1M", "--iters", "3", "--warmup", "1", "-o", str(output)]
+    argv = ["-m", "linkscope.probes.bench.worker", "collectives", "--backend", "gloo", "--layout", "tp=2,dp=2",
+            "--ops", "all_reduce", "--min-bytes", "1M", "--max-bytes", "1M", "--iters", "3", "--warmup", "1", "-o", str(output)]
     nodes = [node_env(name, {"LINKSCOPE_BENCH_FAULT": "slow:2"}) for name in ("node-a", "node-b")]
     results = finish(torchrun_nodes(nodes, free_port(), 2, argv), 90)
     assert [rc for rc, _, _ in results] == [0, 0], as_text(results)

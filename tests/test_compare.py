@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from topo.compare import Member, diff_snapshots, host_facts, members_of, odd_one_out
-from topo.model import Measurements, PeerCopy, Snapshot
-from topo.samples import load_sample
+from linkscope.topo.compare import Member, diff_snapshots, host_facts, members_of, odd_one_out
+from linkscope.topo.model import Measurements, PeerCopy, Snapshot
+from linkscope.topo.samples import load_sample
 
 from health_support import with_host
 

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from topo.cost import CostModel, GroupPricer, calibrate, collective_cost, load_cost_overrides, uniform_links
-from topo.errors import InputError
-from topo.model import CollectiveResult, Measurements, PeerCopy
-from topo.placement import Placement
-from topo.samples import load_sample
-from topo.units import format_gbps
+from linkscope.topo.cost import CostModel, GroupPricer, calibrate, collective_cost, load_cost_overrides, uniform_links
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import CollectiveResult, Measurements, PeerCopy
+from linkscope.topo.placement import Placement
+from linkscope.topo.samples import load_sample
+from linkscope.topo.units import format_gbps
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix
 

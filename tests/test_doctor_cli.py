@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from topo.codec import snapshot_to_json
-from topo.samples import load_sample
+from linkscope.topo.codec import snapshot_to_json
+from linkscope.topo.samples import load_sample
 
 from health_support import with_gpu, with_host
 from layout_support import assert_one_line_error, run_cli

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from topo.errors import InputError
-from topo.sizes import parse_size_bytes
+from linkscope.topo.errors import InputError
+from linkscope.topo.sizes import parse_size_bytes
 
 from layout_support import assert_one_line_error, run_cli
 

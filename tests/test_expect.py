@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from probes.bench.p2p_report import copy_findings, pair_cells
-from topo.cost import CostModel, GroupPricer, collective_cost
-from topo.expect import (
+from linkscope.probes.bench.p2p_report import copy_findings, pair_cells
+from linkscope.topo.cost import CostModel, GroupPricer, collective_cost
+from linkscope.topo.expect import (
     COPY_JUDGE_MIN_BYTES,
     FAR_BELOW_FRACTION,
     SLOW_FRACTION,
@@ -18,12 +18,12 @@ from topo.expect import (
     row_expectations,
     verdict,
 )
-from topo.formats.results import read_measurements
-from topo.links import DEGRADED_FRACTION, link_speed, pcie_speed
-from topo.model import CollectiveResult, HostCopy, Measurements, PeerCopy
-from topo.samples import load_sample
-from topo.sources import load_source
-from tui.link_cells import gpu_cells
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.links import DEGRADED_FRACTION, link_speed, pcie_speed
+from linkscope.topo.model import CollectiveResult, HostCopy, Measurements, PeerCopy
+from linkscope.topo.samples import load_sample
+from linkscope.topo.sources import load_source
+from linkscope.tui.link_cells import gpu_cells
 
 from bench_support import FIXTURES
 
@@ -102,7 +102,7 @@ def test_nccl_tests_without_p2p_on_its_own_pcie_box_is_far_below_and_says_why() 
 
 def test_collective_expectation_is_the_cost_model_on_the_groups_links() -> None:
     """The expected busbw is what GroupPricer + collective_cost give for those ranks on that machine."""
-    from topo.placement import Placement
+    from linkscope.topo.placement import Placement
 
     snapshot = load_sample("dgx-a100")
     measured = _read(A100_SENDRECV)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from linkscope.cli import main
-from topo.formats.results import read_measurements
-from topo.health.finding import HealthContext
-from topo.health.measured import measured_below_expected
-from topo.samples import load_sample
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.health.finding import HealthContext
+from linkscope.topo.health.measured import measured_below_expected
+from linkscope.topo.samples import load_sample
 
 NVBANDWIDTH = Path(__file__).parent / "fixtures" / "real" / "p2p" / "h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"
 
@@ -44,7 +44,7 @@ def test_a_pair_below_expected_is_found(fraction: float, severity: str) -> None:
 
 
 def test_doctor_reports_it_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from topo.codec import measurements_to_json
+    from linkscope.topo.codec import measurements_to_json
 
     measured, _ = _degraded(0.3)
     path = tmp_path / "measured.json"

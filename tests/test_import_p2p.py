@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from topo.errors import InputError
-from topo.formats.p2p_matrices import (
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.p2p_matrices import (
     looks_like_nvbandwidth,
     looks_like_p2p_bandwidth_latency_test,
     read_nvbandwidth,
     read_p2p_bandwidth_latency_test,
 )
-from topo.model import Measurements, PeerCopy
+from linkscope.topo.model import Measurements, PeerCopy
 
 from bench_support import FIXTURES, cli_main
 
@@ -138,9 +138,9 @@ def test_the_p2p_disabled_baseline_never_stands_for_the_link() -> None:
 
 
 def test_calibration_uses_the_p2p_figure_not_the_staged_baseline() -> None:
-    from topo.cost.calibrate import calibrate
-    from topo.cost.params import CostModel
-    from topo.samples import load_sample
+    from linkscope.topo.cost.calibrate import calibrate
+    from linkscope.topo.cost.params import CostModel
+    from linkscope.topo.samples import load_sample
 
     host = load_sample("a100-pcie-nvbridge-4").host
     m = read_p2p_bandwidth_latency_test(H100_PCIE.read_text(), H100_PCIE.name)

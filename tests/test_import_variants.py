@@ -19,10 +19,10 @@ from variant_support import (
     prefixed,
 )
 
-from topo.errors import InputError
-from topo.formats.results import read_measurements
-from topo.model import Measurements
-from topo.sources import parse_source_text
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.model import Measurements
+from linkscope.topo.sources import parse_source_text
 
 from bench_support import FIXTURES
 

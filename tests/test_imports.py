@@ -19,15 +19,30 @@ def _modules_after(code: str) -> set[str]:
     return set(result.stdout.split())
 
 
+LAYERS = ("topo", "probes", "tui")
+"""The installed package's layers below the command line: linkscope.topo, linkscope.probes, linkscope.tui."""
+
+
+def _package_of(name: str) -> str:
+    """The part of the project (`topo`, `probes`, `tui`, `linkscope` for the command line) or the
+    top-level distribution a module belongs to; the bare `linkscope` package (its version) is `linkscope-init`."""
+    parts = name.split(".")
+    if parts[0] != "linkscope":
+        return parts[0]
+    if len(parts) == 1:
+        return "linkscope-init"
+    return parts[1] if parts[1] in LAYERS else "linkscope"
+
+
 def _top_level_packages(modules: set[str]) -> set[str]:
-    return {name.split(".")[0] for name in modules}
+    return {_package_of(name) for name in modules}
 
 
 def test_core_imports_no_hardware_or_ui_library() -> None:
     packages = _top_level_packages(
         _modules_after(
-            "import pkgutil, importlib, topo\n"
-            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(topo.__path__, 'topo.')]"
+            "import pkgutil, importlib, linkscope.topo as topo\n"
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(topo.__path__, 'linkscope.topo.')]"
         )
     )
     for heavy in (*HEAVY, "rich", "psutil", "probes", "tui", "linkscope"):
@@ -45,9 +60,9 @@ def _imports_of(path: pathlib.Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(_package_of(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(_package_of(node.module))
     return names
 
 

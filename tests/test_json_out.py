@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fuzz_support import REAL, ROOT, run_cli
 
-from topo.jsonio import json_text, read_json
+from linkscope.topo.jsonio import json_text, read_json
 
 
 def _strict(text: str) -> Any:
@@ -61,7 +61,7 @@ def test_the_writer_writes_no_finite_value_as_null(value: float) -> None:
      ("[-Infinity]", "Infinity"), ("[1e400]", "out of range")],
 )
 def test_the_reader_turns_decoder_limits_into_one_line(text: str, fragment: str) -> None:
-    from topo.errors import InputError
+    from linkscope.topo.errors import InputError
 
     with pytest.raises(InputError, match=fragment):
         read_json(text, "f.json")

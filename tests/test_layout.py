@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.errors import InputError
-from topo.layout import DIMENSIONS, build_groups, parse_mesh, parse_order, parse_sizes, resolve_layout
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import DIMENSIONS, build_groups, parse_mesh, parse_order, parse_sizes, resolve_layout
 
 
 def test_megatron_documented_example() -> None:

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.errors import InputError
-from topo.layout import (
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import (
     DIMENSIONS,
     build_groups,
     megatron_refusal,

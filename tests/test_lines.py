@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from variant_support import PREFIX_STYLES as PREFIXES
 
-from topo.formats.lines import DETECTION_LINES, Line, clean_lines, iter_clean_lines
+from linkscope.topo.formats.lines import DETECTION_LINES, Line, clean_lines, iter_clean_lines
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 REAL_FILES = sorted(p for p in REAL.rglob("*.txt"))

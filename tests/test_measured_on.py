@@ -9,12 +9,12 @@ import pathlib
 
 import pytest
 
-from topo.codec import measurements_from_json, measurements_to_json, snapshot_from_json, to_jsonable
-from topo.formats.measured_on import measured_on
-from topo.formats.results import read_measurements
-from topo.model import MeasuredOn, Measurements, PeerCopy
-from topo.provenance import DIFFERENT, OTHER_HOST, SAME, UNKNOWN, check_identity, same_gpu_model
-from topo.samples import load_sample
+from linkscope.topo.codec import measurements_from_json, measurements_to_json, snapshot_from_json, to_jsonable
+from linkscope.topo.formats.measured_on import measured_on
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.model import MeasuredOn, Measurements, PeerCopy
+from linkscope.topo.provenance import DIFFERENT, OTHER_HOST, SAME, UNKNOWN, check_identity, same_gpu_model
+from linkscope.topo.samples import load_sample
 
 from bench_support import FIXTURES, cli_main
 

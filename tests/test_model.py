@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from topo.codec import (
+from linkscope.topo.codec import (
     from_jsonable,
     measurements_from_json,
     measurements_to_json,
@@ -14,8 +14,8 @@ from topo.codec import (
     snapshot_to_json,
     to_jsonable,
 )
-from topo.errors import InputError
-from topo.model import (
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import (
     Capabilities,
     CollectiveResult,
     Gap,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from topo.formats.nccl_log import read_nccl_log_stream
-from topo.formats.nccl_log_model import NcclLog, bus_id_to_pci
-from topo.nccl_checks import nccl_findings, rank_hosts, same_host
+from linkscope.topo.formats.nccl_log import read_nccl_log_stream
+from linkscope.topo.formats.nccl_log_model import NcclLog, bus_id_to_pci
+from linkscope.topo.nccl_checks import nccl_findings, rank_hosts, same_host
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"
 

@@ -8,13 +8,13 @@ import pytest
 from test_nccl_log_cli import H100_SHM
 from textual.widgets import Static
 
-from topo.formats.nccl_log import read_nccl_log_text
-from topo.nccl_placement import NcclPlacement, place_edges
-from topo.samples import load_sample
-from tui.app import build_app
-from tui.link_cells import gpu_cells
-from tui.widgets.link_detail import LinkDetail
-from tui.widgets.link_grid import LinkGrid
+from linkscope.topo.formats.nccl_log import read_nccl_log_text
+from linkscope.topo.nccl_placement import NcclPlacement, place_edges
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.link_cells import gpu_cells
+from linkscope.tui.widgets.link_detail import LinkDetail
+from linkscope.tui.widgets.link_grid import LinkGrid
 
 from layout_support import run_cli
 from tui_support import FakeServices, async_test, settle
@@ -91,7 +91,7 @@ def test_open_needs_a_source_for_the_log(capsys: pytest.CaptureFixture[str]) -> 
 def test_open_reads_the_log_before_the_app_starts(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     opened: list[object] = []
-    monkeypatch.setattr("tui.app.LinkscopeApp.run", lambda app: opened.append(app.nccl))
+    monkeypatch.setattr("linkscope.tui.app.LinkscopeApp.run", lambda app: opened.append(app.nccl))
     monkeypatch.setattr("linkscope.commands.open_cmd.terminal_problem", lambda: None)  # pytest's output is no terminal
     log = str(REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt")
     code, _, _ = run_cli(["open", "sample:consumer-2gpu", "--nccl-log", log], capsys)

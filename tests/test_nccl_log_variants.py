@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topo.errors import InputError
-from topo.formats.nccl_log import MAX_LINE_BYTES, read_nccl_log_stream, read_nccl_log_text
-from topo.formats.nccl_log_model import NcclLog
-from topo.nccl_checks import nccl_findings, rank_hosts, same_host
-from topo.nccl_placement import place_edges
-from topo.samples import load_sample
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.nccl_log import MAX_LINE_BYTES, read_nccl_log_stream, read_nccl_log_text
+from linkscope.topo.formats.nccl_log_model import NcclLog
+from linkscope.topo.nccl_checks import nccl_findings, rank_hosts, same_host
+from linkscope.topo.nccl_placement import place_edges
+from linkscope.topo.samples import load_sample
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"
 REAL_FILES = sorted(REAL.glob("*.txt"))
@@ -189,7 +189,7 @@ def test_undecodable_and_overlong_lines_are_skipped() -> None:
 
 
 def test_connections_past_the_cap_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("topo.formats.nccl_log_reader.MAX_EDGES", 3)
+    monkeypatch.setattr("linkscope.topo.formats.nccl_log_reader.MAX_EDGES", 3)
     log = read("".join(f"h:1:1 [0] NCCL INFO Channel {channel:02d} : 0[0] -> 1[1] via P2P/IPC\n" for channel in range(5)))
     assert [edge.channel for edge in log.edges] == [0, 1, 2] and log.edges_dropped == 2
 

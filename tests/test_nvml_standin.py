@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from probes.identity import identity_table
-from topo.codec import from_jsonable
-from topo.links import link_speed
-from topo.model import LinkKind, Snapshot
-from topo.samples import sample_names
+from linkscope.probes.identity import identity_table
+from linkscope.topo.codec import from_jsonable
+from linkscope.topo.links import link_speed
+from linkscope.topo.model import LinkKind, Snapshot
+from linkscope.topo.samples import sample_names
 
 from fakes.fake_nvml import (
     NVML_ERROR_FUNCTION_NOT_FOUND,
@@ -148,7 +148,7 @@ def test_real_pynvml_over_the_stand_in_equals_the_python_fake(
 
 
 def test_every_sample_probes_to_its_own_matrix(real: dict[str, Any]) -> None:
-    from topo.samples import load_sample
+    from linkscope.topo.samples import load_sample
 
     for name in SAMPLES:
         probed = snapshot_of(real[f"{name}-probe"]).host
@@ -229,7 +229,7 @@ def test_fabric_state_is_masked_to_its_one_byte(real: dict[str, Any]) -> None:
 
 
 def test_an_idle_gpu_training_pcie_down_is_not_a_fault(real: dict[str, Any]) -> None:
-    from topo.checks import CheckRequest, check_layout
+    from linkscope.topo.checks import CheckRequest, check_layout
 
     idle, busy = snapshot_of(real["idle-pcie"]), snapshot_of(real["pcie-l40s-8-probe"])
     assert {gpu.pcie_gen_current for gpu in idle.host.gpus} == {1}
@@ -238,7 +238,7 @@ def test_an_idle_gpu_training_pcie_down_is_not_a_fault(real: dict[str, Any]) -> 
     request = CheckRequest(sizes=(("tp", 8),))
     assert check_layout(idle, request).findings == check_layout(busy, request).findings
     assert all(gpu["pcie_gen_current"] == 1 for gpu in real["idle-pcie-live"][1]["gpus"])
-    from probes.live import GpuLive
+    from linkscope.probes.live import GpuLive
 
     assert not any(from_jsonable(GpuLive, gpu).pcie_downgraded for gpu in real["idle-pcie-live"][1]["gpus"])
 
@@ -268,7 +268,7 @@ def test_faults_through_the_c_library(real: dict[str, Any]) -> None:
 
 
 def test_preflight_sees_busy_gpus_through_the_c_library(real: dict[str, Any]) -> None:
-    from probes.bench.preflight import GpuState, problems
+    from linkscope.probes.bench.preflight import GpuState, problems
 
     states = [from_jsonable(GpuState, state) for state in real["busy-gpus"]]
     assert [state.processes for state in states] == [0, 2, 0, 0, 0, 0, 0, 0]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from topo.codec import snapshot_from_json, snapshot_to_json
-from topo.formats.nvsmi_matrix import LINK_TOKENS
-from topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
-from topo.model import LinkKind, P2PStatus, Snapshot, parse_link_token
-from topo.sources import load_source
+from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
+from linkscope.topo.formats.nvsmi_matrix import LINK_TOKENS
+from linkscope.topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
+from linkscope.topo.model import LinkKind, P2PStatus, Snapshot, parse_link_token
+from linkscope.topo.sources import load_source
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 REAL_TOPO = sorted((REAL / "topo").glob("*.txt"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from topo.errors import InputError
-from topo.formats.nvsmi_topo import read_nvsmi_topo
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo
 
 HEADER = "        GPU0    GPU1    GPU2    CPU Affinity\n"
 GOOD_ROWS = ["GPU0     X      NV2     SYS     0-7", "GPU1    NV2      X      SYS     0-7", "GPU2    SYS     SYS      X      8-15"]

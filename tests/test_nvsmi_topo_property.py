@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.formats.nvsmi_topo import read_nvsmi_topo
+from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo
 
 from nvsmi_topo_support import AFFINITY_COLUMNS, SyntheticTopo, render_topo
 

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from topo.errors import InputError
-from topo.placement import LayoutMismatch, RankMapEntry, cluster_hosts, parse_visible_devices, place_from_rank_map, place_ranks
+from linkscope.topo.errors import InputError
+from linkscope.topo.placement import (
+    LayoutMismatch,
+    RankMapEntry,
+    cluster_hosts,
+    parse_visible_devices,
+    place_from_rank_map,
+    place_ranks,
+)
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix, snapshot_of
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from linkscope.commands import probe_cmd
-from topo.codec import snapshot_from_json
-from topo.errors import InputError
-from topo.samples import load_sample
+from linkscope.topo.codec import snapshot_from_json
+from linkscope.topo.errors import InputError
+from linkscope.topo.samples import load_sample
 
 from probe_support import probe_fake
 
@@ -32,7 +32,7 @@ def _run(argv: list[str]) -> int:
 def fake_dgx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make `probe_host()` probe a fake DGX H100 instead of this machine."""
     snapshot = probe_fake(tmp_path, load_sample("dgx-h100"))
-    monkeypatch.setattr("probes.host.probe_host", lambda **_: snapshot)
+    monkeypatch.setattr("linkscope.probes.host.probe_host", lambda **_: snapshot)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
     monkeypatch.setenv("COLUMNS", "200")
 

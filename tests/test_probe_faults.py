@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.host import probe_host
-from topo.model import LinkKind, Snapshot
-from topo.samples import load_sample
+from linkscope.probes.host import probe_host
+from linkscope.topo.model import LinkKind, Snapshot
+from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml, build_sysfs
 from fakes.fake_nvml import (

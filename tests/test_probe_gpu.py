@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.host import probe_host
-from probes.live import LiveSampler
-from probes.sysfs import sysfs_bus_id
-from topo.formats.nvsmi_topo import read_nvsmi_topo
+from linkscope.probes.host import probe_host
+from linkscope.probes.live import LiveSampler
+from linkscope.probes.sysfs import sysfs_bus_id
+from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo
 
 
 def _require_driver() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes.live import LiveSampler
-from topo.samples import load_sample
+from linkscope.probes.live import LiveSampler
+from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml
 from fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED

@@ -11,21 +11,21 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from probes import nvlink as probe_nvlink
-from probes import nvml as probe_nvml
-from probes.capabilities import read_software, read_torch_version_file
-from probes.host import probe_host
-from probes.live import LiveSampler
-from probes.nvlink import nvlink_generation
-from probes.nvml_query import (
+from linkscope.probes import nvlink as probe_nvlink
+from linkscope.probes import nvml as probe_nvml
+from linkscope.probes.capabilities import read_software, read_torch_version_file
+from linkscope.probes.host import probe_host
+from linkscope.probes.live import LiveSampler
+from linkscope.probes.nvlink import nvlink_generation
+from linkscope.probes.nvml_query import (
     ERROR_REASONS,
     NvmlQuery,
     decode,
     field_value,
     mask_to_numbers,
 )
-from topo.model import LinkKind
-from topo.samples import load_sample
+from linkscope.topo.model import LinkKind
+from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml, build_sysfs
 from fakes import fake_nvml as fake_module

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from topo.codec import snapshot_from_json, snapshot_to_json
-from topo.samples import load_sample, sample_names
+from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
+from linkscope.topo.samples import load_sample, sample_names
 
 from fakes import FakeNvml
 from probe_support import probe_fake

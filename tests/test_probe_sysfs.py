@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from probes.sysfs import (
+from linkscope.probes.sysfs import (
     SysfsReader,
     format_cpulist,
     nvml_bus_id,
@@ -17,7 +17,7 @@ from probes.sysfs import (
     read_sysfs,
     sysfs_bus_id,
 )
-from topo.samples import load_sample
+from linkscope.topo.samples import load_sample
 
 from fakes import build_sysfs
 

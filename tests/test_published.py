@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from topo.cost.published import PUBLISHED, TOLERANCE, Published, markdown_table, price
+from linkscope.topo.cost.published import PUBLISHED, TOLERANCE, Published, markdown_table, price
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -49,7 +49,7 @@ def test_readme_app_example_parses_and_its_files_open(line: str, monkeypatch: py
     from linkscope.commands import open_cmd
 
     opened: list[object] = []
-    monkeypatch.setattr("tui.app.LinkscopeApp.run", lambda app: opened.append(app.snapshot))
+    monkeypatch.setattr("linkscope.tui.app.LinkscopeApp.run", lambda app: opened.append(app.snapshot))
     monkeypatch.setattr(open_cmd, "terminal_problem", lambda: None)  # pytest's output is not a terminal
     monkeypatch.chdir(ROOT)
     args = build_parser().parse_args(shlex.split(line.split("#", 1)[0])[1:])

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from linkscope.files import write_text_file_atomic
-from probes.record import ClockReader, RecordUnavailable, record_snapshot, replay_readings
-from topo.codec import snapshot_from_json, snapshot_to_json
-from topo.errors import InputError
-from topo.health import HealthContext, run_health
-from topo.samples import load_sample
+from linkscope.probes.record import ClockReader, RecordUnavailable, record_snapshot, replay_readings
+from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
+from linkscope.topo.errors import InputError
+from linkscope.topo.health import HealthContext, run_health
+from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml, build_sysfs
 from fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED
@@ -135,7 +135,7 @@ def test_atomic_write_replaces_whole_and_leaves_no_temporary(tmp_path: Path) -> 
 def test_record_command_writes_a_snapshot_with_the_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeNvml.from_snapshot(load_sample("consumer-2gpu"))
-    monkeypatch.setattr("probes.nvml.load_pynvml", lambda: fake)
+    monkeypatch.setattr("linkscope.probes.nvml.load_pynvml", lambda: fake)
     output = tmp_path / "rec.json"
     code, out, _ = run_cli(["record", "-o", str(output), "--seconds", "0.2", "--interval", "0.1"], capsys)
     assert code == 0 and "recorded 3 readings of 2 GPU(s)" in out
@@ -147,7 +147,7 @@ def test_record_command_without_gpu_counters_is_one_line(tmp_path: Path, capsys:
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeNvml.from_snapshot(load_sample("consumer-2gpu"))
     fake.fail_init(NVML_ERROR_LIBRARY_NOT_FOUND)
-    monkeypatch.setattr("probes.nvml.load_pynvml", lambda: fake)
+    monkeypatch.setattr("linkscope.probes.nvml.load_pynvml", lambda: fake)
     output = tmp_path / "rec.json"
     code, _, err = run_cli(["record", "-o", str(output), "--seconds", "1"], capsys)
     assert_one_line_error(code, err, "no live counters", "LibraryNotFound")

@@ -28,7 +28,7 @@ def _signal_self(signum: int) -> None:
 
 
 def _before(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import probes.bench.api as api
+    import linkscope.probes.bench.api as api
 
     original = api.run_workers
 
@@ -57,7 +57,7 @@ def _during(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _after_last_row(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import probes.bench.runner as runner
+    import linkscope.probes.bench.runner as runner
 
     original = runner._wait
 

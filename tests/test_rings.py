@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from topo.cost.params import CostModel
-from topo.model import Host
-from topo.rings import best_chain, best_ring, ring_hops
-from topo.samples import load_sample
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.model import Host
+from linkscope.topo.rings import best_chain, best_ring, ring_hops
+from linkscope.topo.samples import load_sample
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix
 

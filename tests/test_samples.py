@@ -7,13 +7,13 @@ from collections import Counter
 
 import pytest
 
-from topo.codec import snapshot_from_json, snapshot_to_json
-from topo.errors import InputError
-from topo.model import Host, LinkKind
-from topo.pcipath import classify_pci_pair
-from topo.samples import load_sample, sample_description, sample_names
-from topo.samples.build import build_sample, data_dir, main, sample_json
-from topo.sources import load_source
+from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Host, LinkKind
+from linkscope.topo.pcipath import classify_pci_pair
+from linkscope.topo.samples import load_sample, sample_description, sample_names
+from linkscope.topo.samples.build import build_sample, data_dir, main, sample_json
+from linkscope.topo.sources import load_source
 
 from samples_support import fixture_gpu_rows
 
@@ -36,7 +36,7 @@ def test_the_nine_samples_are_listed() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_data_file_equals_generator_output(name: str) -> None:
-    """The committed JSON is exactly what `python -m topo.samples.build` writes."""
+    """The committed JSON is exactly what `python -m linkscope.topo.samples.build` writes."""
     assert (data_dir() / f"{name}.json").read_text(encoding="utf-8") == sample_json(name)
 
 

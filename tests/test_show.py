@@ -12,9 +12,9 @@ import pytest
 
 from linkscope.cli import main
 from linkscope.render.tables import index_ranges
-from topo.codec import snapshot_to_json
-from topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, Snapshot
-from topo.samples import load_sample, sample_names
+from linkscope.topo.codec import snapshot_to_json
+from linkscope.topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, Snapshot
+from linkscope.topo.samples import load_sample, sample_names
 
 from samples_support import REAL_TOPO_DIR, fixture_gpu_rows
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo.errors import InputError
-from topo.numbers import parse_float, parse_int
-from topo.text import printable, printable_block, strip_escapes
+from linkscope.topo.errors import InputError
+from linkscope.topo.numbers import parse_float, parse_int
+from linkscope.topo.text import printable, printable_block, strip_escapes
 
 HOSTILE = [
     "\x1b[2J\x1b[H", "\x1b]0;owned\x07", "\x1b]52;c;ZWNobyBoaQ==\x07", "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\",
@@ -65,7 +65,7 @@ def test_float_values() -> None:
 
 
 def test_counted_nouns_agree_with_their_number() -> None:
-    from topo.units import counted
+    from linkscope.topo.units import counted
 
     assert (counted(1, "NIC"), counted(12, "NIC"), counted(0, "GPU pair")) == ("1 NIC", "12 NICs", "0 GPU pairs")
     assert counted(2, "NVLink") == "2 NVLinks" and counted(1, "NVLink") == "1 NVLink"

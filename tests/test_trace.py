@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from trace_support import TraceBuilder
 
 from linkscope.cli import main
-from topo.errors import InputError
-from topo.formats import trace_stream
-from topo.formats.trace import read_rank_trace, subtract, union
-from topo.formats.trace_stream import read_trace_events
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats import trace_stream
+from linkscope.topo.formats.trace import read_rank_trace, subtract, union
+from linkscope.topo.formats.trace_stream import read_trace_events
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "traces"
 ROOT = Path(__file__).parent.parent
@@ -201,7 +201,7 @@ def test_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_arbitrary_bytes_give_a_result_or_one_line(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "t.json"
     path.write_bytes(data)
-    from topo.trace_files import read_trace_file
+    from linkscope.topo.trace_files import read_trace_file
 
     try:
         read_trace_file(str(path))
@@ -229,6 +229,7 @@ GLOO_SCRIPT = textwrap.dedent("""
             dist.all_gather_into_tensor(torch.empty(2 * 1000), torch.ones(1000))
             prof.step()
     dist.destroy_process_group()
+    os._exit(0)  # no interpreter teardown: a gloo thread winding down there can abort the process
 """)
 
 

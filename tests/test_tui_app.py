@@ -9,20 +9,20 @@ import time
 import pytest
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
-from topo.model import Host, Measurements, PeerCopy, Snapshot
-from topo.samples import load_sample, sample_names
-from tui.app import TABS, build_app
-from tui.messages import RingChosen
-from tui.screens.bench import BenchView
-from tui.screens.export import ExportScreen
-from tui.screens.links import LinksView
-from tui.screens.monitor import MonitorView
-from tui.screens.ranks import RanksView
-from tui.screens.topology import TopologyView
-from tui.widgets.link_detail import LinkDetail
-from tui.widgets.link_grid import LinkGrid
-from tui.widgets.plain_tree import PlainTree
-from tui.widgets.rank_map import RankMap
+from linkscope.topo.model import Host, Measurements, PeerCopy, Snapshot
+from linkscope.topo.samples import load_sample, sample_names
+from linkscope.tui.app import TABS, build_app
+from linkscope.tui.messages import RingChosen
+from linkscope.tui.screens.bench import BenchView
+from linkscope.tui.screens.export import ExportScreen
+from linkscope.tui.screens.links import LinksView
+from linkscope.tui.screens.monitor import MonitorView
+from linkscope.tui.screens.ranks import RanksView
+from linkscope.tui.screens.topology import TopologyView
+from linkscope.tui.widgets.link_detail import LinkDetail
+from linkscope.tui.widgets.link_grid import LinkGrid
+from linkscope.tui.widgets.plain_tree import PlainTree
+from linkscope.tui.widgets.rank_map import RankMap
 
 from tui_support import (
     FakeFeed,
@@ -442,7 +442,7 @@ async def test_bench_table_says_whether_each_copys_data_arrived_intact() -> None
 @async_test
 async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> None:
     """The bottom line lists the keys of the tab in focus; clicking `n GPU x NIC` toggles the NIC grid."""
-    from tui.widgets.key_bar import KeyBar
+    from linkscope.tui.widgets.key_bar import KeyBar
 
     app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
     async with app.run_test(size=SIZE) as pilot:
@@ -497,9 +497,9 @@ def _counting_services() -> tuple[FakeServices, list[object]]:
 async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
     """Tabbing through untouched defaults paints nothing red; escape leaves a field; the key bar says
     ^q quits while typing; filling the form (apply a suggestion, a new machine) checks it once."""
-    from tui.screens.ranks import DIMS
-    from tui.services import LayoutForm
-    from tui.widgets.key_bar import KeyBar
+    from linkscope.tui.screens.ranks import DIMS
+    from linkscope.tui.services import LayoutForm
+    from linkscope.tui.widgets.key_bar import KeyBar
 
     services, checks = _counting_services()
     app = build_app(snapshot=load_sample("dgx-h100"), services=services, initial_tab="ranks")
@@ -559,8 +559,8 @@ async def test_a_findings_message_and_fix_show_whole_at_80_columns() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> None:
     """A 31-size sweep draws its bars inside the plot at 80 and 120 columns (no bar row wraps onto the next line)."""
-    from topo.model import CollectiveResult
-    from tui.widgets.bandwidth_plot import BandwidthPlot
+    from linkscope.topo.model import CollectiveResult
+    from linkscope.tui.widgets.bandwidth_plot import BandwidthPlot
 
     rows = tuple(CollectiveResult("all_reduce", 1 << exponent, "float", 10.0, exponent * 5.0, exponent * 9.0, 8)
                  for exponent in range(3, 34))

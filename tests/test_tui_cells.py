@@ -7,17 +7,17 @@ import json
 
 import pytest
 
-from topo.checks import CheckRequest, check_layout
-from topo.model import Link, LinkKind, Measurements, PeerCopy
-from topo.samples import load_sample
-from topo.suggest import Suggestion
-from tui.app import merge_measurements
-from tui.layout_export import export_command, suggested_form, suggestion_text
-from tui.link_cells import gpu_cells, nic_cells
-from tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
-from tui.screens.bench import collective_points, peer_copy_points
-from tui.services import LayoutForm
-from tui.widgets.bandwidth_plot import plot_lines
+from linkscope.topo.checks import CheckRequest, check_layout
+from linkscope.topo.model import Link, LinkKind, Measurements, PeerCopy
+from linkscope.topo.samples import load_sample
+from linkscope.topo.suggest import Suggestion
+from linkscope.tui.app import merge_measurements
+from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
+from linkscope.tui.link_cells import gpu_cells, nic_cells
+from linkscope.tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
+from linkscope.tui.screens.bench import collective_points, peer_copy_points
+from linkscope.tui.services import LayoutForm
+from linkscope.tui.widgets.bandwidth_plot import plot_lines
 
 from tui_support import measured_copies, nvswitch_host
 
@@ -67,8 +67,8 @@ def test_nic_columns_put_the_active_fast_ports_first() -> None:
     names its NIC by its index in the host, so the detail describes the right one."""
     import dataclasses
 
-    from tui.link_cells import nic_order
-    from tui.widgets.link_detail import describe_gpu_nic
+    from linkscope.tui.link_cells import nic_order
+    from linkscope.tui.widgets.link_detail import describe_gpu_nic
 
     host = nvswitch_host()
     nics = list(host.nics)
@@ -124,7 +124,7 @@ def test_bench_points() -> None:
     """Peer copies average per size; collectives keep the best busbw per size of one op."""
     copies = (PeerCopy(0, 1, size_bytes=8, unidir_gbps=1.0), PeerCopy(1, 0, size_bytes=8, unidir_gbps=3.0))
     assert peer_copy_points(copies) == ((8, 2.0),)
-    from topo.model import CollectiveResult
+    from linkscope.topo.model import CollectiveResult
 
     results = (
         CollectiveResult("all_reduce", 8, "float32", 1.0, 1.0, 2.0, 2),
@@ -185,8 +185,8 @@ def test_bench_adapter_drives_the_real_engine_on_cpu_processes() -> None:
     import threading
 
     pytest.importorskip("torch")
-    from tui.bench_adapter import _collective
-    from tui.services import BenchRequest
+    from linkscope.tui.bench_adapter import _collective
+    from linkscope.tui.services import BenchRequest
 
     seen: list[float] = []
     request = BenchRequest(kind="all_gather", sizes_bytes=(1024, 65536))
@@ -203,8 +203,8 @@ def test_bench_adapter_keeps_what_a_stopped_sweep_measured(monkeypatch: pytest.M
     import threading
 
     pytest.importorskip("torch")
-    from tui import bench_adapter
-    from tui.services import BenchRequest
+    from linkscope.tui import bench_adapter
+    from linkscope.tui.services import BenchRequest
 
     monkeypatch.setattr(bench_adapter, "_gpu_count", lambda: 2)
     monkeypatch.setattr(bench_adapter, "_collective", functools.partial(bench_adapter._collective, backend="gloo"))
@@ -218,7 +218,7 @@ def test_bench_adapter_keeps_what_a_stopped_sweep_measured(monkeypatch: pytest.M
 
 def test_long_host_names_stay_distinct_in_row_labels() -> None:
     """Two nodes of one long host name keep the end that tells them apart; a lone name keeps its head."""
-    from tui.widgets.cell_grid import short_labels
+    from linkscope.tui.widgets.cell_grid import short_labels
 
     assert short_labels(["dgx-h100-degraded#0", "dgx-h100-degraded#1"], 14) == ["dgx-h100-de~#0", "dgx-h100-de~#1"]
     shown = short_labels(["gpu-node-017.cluster.example.com", "gpu-node-018.cluster.example.com"], 14)
@@ -233,7 +233,7 @@ def test_long_host_names_stay_distinct_in_row_labels() -> None:
 def test_a_long_sweep_fits_the_plot_width(width: int) -> None:
     """31 sizes (8 B to 8 GiB, an imported nccl-tests sweep) never draw a line wider than the plot:
     bars narrow, then every k-th size is drawn, first and last always."""
-    from tui.widgets.bandwidth_plot import fit_points
+    from linkscope.tui.widgets.bandwidth_plot import fit_points
 
     points = tuple((1 << exponent, float(exponent)) for exponent in range(3, 34))
     lines = plot_lines(points, height=6, width=width)

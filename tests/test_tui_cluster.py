@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from topo.samples import load_sample
-from tui.app import build_app
-from tui.screens.links import LinksView
-from tui.screens.ranks import RanksView
-from tui.screens.topology import TopologyView
-from tui.widgets.plain_tree import PlainTree
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.screens.links import LinksView
+from linkscope.tui.screens.ranks import RanksView
+from linkscope.tui.screens.topology import TopologyView
+from linkscope.tui.widgets.plain_tree import PlainTree
 
 from tui_support import FakeServices, async_test, settle
 
@@ -60,8 +60,8 @@ async def test_ranks_on_nvl72_place_72_gpus_per_node() -> None:
 
 def test_a_ring_on_an_nvlink_domain_is_drawn_on_the_host_of_its_first_hop() -> None:
     """Ranks 4-11 of NVL72 (trays 02 and 03) as a TP ring: on Links it is tray02's four GPUs with two hops leaving."""
-    from tui.app import ring_on_host
-    from tui.messages import RingChosen
+    from linkscope.tui.app import ring_on_host
+    from linkscope.tui.messages import RingChosen
 
     snapshot = load_sample("gb200-nvl72")
     hops = (*((position, position + 1) for position in range(4, 11)), (11, 4))

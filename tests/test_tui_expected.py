@@ -6,10 +6,10 @@ import dataclasses
 
 from textual.widgets import DataTable
 
-from topo.formats.results import read_measurements
-from topo.samples import load_sample
-from tui.app import build_app
-from tui.widgets.bandwidth_plot import EXPECTED_MARK, BandwidthPlot, plot_lines
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.widgets.bandwidth_plot import EXPECTED_MARK, BandwidthPlot, plot_lines
 
 from bench_support import FIXTURES
 from tui_support import FakeServices, async_test, settle
@@ -44,8 +44,8 @@ def test_plot_marks_the_expected_height() -> None:
 
 
 def test_link_detail_names_the_verdict_of_every_measured_pair() -> None:
-    from tui.link_cells import gpu_cells
-    from tui.widgets.link_detail import describe_gpu_pair
+    from linkscope.tui.link_cells import gpu_cells
+    from linkscope.tui.widgets.link_detail import describe_gpu_pair
 
     from tui_support import measured_copies, nvswitch_host
 
@@ -60,8 +60,8 @@ def test_link_detail_names_the_verdict_of_every_measured_pair() -> None:
 def test_link_detail_figures_carry_units() -> None:
     """Every figure in the link detail says its unit: `1 NVLink` (not `1 NVLinks`), `GB/s` on the spec and
     on the best pair of a box whose pair is below it."""
-    from tui.link_cells import gpu_cells
-    from tui.widgets.link_detail import describe_gpu_pair
+    from linkscope.tui.link_cells import gpu_cells
+    from linkscope.tui.widgets.link_detail import describe_gpu_pair
 
     mesh = load_sample("dgx1-v100").host
     nv1 = str(describe_gpu_pair(mesh, gpu_cells(mesh, None)[0][1]))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.widgets import Input, Select
 
-from topo.samples import load_sample
-from tui.app import build_app
-from tui.screens.ranks import COLOUR_DIMS, RanksView
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.screens.ranks import COLOUR_DIMS, RanksView
 
 from tui_support import FakeServices, async_test, settle
 

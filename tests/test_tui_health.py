@@ -7,11 +7,11 @@ import dataclasses
 
 from textual.widgets import DataTable, Static
 
-from topo.model import CounterSample, GpuCounters, LinkCounters, Recording
-from topo.samples import load_sample
-from tui.app import build_app
-from tui.screens.monitor import MonitorView
-from tui.widgets.plain_tree import PlainTree
+from linkscope.topo.model import CounterSample, GpuCounters, LinkCounters, Recording
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.screens.monitor import MonitorView
+from linkscope.tui.widgets.plain_tree import PlainTree
 
 from tui_support import FakeFeed, FakeServices, async_test, traffic_reading
 

@@ -1,6 +1,6 @@
 """SVG snapshot tests of every tab on the built-in samples, at 120x40 and 80x24.
 
-The scenes are the ones `python -m tui.screenshots` draws for the README. Regenerate the
+The scenes are the ones `python -m linkscope.tui.screenshots` draws for the README. Regenerate the
 baselines after an intended change with `pytest tests/test_tui_snapshots.py --snapshot-update`.
 """
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from topo.samples import load_sample
-from tui.app import build_app
-from tui.screenshots import SCENES, Scene, play, scene_app, wait_idle
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.screenshots import SCENES, Scene, play, scene_app, wait_idle
 
 from tui_support import measured_copies
 

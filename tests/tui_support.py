@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.live import GpuLive, LinkRate, LiveReading
-from topo.checks import CheckReport
-from topo.errors import InputError
-from topo.model import (
+from linkscope.probes.live import GpuLive, LinkRate, LiveReading
+from linkscope.topo.checks import CheckReport
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import (
     Gpu,
     Host,
     Link,
@@ -24,8 +24,8 @@ from topo.model import (
     PeerCopy,
     Snapshot,
 )
-from tui.local_services import LocalServices
-from tui.services import (
+from linkscope.tui.local_services import LocalServices
+from linkscope.tui.services import (
     BenchProgress,
     BenchRequest,
     LayoutForm,

@@ -11,9 +11,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from topo.cost import CostModel, calibrate
-from topo.expect import COLLECTIVE_JUDGE_MIN_BYTES, expect_collective, host_of
-from topo.model import Measurements, Snapshot
+from linkscope.topo.cost import CostModel, calibrate
+from linkscope.topo.expect import COLLECTIVE_JUDGE_MIN_BYTES, expect_collective, host_of
+from linkscope.topo.model import Measurements, Snapshot
 
 
 @dataclass(frozen=True)

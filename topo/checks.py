@@ -28,15 +28,15 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from topo.cluster import is_domain
-from topo.cost.calibrate import calibrate
-from topo.cost.collectives import GroupLinks, collective_cost
-from topo.cost.groups import GroupPricer
-from topo.cost.params import CostModel, nic_path_class
-from topo.cost.step import DimensionCost, links_per_group, step_costs
-from topo.errors import InputError
-from topo.health import HealthContext, run_health
-from topo.layout import (
+from linkscope.topo.cluster import is_domain
+from linkscope.topo.cost.calibrate import calibrate
+from linkscope.topo.cost.collectives import GroupLinks, collective_cost
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel, nic_path_class
+from linkscope.topo.cost.step import DimensionCost, links_per_group, step_costs
+from linkscope.topo.errors import InputError
+from linkscope.topo.health import HealthContext, run_health
+from linkscope.topo.layout import (
     DEFAULT_ORDER,
     GROUP_NAMES,
     Layout,
@@ -45,12 +45,12 @@ from topo.layout import (
     order_needs,
     resolve_layout,
 )
-from topo.model import Host, LinkKind, Measurements, Snapshot
-from topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
-from topo.severity import SEVERITIES, reaches, worst_severity
-from topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
-from topo.units import format_gbps
-from topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, preset, step_traffic
+from linkscope.topo.model import Host, LinkKind, Measurements, Snapshot
+from linkscope.topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
+from linkscope.topo.severity import SEVERITIES, reaches, worst_severity
+from linkscope.topo.suggest import Suggestion, best_partition, largest_clean_size, ring_is_slow, suggest_layout
+from linkscope.topo.units import format_gbps
+from linkscope.topo.volumes import DEFAULT_PRESET, ModelSpec, Traffic, microbatches, preset, step_traffic
 
 FINDING_CODES: tuple[str, ...] = (
     "layout-mismatch",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from topo.links import nearest_nics
-from topo.model import (
+from linkscope.topo.links import nearest_nics
+from linkscope.topo.model import (
     Gap,
     Gpu,
     Host,

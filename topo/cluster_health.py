@@ -15,9 +15,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from topo.cluster import fabric_key, gpu_rails, nvlink_domains
-from topo.health.finding import HealthFinding
-from topo.model import Host, Snapshot
+from linkscope.topo.cluster import fabric_key, gpu_rails, nvlink_domains
+from linkscope.topo.health.finding import HealthFinding
+from linkscope.topo.model import Host, Snapshot
 
 K = TypeVar("K", bound=Hashable)
 

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeVar
 
-from topo.errors import InputError
-from topo.jsonio import json_text, read_json
-from topo.model import SCHEMA_VERSION, Measurements, Snapshot
-from topo.validate import validate_measurements, validate_snapshot
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import json_text, read_json
+from linkscope.topo.model import SCHEMA_VERSION, Measurements, Snapshot
+from linkscope.topo.validate import validate_measurements, validate_snapshot
 
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from topo.model import Host, LinkKind, Measurements, Snapshot
-from topo.sizes import format_size_bytes
+from linkscope.topo.model import Host, LinkKind, Measurements, Snapshot
+from linkscope.topo.sizes import format_size_bytes
 
 NOISE_FRACTION = 0.10
 """Measured bandwidths closer than this fraction (of the larger) count as the same."""

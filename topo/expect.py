@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo.cost import CostModel, GroupPricer, collective_cost
-from topo.cost.collectives import OPS
-from topo.links import DEGRADED_FRACTION, link_speed, pcie_speed
-from topo.model import CollectiveResult, Host, HostCopy, Measurements, PeerCopy, Snapshot
-from topo.placement import Placement
-from topo.sizes import format_size_bytes
+from linkscope.topo.cost import CostModel, GroupPricer, collective_cost
+from linkscope.topo.cost.collectives import OPS
+from linkscope.topo.links import DEGRADED_FRACTION, link_speed, pcie_speed
+from linkscope.topo.model import CollectiveResult, Host, HostCopy, Measurements, PeerCopy, Snapshot
+from linkscope.topo.placement import Placement
+from linkscope.topo.sizes import format_size_bytes
 
 SLOW_FRACTION = DEGRADED_FRACTION
 """Below this share of expected a measurement is `slow` (the degraded-link threshold of topo.links)."""

@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from topo.busbw import bus_factor
-from topo.cost import Cost, GroupLinks, collective_cost, uniform_links
-from topo.errors import InputError
-from topo.expect import SLOW_FRACTION, verdict
-from topo.units import format_gbps, format_seconds
+from linkscope.topo.busbw import bus_factor
+from linkscope.topo.cost import Cost, GroupLinks, collective_cost, uniform_links
+from linkscope.topo.errors import InputError
+from linkscope.topo.expect import SLOW_FRACTION, verdict
+from linkscope.topo.units import format_gbps, format_seconds
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|ns)?\s*\Z")
 _UNIT_S = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}

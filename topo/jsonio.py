@@ -14,7 +14,7 @@ import math
 import sys
 from typing import Any
 
-from topo.errors import InputError
+from linkscope.topo.errors import InputError
 
 MAX_JSON_INTEGER_DIGITS = 18
 """Longest integer read from JSON: below 2**63, far above any real count, index or size in bytes."""

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from topo.errors import InputError
+from linkscope.topo.errors import InputError
 
 DIMENSIONS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions of a Megatron order: tensor, context, expert, data and pipeline parallel."""

@@ -8,7 +8,7 @@ is one :class:`~topo.errors.InputError` line naming the cap. Everything below a 
 
 from __future__ import annotations
 
-from topo.errors import InputError
+from linkscope.topo.errors import InputError
 
 MAX_WORLD_RANKS = 1_048_576
 """Ranks (GPUs) in one job, rank map or measurement: 2^20. The largest published training clusters

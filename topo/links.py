@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Link, LinkKind, parse_link_token
+from linkscope.topo.model import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Link, LinkKind, parse_link_token
 
 NVLINK_GBPS_PER_LINK: dict[int, float] = {2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
 """Spec bandwidth of one NVLink per direction, by generation (V100 6x25=150, A100 12x25=300,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topo.formats.nccl_log_model import Edge, NcclLog, Rank
+from linkscope.topo.formats.nccl_log_model import Edge, NcclLog, Rank
 
 FINDING_CODES: tuple[str, ...] = (
     "intra-host-shm", "intra-host-net", "net-socket", "net-no-gdr", "env-override", "nccl-warn",

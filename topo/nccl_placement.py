@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from topo.formats.nccl_log_model import NcclLog, Rank, bus_id_to_pci
-from topo.model import Host, LinkKind, Snapshot
-from topo.nccl_checks import NcclFinding, rank_hosts, same_host
-from topo.rings import best_ring
+from linkscope.topo.formats.nccl_log_model import NcclLog, Rank, bus_id_to_pci
+from linkscope.topo.model import Host, LinkKind, Snapshot
+from linkscope.topo.nccl_checks import NcclFinding, rank_hosts, same_host
+from linkscope.topo.rings import best_ring
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from topo.errors import InputError
+from linkscope.topo.errors import InputError
 
 MAX_INTEGER_DIGITS = 18
 """Longest integer read from text: below 2**63, far above any real count or size in bytes."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from topo.model import LinkKind
+from linkscope.topo.model import LinkKind
 
 
 def _common_prefix_length(path_a: Sequence[str], path_b: Sequence[str]) -> int:

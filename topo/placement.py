@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topo.cluster import domain_hosts, is_domain, nvlink_domains
-from topo.errors import InputError
-from topo.layout import MAX_RANKS
-from topo.limits import MAX_GPUS_PER_HOST
-from topo.model import Host, Snapshot
-from topo.numbers import is_integer, parse_int
+from linkscope.topo.cluster import domain_hosts, is_domain, nvlink_domains
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import MAX_RANKS
+from linkscope.topo.limits import MAX_GPUS_PER_HOST
+from linkscope.topo.model import Host, Snapshot
+from linkscope.topo.numbers import is_integer, parse_int
 
 DISTRIBUTIONS = ("block", "cyclic")
 

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from topo.checks import CheckReport, CheckRequest, check_layout
-from topo.cluster import domain_hosts
-from topo.cost.groups import GroupPricer
-from topo.cost.params import CostModel
-from topo.cost.step import DimensionCost
-from topo.errors import InputError
-from topo.layout import MAX_RANKS
-from topo.model import Snapshot
-from topo.placement import Placement
-from topo.sizes import format_size_bytes
-from topo.suggest import best_partition, ring_is_slow
-from topo.volumes import (
+from linkscope.topo.checks import CheckReport, CheckRequest, check_layout
+from linkscope.topo.cluster import domain_hosts
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.cost.step import DimensionCost
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import MAX_RANKS
+from linkscope.topo.model import Snapshot
+from linkscope.topo.placement import Placement
+from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.suggest import best_partition, ring_is_slow
+from linkscope.topo.volumes import (
     DEFAULT_PRESET,
     ModelSpec,
     Traffic,

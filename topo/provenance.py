@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topo.model import MeasuredOn, Snapshot
+from linkscope.topo.model import MeasuredOn, Snapshot
 
 SAME, OTHER_HOST, UNKNOWN, DIFFERENT = "same", "other-host", "unknown", "different"
 

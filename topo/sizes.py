@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from topo.errors import InputError
-from topo.limits import MAX_SIZE_BYTES
+from linkscope.topo.errors import InputError
+from linkscope.topo.limits import MAX_SIZE_BYTES
 
 _SIZE = re.compile(r"\s*([0-9]{1,20}(?:\.[0-9]{1,20})?)\s*([KMGTP]?)(i?B)?\s*\Z", re.IGNORECASE | re.ASCII)
 _POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}

@@ -11,9 +11,9 @@ import stat
 import sys
 from typing import TextIO
 
-from topo.codec import MAX_SNAPSHOT_BYTES, snapshot_from_json
-from topo.errors import InputError
-from topo.model import Snapshot
+from linkscope.topo.codec import MAX_SNAPSHOT_BYTES, snapshot_from_json
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Snapshot
 
 SAMPLE_PREFIX = "sample:"
 
@@ -21,7 +21,7 @@ SAMPLE_PREFIX = "sample:"
 def load_source(spec: str, stdin: TextIO | None = None) -> Snapshot:
     """Load the snapshot that `spec` names; raise InputError with one clear line on bad input."""
     if spec.startswith(SAMPLE_PREFIX):
-        from topo.samples import load_sample
+        from linkscope.topo.samples import load_sample
 
         return load_sample(spec[len(SAMPLE_PREFIX) :])
     if spec == "-":
@@ -87,7 +87,7 @@ def parse_source_text(text: str, name: str) -> Snapshot:
         raise InputError(f"{name}: empty input")
     if stripped.startswith("{"):
         return snapshot_from_json(text, name)
-    from topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
+    from linkscope.topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
 
     if looks_like_nvsmi_topo(text):
         return read_nvsmi_topo(text, name)

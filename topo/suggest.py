@@ -13,13 +13,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from topo.cost.groups import GroupPricer
-from topo.cost.step import step_costs
-from topo.errors import InputError
-from topo.layout import Layout, build_groups, effective_order, megatron_refusal, order_needs
-from topo.model import Host, LinkKind
-from topo.placement import LayoutMismatch, Placement, place_ranks
-from topo.volumes import Traffic
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.step import step_costs
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import Layout, build_groups, effective_order, megatron_refusal, order_needs
+from linkscope.topo.model import Host, LinkKind
+from linkscope.topo.placement import LayoutMismatch, Placement, place_ranks
+from linkscope.topo.volumes import Traffic
 
 SLOW_FRACTION = 0.75
 """A ring slower than this share of the best ring the box offers for the same group size is slow."""

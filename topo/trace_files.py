@@ -10,13 +10,13 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
-from topo.cost.params import CostModel
-from topo.errors import InputError
-from topo.formats.trace import RankTrace, read_rank_trace
-from topo.formats.trace_stream import MAX_TRACE_CHARS
-from topo.model import Snapshot
-from topo.placement import cluster_hosts, parse_visible_devices, place_ranks
-from topo.trace_report import Pricer, placement_pricer
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.trace import RankTrace, read_rank_trace
+from linkscope.topo.formats.trace_stream import MAX_TRACE_CHARS
+from linkscope.topo.model import Snapshot
+from linkscope.topo.placement import cluster_hosts, parse_visible_devices, place_ranks
+from linkscope.topo.trace_report import Pricer, placement_pricer
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 

@@ -15,14 +15,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from topo.busbw import bus_factor
-from topo.cost.collectives import collective_cost
-from topo.cost.groups import GroupPricer
-from topo.cost.params import CostModel
-from topo.formats.trace import RankTrace, TraceCollective
-from topo.links import DEGRADED_FRACTION
-from topo.placement import Placement
-from topo.sizes import format_size_bytes
+from linkscope.topo.busbw import bus_factor
+from linkscope.topo.cost.collectives import collective_cost
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.formats.trace import RankTrace, TraceCollective
+from linkscope.topo.links import DEGRADED_FRACTION
+from linkscope.topo.placement import Placement
+from linkscope.topo.sizes import format_size_bytes
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""

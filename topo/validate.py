@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from topo.errors import InputError
-from topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_WORLD_RANKS
-from topo.model import (
+from linkscope.topo.errors import InputError
+from linkscope.topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_WORLD_RANKS
+from linkscope.topo.model import (
     P2P_STATUS_TOKENS,
     CollectiveResult,
     Gpu,

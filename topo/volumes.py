@@ -26,10 +26,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from topo.errors import InputError
-from topo.layout import GradientGroup
-from topo.limits import MAX_PARAMETER_COUNT
-from topo.numbers import parse_float
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import GradientGroup
+from linkscope.topo.limits import MAX_PARAMETER_COUNT
+from linkscope.topo.numbers import parse_float
 
 
 @dataclass(frozen=True)

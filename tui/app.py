@@ -17,22 +17,22 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPane
 
-from topo.cluster import host_position, nvlink_domains
-from topo.errors import InputError
-from topo.model import Measurements, Snapshot
-from topo.nccl_placement import NcclPlacement
-from topo.text import printable
-from tui.local_services import LocalServices
-from tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
-from tui.screens.bench import BenchView
-from tui.screens.links import LinksView
-from tui.screens.monitor import MonitorView
-from tui.screens.ranks import RanksView
-from tui.screens.steps import StepsView
-from tui.screens.topology import TopologyView
-from tui.services import Services
-from tui.text import printable_fields
-from tui.widgets.key_bar import KeyBar
+from linkscope.topo.cluster import host_position, nvlink_domains
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Measurements, Snapshot
+from linkscope.topo.nccl_placement import NcclPlacement
+from linkscope.topo.text import printable
+from linkscope.tui.local_services import LocalServices
+from linkscope.tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
+from linkscope.tui.screens.bench import BenchView
+from linkscope.tui.screens.links import LinksView
+from linkscope.tui.screens.monitor import MonitorView
+from linkscope.tui.screens.ranks import RanksView
+from linkscope.tui.screens.steps import StepsView
+from linkscope.tui.screens.topology import TopologyView
+from linkscope.tui.services import Services
+from linkscope.tui.text import printable_fields
+from linkscope.tui.widgets.key_bar import KeyBar
 
 FALLBACK_SAMPLE = "dgx-h100"
 """The sample opened when this machine has no NVIDIA GPU."""

@@ -10,9 +10,9 @@ import importlib.util
 import threading
 from collections.abc import Callable
 
-from topo.errors import InputError
-from topo.model import Measurements, Snapshot
-from tui.services import BenchProgress, BenchRequest, Unavailable
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Measurements, Snapshot
+from linkscope.tui.services import BenchProgress, BenchRequest, Unavailable
 
 TIMEOUT_S = 900.0
 """Deadline of one engine call (one size for peer copies, the whole sweep for a collective)."""
@@ -30,7 +30,7 @@ def unavailable_reason(snapshot: Snapshot) -> str | None:
 
 
 def _gpu_count() -> int:
-    from probes.bench.preflight import cuda_device_count, gpu_preflight
+    from linkscope.probes.bench.preflight import cuda_device_count, gpu_preflight
 
     count = cuda_device_count()
     if count == 0:
@@ -46,8 +46,8 @@ def run_request(
     cancel: threading.Event,
 ) -> Measurements:
     """Run `request`; peer copies go size by size (each a short engine run), collectives as one sweep."""
-    from probes.bench.preflight import GpuBusy
-    from probes.bench.runner import BenchError, BenchInterrupted
+    from linkscope.probes.bench.preflight import GpuBusy
+    from linkscope.probes.bench.runner import BenchError, BenchInterrupted
 
     try:
         count = _gpu_count()
@@ -63,9 +63,9 @@ def run_request(
 def _peer_copies(
     request: BenchRequest, count: int, progress: Callable[[BenchProgress], None], cancel: threading.Event
 ) -> Measurements:
-    from probes.bench.api import run_peer_copies
-    from probes.bench.p2p_report import all_pairs
-    from probes.bench.runner import BenchInterrupted
+    from linkscope.probes.bench.api import run_peer_copies
+    from linkscope.probes.bench.p2p_report import all_pairs
+    from linkscope.probes.bench.runner import BenchInterrupted
 
     pairs = all_pairs(count)
     if not pairs:
@@ -99,8 +99,8 @@ def _collective(
     backend: str = "nccl",
 ) -> Measurements:
     """One collective swept over the request's sizes in `count` processes (one per GPU with NCCL)."""
-    from probes.bench.api import run_collectives
-    from probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
+    from linkscope.probes.bench.api import run_collectives
+    from linkscope.probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
 
     if request.kind not in BENCH_OPS:
         raise InputError(f"benchmark: {request.kind!r} is not one of p2p, {', '.join(BENCH_OPS)}")

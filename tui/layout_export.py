@@ -7,11 +7,11 @@ import shlex
 
 from rich.text import Text
 
-from topo.checks import CheckReport
-from topo.jsonio import json_text
-from topo.model import Snapshot
-from topo.suggest import Suggestion
-from tui.services import LayoutForm
+from linkscope.topo.checks import CheckReport
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.model import Snapshot
+from linkscope.topo.suggest import Suggestion
+from linkscope.tui.services import LayoutForm
 
 
 def export_command(snapshot: Snapshot, form: LayoutForm, report: CheckReport) -> tuple[str, str]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
-from topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
-from topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
+from linkscope.topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from linkscope.topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
+from linkscope.topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
 
 SLOW_TRANSPORTS = frozenset({"SHM", "NET"})
 P2P_LINK_KINDS = frozenset({LinkKind.NVLINK, LinkKind.PIX, LinkKind.PXB})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from topo.checks import CheckReport, CheckRequest, check_layout
-from topo.model import Measurements, Snapshot
-from tui.services import BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
+from linkscope.topo.checks import CheckReport, CheckRequest, check_layout
+from linkscope.topo.model import Measurements, Snapshot
+from linkscope.tui.services import BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
 
 
 class LocalServices:
@@ -17,31 +17,31 @@ class LocalServices:
     def load_snapshot(self, source: str | None) -> Snapshot:
         """Load a source the way every command does (`linkscope.source`-equivalent, without the CLI)."""
         if source is None:
-            from probes.host import probe_host
+            from linkscope.probes.host import probe_host
 
             return probe_host()
-        from topo.sources import load_source
+        from linkscope.topo.sources import load_source
 
         return load_source(source)
 
     def sample_names(self) -> list[str]:
         """The built-in samples, or none when the samples package is missing."""
         try:
-            from topo.samples import sample_names
+            from linkscope.topo.samples import sample_names
         except ImportError:
             return []
         return list(sample_names())
 
     def open_live(self, snapshot: Snapshot) -> LiveFeed:
         """A `probes.live.LiveSampler` for this machine (NVML starts on its first read)."""
-        from probes.live import LiveSampler
+        from linkscope.probes.live import LiveSampler
 
         return LiveSampler(per_link=True)
 
     def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
         """Benchmarks need GPUs in this machine's probe and the benchmark engine."""
         try:
-            from tui.bench_adapter import unavailable_reason
+            from linkscope.tui.bench_adapter import unavailable_reason
         except ImportError as exc:
             return f"the benchmark engine is not available ({exc})"
         return unavailable_reason(snapshot)
@@ -57,7 +57,7 @@ class LocalServices:
         reason = self.bench_unavailable_reason(snapshot)
         if reason is not None:
             raise Unavailable(reason)
-        from tui.bench_adapter import run_request
+        from linkscope.tui.bench_adapter import run_request
 
         return run_request(snapshot, request, progress, cancel)
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from probes.live import LiveReading
-from topo.checks import CheckReport
-from topo.model import Measurements, Snapshot
-from topo.suggest import Suggestion
-from tui.services import BenchProgress, LayoutForm
+from linkscope.probes.live import LiveReading
+from linkscope.topo.checks import CheckReport
+from linkscope.topo.model import Measurements, Snapshot
+from linkscope.topo.suggest import Suggestion
+from linkscope.tui.services import BenchProgress, LayoutForm
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""`python -m tui.screenshots [DIR]`: write one SVG per tab of the app, made from the built-in samples.
+"""`python -m linkscope.tui.screenshots [DIR]`: write one SVG per tab of the app, made from the built-in samples.
 
 The scenes here are also what the snapshot tests render, so the pictures in the README and the
 tested screens are the same ones.
@@ -15,9 +15,9 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
-from topo.formats.results import read_measurements
-from topo.samples import load_sample
-from tui.app import LinkscopeApp, build_app
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import LinkscopeApp, build_app
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 

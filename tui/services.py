@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from probes.live import LiveReading
-from topo.checks import CheckReport
-from topo.model import Measurements, Snapshot
+from linkscope.probes.live import LiveReading
+from linkscope.topo.checks import CheckReport
+from linkscope.topo.model import Measurements, Snapshot
 
 
 class Unavailable(Exception):

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from rich.text import Text
 
-from topo.text import printable
+from linkscope.topo.text import printable
 
 T = TypeVar("T")
 

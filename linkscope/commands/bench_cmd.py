@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from linkscope.argtypes import seconds, whole_number
-from topo.errors import InputError
-from topo.jsonio import json_text
-from topo.limits import MAX_GPUS_PER_HOST
-from topo.text import printable
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.limits import MAX_GPUS_PER_HOST
+from linkscope.topo.text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_COPIES = 64
@@ -46,7 +46,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _register_collectives(sub: Any) -> None:
-    from probes.bench.spec import add_collective_arguments
+    from linkscope.probes.bench.spec import add_collective_arguments
 
     parser = sub.add_parser(
         "collectives",
@@ -55,7 +55,7 @@ def _register_collectives(sub: Any) -> None:
         "a correctness count per row. With --layout the op runs in every group of the layout at once.\n\n"
         "For several nodes run the same worker under torchrun:\n"
         "  torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \\\n"
-        "    -m probes.bench.worker collectives [options] -o FILE",
+        "    -m linkscope.probes.bench.worker collectives [options] -o FILE",
         epilog="example:\n  linkscope bench collectives --backend gloo --nproc 4 --ops all_reduce,all_gather "
         "--max-bytes 4M --layout tp=2,dp=2 --json",
     )
@@ -125,8 +125,8 @@ def _progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int],
 def _run_guarded(function: Callable[[Any], int]) -> int:
     """Run `function(cancel)` (measure, then report) with SIGINT and SIGTERM turned into `cancel`: a
     signal while measuring ends the run keeping its rows; one after it cannot cut the table or -o short."""
-    from probes.bench.preflight import GpuBusy
-    from probes.bench.runner import BenchError, BenchInterrupted, Interruption, signals_cancel
+    from linkscope.probes.bench.preflight import GpuBusy
+    from linkscope.probes.bench.runner import BenchError, BenchInterrupted, Interruption, signals_cancel
 
     interruption = Interruption()
     try:
@@ -152,8 +152,8 @@ def _run_guarded(function: Callable[[Any], int]) -> int:
 
 def run_collectives(args: argparse.Namespace) -> int:
     """Parse, check the GPUs, spawn the workers, render rows (and write -o)."""
-    from probes.bench.preflight import cuda_device_count, gpu_preflight
-    from probes.bench.spec import check_sweep_flags, layout_world_size, spec_from_args
+    from linkscope.probes.bench.preflight import cuda_device_count, gpu_preflight
+    from linkscope.probes.bench.spec import check_sweep_flags, layout_world_size, spec_from_args
 
     check_sweep_flags(args)  # a wrong flag is said before torch is imported (seconds)
     if args.nproc is not None and args.nproc < 1:
@@ -175,7 +175,7 @@ def run_collectives(args: argparse.Namespace) -> int:
         return _run_guarded(lambda cancel: _reuse(args, spec, cancel))
 
     def body(cancel: Any) -> int:
-        from probes.bench.api import run_collectives as measure
+        from linkscope.probes.bench.api import run_collectives as measure
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
@@ -193,7 +193,7 @@ def _measure_then_report(measure: Callable[[], tuple[Any, dict[str, Any]]],
                          report: Callable[[Any, dict[str, Any]], int]) -> int:
     """Run `measure` and report its result; a run cut short (Ctrl-C, the deadline, a failed worker)
     still reports what it measured before it ended, then fails as it would have."""
-    from probes.bench.runner import BenchError
+    from linkscope.probes.bench.runner import BenchError
 
     try:
         measurements, result = measure()
@@ -221,8 +221,8 @@ def _expected_on(args: argparse.Namespace, notes: list[str]) -> Any:
 def _report_collectives(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
     from dataclasses import replace
 
-    from probes.bench.results import stragglers
-    from topo.expect import row_expectations
+    from linkscope.probes.bench.results import stragglers
+    from linkscope.topo.expect import row_expectations
 
     notes = list(result["notes"])
     slow_groups = stragglers(result["rows"])
@@ -283,7 +283,7 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
 
     from linkscope.render.console import table_console
     from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
-    from topo.sizes import format_size_bytes
+    from linkscope.topo.sizes import format_size_bytes
 
     table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors", box=box.SIMPLE_HEAD)
     for column in ("op", "size", "dtype", "group", "time us", "algbw", "busbw", "wrong"):
@@ -318,9 +318,9 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
 
 def run_p2p(args: argparse.Namespace) -> int:
     """Peer copies: needs CUDA; one worker drives every GPU, then matrices with expected speeds."""
-    from probes.bench.p2p_report import parse_pairs
-    from probes.bench.preflight import cuda_device_count, gpu_preflight
-    from topo.sizes import parse_size_bytes
+    from linkscope.probes.bench.p2p_report import parse_pairs
+    from linkscope.probes.bench.preflight import cuda_device_count, gpu_preflight
+    from linkscope.topo.sizes import parse_size_bytes
 
     # the flags first: a wrong one is said before torch is imported (seconds)
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
@@ -338,7 +338,7 @@ def run_p2p(args: argparse.Namespace) -> int:
         raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
 
     def body(cancel: Any) -> int:
-        from probes.bench.api import run_peer_copies
+        from linkscope.probes.bench.api import run_peer_copies
 
         preflight = gpu_preflight(count, args.force)
         steps = len(pairs) + (count if not args.no_host else 0)
@@ -357,7 +357,7 @@ def run_p2p(args: argparse.Namespace) -> int:
 def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
     from dataclasses import asdict, replace
 
-    from probes.bench.p2p_report import copy_findings, matrix, pair_cells, positions_by_bus_id, vs_local
+    from linkscope.probes.bench.p2p_report import copy_findings, matrix, pair_cells, positions_by_bus_id, vs_local
 
     copies = measurements.peer_copies
     notes = list(result["notes"])
@@ -410,7 +410,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
 
 def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
     """A host-copy row with `ratio` (GB/s over expected) and its `verdict` (local copies of judged size only)."""
-    from topo.expect import COPY_JUDGE_MIN_BYTES, verdict
+    from linkscope.topo.expect import COPY_JUDGE_MIN_BYTES, verdict
 
     expected = row["expected_gbps"]
     ratio = row["gbps"] / expected if expected else None
@@ -420,7 +420,7 @@ def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
 
 def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:
     """Typical host<->GPU bandwidth of CUDA device `gpu`'s PCIe link, from the snapshot."""
-    from topo.links import pcie_speed
+    from linkscope.topo.links import pcie_speed
 
     position = positions[gpu] if gpu < len(positions) else None
     if host is None or position is None:
@@ -440,8 +440,8 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
     from rich.table import Table
     from rich.text import Text
 
+    from linkscope.probes.bench.p2p_report import matrix
     from linkscope.render.console import table_console
-    from probes.bench.p2p_report import matrix
 
     console = table_console()
     count = len(result["devices"])
@@ -490,8 +490,8 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
 
 def _reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
     """Run the communicator-reuse comparison and print it (table or JSON)."""
-    from probes.bench.api import run_reuse_experiment
-    from probes.bench.reuse import summarise_reuse
+    from linkscope.probes.bench.api import run_reuse_experiment
+    from linkscope.probes.bench.reuse import summarise_reuse
 
     if args.layout or args.output:
         raise InputError("--reuse compares group set-up on the whole world: drop --layout and -o")
@@ -505,7 +505,7 @@ def _reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
     from rich.table import Table
 
     from linkscope.render.console import table_console
-    from topo.sizes import format_size_bytes
+    from linkscope.topo.sizes import format_size_bytes
 
     table = Table(title=f"all_reduce per call (us, slowest rank): reused group vs a new group per call, "
                   f"{spec.backend} x{spec.world_size}", box=box.SIMPLE_HEAD)

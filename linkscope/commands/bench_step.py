@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from topo.errors import InputError
+from linkscope.topo.errors import InputError
 
 
 def register_step(sub: Any) -> None:
     """Add `bench step` to the `bench` subcommands."""
-    from probes.bench.step_spec import add_step_arguments
+    from linkscope.probes.bench.step_spec import add_step_arguments
 
     parser = sub.add_parser(
         "step",
@@ -47,8 +47,8 @@ def run_step(args: argparse.Namespace) -> int:
     """Check the options and torch, run the experiment, print the summary."""
     import importlib.util
 
-    from probes.bench.preflight import cuda_device_count
-    from probes.bench.step_spec import step_spec_from_args
+    from linkscope.probes.bench.preflight import cuda_device_count
+    from linkscope.probes.bench.step_spec import step_spec_from_args
 
     # the flags first (no backend or process count decides them): a wrong one is said before torch is imported
     step_spec_from_args(args, args.backend or "gloo", 2)
@@ -70,9 +70,9 @@ def run_step(args: argparse.Namespace) -> int:
     from linkscope.commands.bench_cmd import EXIT_OK, _progress, _run_guarded
 
     def body(cancel: Any) -> int:
-        from probes.bench.api import run_step_experiment
-        from probes.bench.preflight import gpu_preflight
-        from probes.bench.runner import BenchError
+        from linkscope.probes.bench.api import run_step_experiment
+        from linkscope.probes.bench.preflight import gpu_preflight
+        from linkscope.probes.bench.runner import BenchError
 
         notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
         try:
@@ -89,7 +89,7 @@ def run_step(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], notes: list[str]) -> None:
-    from probes.bench.step_results import summarise
+    from linkscope.probes.bench.step_results import summarise
 
     summaries = summarise(runs)
     if spec.backend == "nccl":
@@ -98,7 +98,7 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     if spec.profile_dir:
         notes.append(f"profiler traces per mode under {spec.profile_dir} (linkscope trace DIR/MODE)")
     if args.json:
-        from topo.jsonio import json_text
+        from linkscope.topo.jsonio import json_text
 
         print(json_text({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
                               "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
@@ -110,7 +110,7 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     from rich.text import Text
 
     from linkscope.render.console import table_console
-    from topo.sizes import format_size_bytes
+    from linkscope.topo.sizes import format_size_bytes
 
     console = table_console()
     console.print(Text(f"{spec.layers} x Linear({spec.width}, {spec.width}): {spec.parameters:,} parameters, "

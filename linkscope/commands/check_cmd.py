@@ -14,13 +14,13 @@ from typing import Any
 
 from linkscope.files import check_measured_on, load_measurements
 from linkscope.source import add_source_argument, open_source
-from topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
-from topo.cost.params import CostModel
-from topo.errors import InputError
-from topo.jsonio import json_text
-from topo.layout import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
-from topo.placement import DISTRIBUTIONS, parse_visible_devices
-from topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
+from linkscope.topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.layout import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
+from linkscope.topo.placement import DISTRIBUTIONS, parse_visible_devices
+from linkscope.topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -105,8 +105,8 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
     if getattr(args, "rank_map", None) is not None:
         if args.nodes != 1 or args.distribution != "block" or visible is not None:
             raise InputError("--rank-map places every rank itself: drop --nodes, --distribution and --visible-devices")
-        from topo.formats.rankmap import read_rank_map
-        from topo.sources import read_text_file
+        from linkscope.topo.formats.rankmap import read_rank_map
+        from linkscope.topo.sources import read_text_file
 
         rank_map = read_rank_map(read_text_file(args.rank_map), args.rank_map, default_slots)
     return CheckRequest(
@@ -132,8 +132,8 @@ def cost_model_from_args(args: argparse.Namespace) -> CostModel | None:
     path = getattr(args, "cost_params", None)
     if path is None:
         return None
-    from topo.cost.params import load_cost_overrides
-    from topo.sources import read_text_file
+    from linkscope.topo.cost.params import load_cost_overrides
+    from linkscope.topo.sources import read_text_file
 
     return load_cost_overrides(read_text_file(path), path)
 
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     changes = []
     if measurements is not None:
         check_measured_on(snapshot, measurements, args.force or not args.measurements, "--measurements")
-        from topo.calibration_report import calibration_changes
+        from linkscope.topo.calibration_report import calibration_changes
 
         changes = calibration_changes(measurements, snapshot, request.cost_model)
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)

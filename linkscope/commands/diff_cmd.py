@@ -13,10 +13,10 @@ import gc
 import sys
 from typing import Any
 
-from topo.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out
-from topo.errors import InputError
-from topo.jsonio import json_text
-from topo.model import Snapshot
+from linkscope.topo.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.model import Snapshot
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _load(spec: str) -> Snapshot:
-    from topo.sources import load_source
+    from linkscope.topo.sources import load_source
 
     return load_source(spec)
 

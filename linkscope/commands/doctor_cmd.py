@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from linkscope.source import add_source_argument, open_source
-from topo.errors import InputError
-from topo.health import HealthContext, HealthFinding, run_health
-from topo.jsonio import json_text
-from topo.model import Host, Snapshot
-from topo.severity import SEVERITIES, reaches
+from linkscope.topo.errors import InputError
+from linkscope.topo.health import HealthContext, HealthFinding, run_health
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.model import Host, Snapshot
+from linkscope.topo.severity import SEVERITIES, reaches
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -66,15 +66,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def _environment(env_file: str | None) -> tuple[dict[str, str], str]:
     if env_file is None:
         return dict(os.environ), "this process's environment"
-    from topo.health.environment import parse_env_file
-    from topo.sources import read_text_file
+    from linkscope.topo.health.environment import parse_env_file
+    from linkscope.topo.sources import read_text_file
 
     return parse_env_file(read_text_file(env_file), env_file), env_file
 
 
 def cuda_order(host: Host, env: Mapping[str, str]) -> tuple[int, ...] | None:
     """NVML indices in the order CUDA numbers the GPUs under `env`; None when that is every GPU in NVML order."""
-    from probes.identity import identity_table
+    from linkscope.probes.identity import identity_table
 
     rows = [row for row in identity_table(host, env).rows if row.cuda_index is not None]
     order = tuple(row.nvml_index for row in sorted(rows, key=lambda row: row.cuda_index or 0))
@@ -94,7 +94,7 @@ def _local_rank(env: Mapping[str, str], env_name: str) -> int | None:
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
     """The rules' context from the flags, and lines that say what was looked at."""
     from linkscope.files import load_measurements
-    from topo.sources import load_source
+    from linkscope.topo.sources import load_source
 
     measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
     baseline = load_source(args.baseline) if args.baseline else None

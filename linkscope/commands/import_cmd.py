@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from topo.expect import RowExpectations, row_expectations
-from topo.jsonio import json_text
-from topo.model import Measurements
-from topo.text import printable
+from linkscope.topo.expect import RowExpectations, row_expectations
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.model import Measurements
+from linkscope.topo.text import printable
 
 
 def register(subparsers: Any) -> None:
@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
     from linkscope.files import check_measured_on, load_measurements, open_output, write_measurements
-    from topo.codec import to_jsonable
-    from topo.model import SCHEMA_VERSION
+    from linkscope.topo.codec import to_jsonable
+    from linkscope.topo.model import SCHEMA_VERSION
 
     attached = open_output(args)
     measurements = load_measurements(args.file, args.op)
@@ -85,8 +85,8 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
 
     from linkscope.render.console import table_console
     from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
-    from topo.provenance import describe
-    from topo.sizes import format_size_bytes
+    from linkscope.topo.provenance import describe
+    from linkscope.topo.sizes import format_size_bytes
 
     console = table_console()
     console.print(Text(measurements.source, style="bold"))

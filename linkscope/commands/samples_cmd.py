@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from topo.jsonio import json_text
-from topo.samples import sample_description, sample_names
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.samples import sample_description, sample_names
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

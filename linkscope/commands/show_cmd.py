@@ -13,9 +13,9 @@ from typing import Any
 
 from linkscope.render import gpu_nic_tokens, matrix_tokens
 from linkscope.source import add_source_argument, open_source
-from topo.errors import InputError
-from topo.jsonio import json_text
-from topo.model import Gpu, Host, Snapshot
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import json_text
+from linkscope.topo.model import Gpu, Host, Snapshot
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -88,7 +88,7 @@ def host_json(host: Host) -> dict[str, Any]:
 
 def show_json(snapshot: Snapshot) -> dict[str, Any]:
     """The `show --json` object: the first host at the top level, every host under `hosts`."""
-    from topo.cluster_health import cluster_findings
+    from linkscope.topo.cluster_health import cluster_findings
 
     hosts = [host_json(host) for host in snapshot.hosts]
     shown: dict[str, Any] = {
@@ -105,8 +105,8 @@ def show_json(snapshot: Snapshot) -> dict[str, Any]:
 
 def measurements_json(snapshot: Snapshot) -> dict[str, Any] | None:
     """The `measurements` object of `show --json`: source, identity and every row next to its expectation."""
-    from topo.codec import to_jsonable
-    from topo.expect import expectations
+    from linkscope.topo.codec import to_jsonable
+    from linkscope.topo.expect import expectations
 
     measurements = snapshot.measurements
     if measurements is None:
@@ -147,8 +147,8 @@ def _print_measurements(console: Any, snapshot: Snapshot) -> None:
     from rich.text import Text
 
     from linkscope.render.expected import expected_table, print_verdict_summary
-    from topo.expect import expectations
-    from topo.provenance import describe
+    from linkscope.topo.expect import expectations
+    from linkscope.topo.provenance import describe
 
     assert snapshot.measurements is not None
     rows = expectations(snapshot.measurements, snapshot)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from topo.errors import InputError
-from topo.trace_files import machine_pricer, read_trace_file, trace_paths
-from topo.trace_report import EXPOSED_SHARE, analyse
+from linkscope.topo.errors import InputError
+from linkscope.topo.trace_files import machine_pricer, read_trace_file, trace_paths
+from linkscope.topo.trace_report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         pricer = machine_pricer(open_source(args.source), traces, args.nodes, args.distribution, args.visible_devices)
     report = analyse(traces, pricer, args.exposed_share)
     if args.json:
-        from topo.jsonio import json_text
+        from linkscope.topo.jsonio import json_text
 
         print(json_text(report.to_json(), indent=None))
     else:

@@ -8,8 +8,8 @@ Untrusted strings (host and device names from files) are always rendered as plai
 
 from __future__ import annotations
 
-from topo.links import LINK_CLASS
-from topo.model import Host, parse_link_token
+from linkscope.topo.links import LINK_CLASS
+from linkscope.topo.model import Host, parse_link_token
 
 UNKNOWN_TOKEN = "?"
 """Shown for a pair the snapshot does not describe (a link or GPU x NIC entry missing from a file)."""

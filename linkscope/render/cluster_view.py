@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topo.cluster_health import host_summaries
-from topo.health.finding import HealthFinding
-from topo.model import Snapshot
+from linkscope.topo.cluster_health import host_summaries
+from linkscope.topo.health.finding import HealthFinding
+from linkscope.topo.model import Snapshot
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from topo.text import printable_block
+from linkscope.topo.text import printable_block
 
 PIPED_TABLE_WIDTH = 120
 """Width of wide result tables when stdout is not a terminal (logs, pipes)."""

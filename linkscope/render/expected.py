@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from topo.expect import Expected, summary
+from linkscope.topo.expect import Expected, summary
 
 VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold red"}
 

@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render import UNKNOWN_TOKEN, gpu_nic_tokens, matrix_tokens, token_style
-from topo.links import LinkSpeed, link_speed
-from topo.model import Host, LinkKind, parse_link_token
-from topo.text import printable
+from linkscope.topo.links import LinkSpeed, link_speed
+from linkscope.topo.model import Host, LinkKind, parse_link_token
+from linkscope.topo.text import printable
 
 TOKEN_MEANINGS: dict[LinkKind, str] = {
     LinkKind.SELF: "self",

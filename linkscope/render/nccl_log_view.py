@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
-from topo.formats.nccl_log_model import NcclLog
-from topo.nccl_checks import NcclFinding, rank_hosts, same_host
-from topo.nccl_placement import NcclPlacement
-from topo.text import printable
+from linkscope.topo.formats.nccl_log_model import NcclLog
+from linkscope.topo.nccl_checks import NcclFinding, rank_hosts, same_host
+from linkscope.topo.nccl_placement import NcclPlacement
+from linkscope.topo.text import printable
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_HOST_ROWS = 64

@@ -9,10 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.check_view import finding_view
-from topo.layout import GROUP_NAMES
-from topo.plan import Plan
-from topo.sizes import format_size_bytes
-from topo.units import format_seconds
+from linkscope.topo.layout import GROUP_NAMES
+from linkscope.topo.plan import Plan
+from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.units import format_seconds
 
 RISK_STYLES = {"ok": "green", "medium": "yellow", "high": "bold red"}
 

@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render import gpu_nic_tokens, token_style
-from topo.links import network_speed
-from topo.model import PCIE_KINDS_NEAR_TO_FAR, Gap, Gpu, Host, Snapshot
-from topo.text import printable
+from linkscope.topo.links import network_speed
+from linkscope.topo.model import PCIE_KINDS_NEAR_TO_FAR, Gap, Gpu, Host, Snapshot
+from linkscope.topo.text import printable
 
 WARN_STYLE = "bold red"
 

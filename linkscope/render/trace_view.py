@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
-from topo.sizes import format_size_bytes
-from topo.text import printable
-from topo.trace_report import CollectiveRow, TraceReport
+from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.text import printable
+from linkscope.topo.trace_report import CollectiveRow, TraceReport
 
 TOP_COLLECTIVES = 8
 

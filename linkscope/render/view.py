@@ -10,7 +10,7 @@ from rich.text import Text
 
 from linkscope.render.matrix import link_legend, link_matrix, nic_legend
 from linkscope.render.tables import gaps_table, gpu_table, host_header, nic_table
-from topo.model import Host, Snapshot
+from linkscope.topo.model import Host, Snapshot
 
 MAX_HOSTS_IN_FULL = 8
 """A cluster larger than this shows in full only its first host and the hosts findings name."""
@@ -36,7 +36,7 @@ def snapshot_view(snapshot: Snapshot) -> RenderableType:
     shown = list(snapshot.hosts)
     if len(snapshot.hosts) > 1:
         from linkscope.render.cluster_view import cluster_view
-        from topo.cluster_health import cluster_findings
+        from linkscope.topo.cluster_health import cluster_findings
 
         findings = cluster_findings(snapshot)
         parts += [cluster_view(snapshot, findings), Text("")]

@@ -10,12 +10,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.results import bench_identity, measurements_from_rows, order_rows
-from probes.bench.runner import BenchError, run_workers
-from probes.bench.spec import CollectiveSpec
-from probes.bench.step_spec import StepSpec
-from topo.codec import to_jsonable
-from topo.model import HostCopy, Measurements, PeerCopy
+from linkscope.probes.bench.results import bench_identity, measurements_from_rows, order_rows
+from linkscope.probes.bench.runner import BenchError, run_workers
+from linkscope.probes.bench.spec import CollectiveSpec
+from linkscope.probes.bench.step_spec import StepSpec
+from linkscope.topo.codec import to_jsonable
+from linkscope.topo.model import HostCopy, Measurements, PeerCopy
 
 PEER_FIELDS = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency_us", "p2p_enabled", "verified")
 

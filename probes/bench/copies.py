@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from probes.bench.timing import median
+from linkscope.probes.bench.timing import median
 
 LATENCY_COPIES = 100
 """Tiny copies per latency sample."""

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from probes.bench.timing import SPIN_CYCLES
-from probes.pages import page_nodes
+from linkscope.probes.bench.timing import SPIN_CYCLES
+from linkscope.probes.pages import page_nodes
 
 PATTERN_CHUNK_WORDS = 1 << 22
 """Words of the pattern made at once: the int64 temporaries stay at a few times 16 MiB, whatever the buffer."""

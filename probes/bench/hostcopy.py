@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.copies import CopyRuntime, copy_gbps
-from probes.bench.p2p_report import bus_id_key, nodes_to_test
-from probes.sysfs import SysfsReader, parse_cpulist
+from linkscope.probes.bench.copies import CopyRuntime, copy_gbps
+from linkscope.probes.bench.p2p_report import bus_id_key, nodes_to_test
+from linkscope.probes.sysfs import SysfsReader, parse_cpulist
 
 H2D_SEED, D2H_SEED = 3, 4
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.copies import CopyRuntime, measure_pair
-from probes.bench.hostcopy import measure_host_copies
+from linkscope.probes.bench.copies import CopyRuntime, measure_pair
+from linkscope.probes.bench.hostcopy import measure_host_copies
 
 
 def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRuntime | None = None,
@@ -27,7 +27,7 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
             keep(kind, value)
 
     if runtime is None:
-        from probes.bench.cuda_copies import TorchCuda
+        from linkscope.probes.bench.cuda_copies import TorchCuda
 
         runtime = TorchCuda()
     devices = [runtime.device_info(index) for index in range(runtime.device_count())]

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo.errors import InputError
-from topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
-from topo.links import LinkSpeed, link_speed
-from topo.model import Host, LinkKind, PeerCopy, parse_link_token
+from linkscope.topo.errors import InputError
+from linkscope.topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from linkscope.topo.links import LinkSpeed, link_speed
+from linkscope.topo.model import Host, LinkKind, PeerCopy, parse_link_token
 
 _PAIR = re.compile(r"\s*(\d+)\s*-\s*(\d+)\s*\Z")
 _BUS_ID = re.compile(r"\s*(?:([0-9a-fA-F]+):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\s*\Z")

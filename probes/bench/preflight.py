@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from probes.nvml import load_pynvml
-from probes.nvml_query import NvmlQuery, decode
+from linkscope.probes.nvml import load_pynvml
+from linkscope.probes.nvml_query import NvmlQuery, decode
 
 MIN_FREE_BYTES = 2 * 1024**3
 """A GPU with less free memory than this is refused (without --force)."""

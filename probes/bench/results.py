@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from probes.bench.spec import CollectiveSpec
-from topo.expect import COLLECTIVE_JUDGE_MIN_BYTES, is_below
-from topo.model import CollectiveResult, MeasuredOn, Measurements
+from linkscope.probes.bench.spec import CollectiveSpec
+from linkscope.topo.expect import COLLECTIVE_JUDGE_MIN_BYTES, is_below
+from linkscope.topo.model import CollectiveResult, MeasuredOn, Measurements
 
 
 def collective_from_row(row: dict[str, Any]) -> CollectiveResult:

@@ -1,6 +1,6 @@
 """Spawn benchmark workers, wait for them under a deadline, and leave nothing behind.
 
-Each worker runs `python -m probes.bench.worker --job DIR` in a session (process group) of its
+Each worker runs `python -m linkscope.probes.bench.worker --job DIR` in a session (process group) of its
 own, so a Ctrl-C at the terminal reaches only this process, which then ends the workers: SIGTERM
 to every worker's whole group, a grace period, then SIGKILL. Rendezvous goes through a FileStore
 in a private temporary directory (mode 0700), and gloo is pinned to the loopback interface,
@@ -27,8 +27,7 @@ from typing import Any
 
 import psutil
 
-import probes
-from probes.bench.worker import (
+from linkscope.probes.bench.worker import (
     JOB_FILE,
     LOCAL_RANK_ENV,
     PARENT_ENV,
@@ -151,7 +150,8 @@ def signals_cancel(interruption: Interruption) -> AbstractContextManager[None]:
 
 
 def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of one spawned worker: rank variables, loopback-only sockets, the package on the path."""
+    """The environment of one spawned worker: rank variables and loopback-only sockets (the worker runs as a
+    module of the installed package)."""
     env = dict(os.environ)
     env.update({RANK_ENV: str(rank), WORLD_ENV: str(world_size), LOCAL_RANK_ENV: str(local_rank)})
     env["GLOO_SOCKET_IFNAME"] = "lo"  # always: local workers never talk over a real network,
@@ -159,8 +159,6 @@ def worker_env(rank: int, world_size: int, local_rank: int, extra: dict[str, str
     env[PARENT_ENV] = str(os.getpid())
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    root = str(Path(probes.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra or {})
     return env
 
@@ -177,7 +175,7 @@ def start_workers(kind: str, spec: dict[str, Any], nproc: int, timeout_s: float,
         for rank in range(nproc):
             with open(job_dir / f"stderr-{rank}.txt", "wb") as stderr:
                 group.processes.append(subprocess.Popen(
-                    [sys.executable, "-m", "probes.bench.worker", "--job", str(job_dir)],
+                    [sys.executable, "-m", "linkscope.probes.bench.worker", "--job", str(job_dir)],
                     env=worker_env(rank, nproc, rank, extra_env), stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, cwd=job_dir,
                 ))

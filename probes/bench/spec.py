@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from topo.busbw import BUS_FACTOR_OPS as OPS
-from topo.errors import InputError
-from topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
-from topo.sizes import parse_size_bytes
+from linkscope.topo.busbw import BUS_FACTOR_OPS as OPS
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
+from linkscope.topo.sizes import parse_size_bytes
 
 BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 """Collectives `bench collectives` runs (the default `--ops`)."""

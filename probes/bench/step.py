@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from probes.bench.step_spec import StepSpec
-from topo.formats.trace import clip, total, union
+from linkscope.probes.bench.step_spec import StepSpec
+from linkscope.topo.formats.trace import clip, total, union
 
 ACCOUNTING_HOOKS = "hooks"
 """Communication timed by DDP hook futures (exact on gloo)."""
@@ -35,8 +35,8 @@ def run_step_experiment(spec_data: dict[str, Any], rank: int, local_rank: int, p
     """Every mode of the experiment on this rank (process group initialised); rank 0 returns all ranks' runs."""
     import torch
 
-    from probes.bench.worker import gather_json
-    from topo.codec import from_jsonable
+    from linkscope.probes.bench.worker import gather_json
+    from linkscope.topo.codec import from_jsonable
 
     spec = from_jsonable(StepSpec, spec_data)
     device = torch.device("cuda", local_rank) if spec.backend == "nccl" else torch.device("cpu")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from probes.bench.step import run_label
+from linkscope.probes.bench.step import run_label
 
 
 @dataclass(frozen=True)

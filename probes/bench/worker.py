@@ -1,12 +1,12 @@
 """Entry point of a benchmark worker process.
 
 Two ways in:
-- spawned by :mod:`probes.bench.runner`: `python -m probes.bench.worker --job DIR`, rank and world
+- spawned by :mod:`probes.bench.runner`: `python -m linkscope.probes.bench.worker --job DIR`, rank and world
   size in LINKSCOPE_RANK / LINKSCOPE_WORLD_SIZE / LINKSCOPE_LOCAL_RANK, rendezvous through a
   FileStore in DIR (a private temporary directory), results written to DIR;
 - under torchrun, for several nodes (rank, world size and rendezvous from torchrun's environment):
   `torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST0:29500
-   -m probes.bench.worker collectives --max-bytes 1G -o results.json`
+   -m linkscope.probes.bench.worker collectives --max-bytes 1G -o results.json`
   where rank 0 writes Measurements JSON to `-o`.
 
 The test-only knob LINKSCOPE_BENCH_FAULT (`corrupt:RANK`, `hang:RANK`, `hang-ignore-term:RANK`,
@@ -81,10 +81,10 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     import torch
     import torch.distributed as dist
 
-    from probes.bench import collectives as coll
-    from probes.bench.results import order_rows
-    from probes.bench.spec import CollectiveSpec
-    from topo.codec import from_jsonable
+    from linkscope.probes.bench import collectives as coll
+    from linkscope.probes.bench.results import order_rows
+    from linkscope.probes.bench.spec import CollectiveSpec
+    from linkscope.topo.codec import from_jsonable
 
     spec = from_jsonable(CollectiveSpec, spec_data)
     device = torch.device("cuda", local_rank) if spec.backend == "nccl" else torch.device("cpu")
@@ -92,7 +92,7 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
         torch.cuda.set_device(device)
     faults = faults_for(rank)
     handles, setup_ms = coll.create_groups(spec, device)
-    from probes.cluster_collect import node_name
+    from linkscope.probes.cluster_collect import node_name
 
     host_of_rank = gather_json(node_name(), device)
     _misbehave(faults)
@@ -165,7 +165,7 @@ def _slowed(case: Any) -> Any:
 
 def _sizes_that_fit(torch: Any, dist: Any, sizes: list[int], device: Any) -> tuple[list[int], str | None]:
     """The sweep's sizes that fit the smallest free memory of all ranks (every rank keeps the same sizes)."""
-    from probes.bench.spec import sizes_that_fit
+    from linkscope.probes.bench.spec import sizes_that_fit
 
     free = torch.tensor([float(free_bytes(device))], device=device)
     dist.all_reduce(free, op=dist.ReduceOp.MIN)
@@ -194,7 +194,7 @@ def _spawned(job_dir: Path) -> int:
         import torch.distributed as dist
 
         if job["kind"] == "p2p":
-            from probes.bench.p2p import run_p2p
+            from linkscope.probes.bench.p2p import run_p2p
 
             _write_result(job_dir, run_p2p(job["spec"], lambda *step: _append_progress(job_dir, step),
                                            keep=lambda kind, value: _keep(job_dir, rank, kind, value)))
@@ -211,9 +211,9 @@ def _spawned(job_dir: Path) -> int:
         dist.barrier()
         init_ms = (time.perf_counter() - t0) * 1e3
         if job["kind"] == "step":
-            from probes.bench.step import run_step_experiment as run_job
+            from linkscope.probes.bench.step import run_step_experiment as run_job
         elif job["kind"] == "reuse":
-            from probes.bench.reuse import run_reuse_experiment as run_job
+            from linkscope.probes.bench.reuse import run_reuse_experiment as run_job
         else:
             run_job = run_collectives
         result = run_job(spec, rank, local_rank, lambda *step: _append_progress(job_dir, step),
@@ -281,12 +281,12 @@ def _write_result(job_dir: Path, result: dict[str, Any]) -> None:
 
 def _torchrun(argv: list[str]) -> int:
     """Multi-node entry: rendezvous from torchrun's environment, rank 0 prints rows and writes `-o`."""
-    from probes.bench.results import measurements_from_rows
-    from probes.bench.spec import add_collective_arguments, spec_from_args
-    from topo.codec import measurements_to_json, to_jsonable
-    from topo.errors import InputError
+    from linkscope.probes.bench.results import measurements_from_rows
+    from linkscope.probes.bench.spec import add_collective_arguments, spec_from_args
+    from linkscope.topo.codec import measurements_to_json, to_jsonable
+    from linkscope.topo.errors import InputError
 
-    parser = argparse.ArgumentParser(prog="python -m probes.bench.worker collectives",
+    parser = argparse.ArgumentParser(prog="python -m linkscope.probes.bench.worker collectives",
                                      description="Collective sweep under torchrun (one process per GPU, every node).")
     add_collective_arguments(parser)
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None)
@@ -310,7 +310,7 @@ def _torchrun(argv: list[str]) -> int:
         local_rank = min(local_rank, visible - 1)  # one GPU per task (Slurm --gpus-per-task): it is device 0
         torch.cuda.set_device(local_rank)
     if "GLOO_SOCKET_IFNAME" not in os.environ and os.environ.get("MASTER_ADDR"):
-        from probes.cluster_collect import interface_towards
+        from linkscope.probes.cluster_collect import interface_towards
 
         interface = interface_towards(os.environ["MASTER_ADDR"])  # gloo listens where the rendezvous is, nowhere else
         if interface:
@@ -328,7 +328,7 @@ def _torchrun(argv: list[str]) -> int:
                                           result["notes"], source="linkscope bench collectives (torchrun)")
     for row in result["rows"]:
         print(json.dumps(row))
-    from probes.bench.results import stragglers
+    from linkscope.probes.bench.results import stragglers
 
     for slow in stragglers(result["rows"]):
         print(f"straggler: {slow['dim']} group {slow['group']} on {', '.join(slow['hosts'])}: {slow['op']} "
@@ -348,9 +348,14 @@ def main(argv: list[str] | None = None) -> int:
         return _spawned(Path(args[1]))
     if args and args[0] == "collectives":
         return _torchrun(args[1:])
-    print("usage: python -m probes.bench.worker --job DIR | collectives [options]", file=sys.stderr)
+    print("usage: python -m linkscope.probes.bench.worker --job DIR | collectives [options]", file=sys.stderr)
     return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Results are written and the process group is gone: leave without the interpreter's teardown, where
+    # a gloo thread still winding down can end the process with std::terminate (exit status -6).
+    os._exit(status)

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.sysfs import parse_cpulist
-from topo.model import Host, Measurements
+from linkscope.probes.sysfs import parse_cpulist
+from linkscope.topo.model import Host, Measurements
 
 Channel = tuple[tuple[str, int], tuple[str, int]]
 """(("gpu", i) | ("host", numa_node), same) : where a copy reads and where it writes."""

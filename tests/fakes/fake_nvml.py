@@ -28,8 +28,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from topo.model import Gpu, Host, LinkKind, NvLinkPort, Snapshot
-from topo.pcipath import classify_pci_pair
+from linkscope.topo.model import Gpu, Host, LinkKind, NvLinkPort, Snapshot
+from linkscope.topo.pcipath import classify_pci_pair
 
 # nvmlReturn_t codes (nvml.h)
 NVML_SUCCESS = 0

@@ -6,10 +6,10 @@
 - :mod:`topo.cost.calibrate` fit the parameters to measured peer copies and collectives.
 """
 
-from topo.cost.calibrate import calibrate
-from topo.cost.collectives import ALGORITHMS, OPS, Cost, GroupLinks, collective_cost, parse_alpha_beta, uniform_links
-from topo.cost.groups import GroupPricer
-from topo.cost.params import CostModel, Hop, load_cost_overrides
+from linkscope.topo.cost.calibrate import calibrate
+from linkscope.topo.cost.collectives import ALGORITHMS, OPS, Cost, GroupLinks, collective_cost, parse_alpha_beta, uniform_links
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel, Hop, load_cost_overrides
 
 __all__ = [
     "ALGORITHMS",

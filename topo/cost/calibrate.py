@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topo.cost.collectives import collective_cost
-from topo.cost.groups import GroupPricer
-from topo.cost.params import CostModel
-from topo.model import Host, Measurements
-from topo.placement import Placement
+from linkscope.topo.cost.collectives import collective_cost
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.model import Host, Measurements
+from linkscope.topo.placement import Placement
 
 CALIBRATION_MIN_BYTES = 64 * 1024 * 1024
 """Only collectives at least this large calibrate bandwidth (smaller ones are latency-bound)."""

@@ -25,16 +25,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from topo.busbw import bus_factor
-from topo.cost.params import (
+from linkscope.topo.busbw import bus_factor
+from linkscope.topo.cost.params import (
     COLLNET_LATENCY_US,
     COLLNET_NET_FRACTION,
     NVLS_GATHER_FRACTION,
     NVLS_LATENCY_US,
     NVLS_NET_LATENCY_US,
 )
-from topo.errors import InputError
-from topo.units import format_gbps
+from linkscope.topo.errors import InputError
+from linkscope.topo.units import format_gbps
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet", "hierarchical", "auto")

@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from topo.errors import InputError
-from topo.links import PCIE_PATH_FACTOR, link_speed, network_speed, nvlink_generation
-from topo.model import Host, Link, LinkKind, parse_link_token
+from linkscope.topo.errors import InputError
+from linkscope.topo.links import PCIE_PATH_FACTOR, link_speed, network_speed, nvlink_generation
+from linkscope.topo.model import Host, Link, LinkKind, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
 """Per-link NVLink bandwidth NCCL assumes for rings, by NVLink generation (topo.h SM70/80/90/100)."""

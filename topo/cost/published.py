@@ -14,14 +14,14 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from topo.cost.calibrate import calibrate
-from topo.cost.collectives import Cost, collective_cost
-from topo.cost.groups import GroupPricer
-from topo.cost.params import CostModel
-from topo.formats.results import read_measurements
-from topo.model import Host, LinkKind, P2PStatus
-from topo.placement import Placement
-from topo.sources import load_source, read_text_file
+from linkscope.topo.cost.calibrate import calibrate
+from linkscope.topo.cost.collectives import Cost, collective_cost
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.model import Host, LinkKind, P2PStatus
+from linkscope.topo.placement import Placement
+from linkscope.topo.sources import load_source, read_text_file
 
 TOLERANCE = 0.20
 """Predicted busbw within this share of the published figure."""

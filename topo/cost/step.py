@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from topo.cost.collectives import GroupLinks, collective_cost
-from topo.cost.groups import GroupPricer
-from topo.volumes import Traffic
+from linkscope.topo.cost.collectives import GroupLinks, collective_cost
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.volumes import Traffic
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Readers of other tools' text output and of rank-map inputs."""
 
-from topo.numbers import parse_float
+from linkscope.topo.numbers import parse_float
 
 
 def non_negative_number(word: str, where: str) -> float:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topo.formats.lines import clean_lines
-from topo.model import MeasuredOn
+from linkscope.topo.formats.lines import clean_lines
+from linkscope.topo.model import MeasuredOn
 
 _NCCL_RANK = re.compile(
     r"^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+(?P<device>\d+)\s+"

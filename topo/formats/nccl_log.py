@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from topo.errors import InputError
-from topo.formats.lines import iter_clean_lines
-from topo.formats.nccl_log_model import NcclLog
-from topo.formats.nccl_log_reader import UNREADABLE, LogReader
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.lines import iter_clean_lines
+from linkscope.topo.formats.nccl_log_model import NcclLog
+from linkscope.topo.formats.nccl_log_reader import UNREADABLE, LogReader
 
 MAX_LINE_BYTES = 64 * 1024
 """Longer lines are skipped (counted) without being held whole."""

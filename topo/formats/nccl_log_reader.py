@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import re
 
-from topo.errors import InputError
-from topo.formats.lines import Line
-from topo.formats.nccl_log_model import TRANSPORTS, Communicator, Edge, Message, NcclLog, Rank
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.lines import Line
+from linkscope.topo.formats.nccl_log_model import TRANSPORTS, Communicator, Edge, Message, NcclLog, Rank
 
 MAX_KEPT_MESSAGES = 200
 """Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""

@@ -19,17 +19,17 @@ import heapq
 import re
 from dataclasses import dataclass, field
 
-from topo.busbw import bus_factor
-from topo.errors import InputError
-from topo.formats.lines import Line, clean_lines, iter_clean_lines
-from topo.formats.nccl_tests_infer import (
+from linkscope.topo.busbw import bus_factor
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.lines import Line, clean_lines, iter_clean_lines
+from linkscope.topo.formats.nccl_tests_infer import (
     BYTES_PER_ELEMENT,
     SIGNATURES,
     RowFacts,
     candidate_ops,
     ranks_from_ratio,
 )
-from topo.formats.nccl_tests_rows import (
+from linkscope.topo.formats.nccl_tests_rows import (
     NCCL_LOG,
     NCCL_TYPES,
     Columns,
@@ -38,8 +38,8 @@ from topo.formats.nccl_tests_rows import (
     read_rows,
     row_columns,
 )
-from topo.model import CollectiveResult, Measurements
-from topo.numbers import is_decimal, is_integer
+from linkscope.topo.model import CollectiveResult, Measurements
+from linkscope.topo.numbers import is_decimal, is_integer
 
 __all__ = ["PERF_TO_OP", "known_op",
            "launcher_processes", "looks_like_nccl_tests", "read_nccl_tests"]

@@ -22,9 +22,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from topo.errors import InputError
-from topo.formats.lines import clean_lines
-from topo.formats.nvsmi_matrix import (
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.lines import clean_lines
+from linkscope.topo.formats.nvsmi_matrix import (
     LINK_TOKENS,
     NOT_AVAILABLE,
     P2P_TOKENS,
@@ -33,8 +33,8 @@ from topo.formats.nvsmi_matrix import (
     parse_header,
     read_block,
 )
-from topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, P2PStatus, Snapshot, parse_link_token
-from topo.numbers import is_integer
+from linkscope.topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, P2PStatus, Snapshot, parse_link_token
+from linkscope.topo.numbers import is_integer
 
 FORMAT_NAME = "nvidia-smi topo -m"
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from topo.errors import InputError
-from topo.formats import non_negative_number
-from topo.formats.lines import Line, clean_lines
-from topo.model import HostCopy, Measurements, PeerCopy
-from topo.numbers import is_integer, parse_int
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats import non_negative_number
+from linkscope.topo.formats.lines import Line, clean_lines
+from linkscope.topo.model import HostCopy, Measurements, PeerCopy
+from linkscope.topo.numbers import is_integer, parse_int
 
 _NVB_RUNNING = re.compile(r"^Running (?:benchmark )?(\w+)\.?\s*$")
 _NVB_TITLE = re.compile(

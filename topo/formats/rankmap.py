@@ -14,12 +14,12 @@ import itertools
 import re
 from typing import Any
 
-from topo.errors import InputError
-from topo.jsonio import read_json
-from topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTLIST_CHARS, MAX_HOSTS, MAX_WORLD_RANKS, check_cap
-from topo.numbers import is_integer, parse_int
-from topo.placement import RankMapEntry
-from topo.text import printable
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import read_json
+from linkscope.topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTLIST_CHARS, MAX_HOSTS, MAX_WORLD_RANKS, check_cap
+from linkscope.topo.numbers import is_integer, parse_int
+from linkscope.topo.placement import RankMapEntry
+from linkscope.topo.text import printable
 
 _BRACKET = re.compile(r"\[([^\]]*)\]")
 _TASKS = re.compile(r"[ \t]*([0-9]{1,18})(?:\(x([0-9]{1,18})\))?[ \t]*\Z")

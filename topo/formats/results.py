@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from topo.errors import InputError
-from topo.model import Measurements
+from linkscope.topo.errors import InputError
+from linkscope.topo.model import Measurements
 
 FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
 """The tools whose output `read_measurements` reads."""
@@ -14,15 +14,15 @@ FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
 def read_measurements(text: str, name: str, op: str | None = None) -> Measurements:
     """Detect which tool wrote `text` and parse it, with the machine its device lines name; InputError when
     it is none of them."""
-    from topo.formats.measured_on import measured_on
+    from linkscope.topo.formats.measured_on import measured_on
 
     measurements, tool = _read(text, name, op)
     return dataclasses.replace(measurements, identity=measured_on(text, tool))
 
 
 def _read(text: str, name: str, op: str | None) -> tuple[Measurements, str]:
-    from topo.formats.nccl_tests import known_op, looks_like_nccl_tests, read_nccl_tests
-    from topo.formats.p2p_matrices import (
+    from linkscope.topo.formats.nccl_tests import known_op, looks_like_nccl_tests, read_nccl_tests
+    from linkscope.topo.formats.p2p_matrices import (
         looks_like_nvbandwidth,
         looks_like_p2p_bandwidth_latency_test,
         read_nvbandwidth,

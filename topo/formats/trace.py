@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO, TypeGuard
 
-from topo.errors import InputError
-from topo.formats.trace_stream import MAX_TRACE_CHARS, read_trace_events
+from linkscope.topo.errors import InputError
+from linkscope.topo.formats.trace_stream import MAX_TRACE_CHARS, read_trace_events
 
 
 @dataclass(frozen=True, slots=True)

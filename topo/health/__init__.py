@@ -4,7 +4,7 @@
 :mod:`topo.health.rules`.
 """
 
-from topo.health.finding import HealthContext, HealthFinding, Rule
-from topo.health.rules import RULES, run_health
+from linkscope.topo.health.finding import HealthContext, HealthFinding, Rule
+from linkscope.topo.health.rules import RULES, run_health
 
 __all__ = ["RULES", "HealthContext", "HealthFinding", "Rule", "run_health"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from topo.compare import Difference, diff_snapshots
-from topo.health.finding import HealthContext, HealthFinding, evidence_lines
+from linkscope.topo.compare import Difference, diff_snapshots
+from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
 
 
 def _line(difference: Difference) -> str:

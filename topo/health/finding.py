@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from topo.model import Gpu, Measurements, Snapshot
+from linkscope.topo.model import Gpu, Measurements, Snapshot
 
 MAX_EVIDENCE = 12
 """A finding lists at most this many evidence lines (the last says how many more there were)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from topo.expect import FAR_BELOW_FRACTION, SLOW_FRACTION, Expected, row_expectations
-from topo.health.finding import HealthContext, HealthFinding, evidence_lines
+from linkscope.topo.expect import FAR_BELOW_FRACTION, SLOW_FRACTION, Expected, row_expectations
+from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
 
 _GPU = re.compile(r"GPU(\d+)")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
-from topo.model import Host, LinkKind
+from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
+from linkscope.topo.model import Host, LinkKind
 
 FABRIC_READY = "Completed"
 """The NVSwitch fabric state (`nvidia-smi -q`, Fabric) of a GPU the fabric manager has registered."""

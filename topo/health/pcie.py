@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
+from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
 
 LOADED_PCIE_GBPS = 0.5
 """PCIe TX+RX (GB/s) above which a reading counts as "under load" for the generation rule."""

@@ -24,20 +24,20 @@ A new rule is one function `HealthContext -> Iterable[HealthFinding]` added to R
 
 from __future__ import annotations
 
-from topo.health.affinity import cpu_binding_far, nic_numa_mismatch
-from topo.health.baseline import worse_than_baseline
-from topo.health.environment import cuda_visible_reordered, nccl_environment
-from topo.health.finding import HealthContext, HealthFinding, Rule
-from topo.health.measured import measured_below_expected
-from topo.health.nvlink import nvlink_errors_growing, nvlink_fabric_incomplete, nvlink_fewer_links, nvlink_links_down
-from topo.health.pcie import pcie_gen_low_under_load, pcie_width_reduced
-from topo.health.platform import iommu_translates_p2p, mig_enabled, p2p_off, peermem_missing
-from topo.severity import SEVERITIES
+from linkscope.topo.health.affinity import cpu_binding_far, nic_numa_mismatch
+from linkscope.topo.health.baseline import worse_than_baseline
+from linkscope.topo.health.environment import cuda_visible_reordered, nccl_environment
+from linkscope.topo.health.finding import HealthContext, HealthFinding, Rule
+from linkscope.topo.health.measured import measured_below_expected
+from linkscope.topo.health.nvlink import nvlink_errors_growing, nvlink_fabric_incomplete, nvlink_fewer_links, nvlink_links_down
+from linkscope.topo.health.pcie import pcie_gen_low_under_load, pcie_width_reduced
+from linkscope.topo.health.platform import iommu_translates_p2p, mig_enabled, p2p_off, peermem_missing
+from linkscope.topo.severity import SEVERITIES
 
 
 def cross_host(context: HealthContext) -> tuple[HealthFinding, ...]:
     """The cluster rules (:func:`topo.cluster_health.cluster_findings`) on a snapshot of several hosts."""
-    from topo.cluster_health import cluster_findings
+    from linkscope.topo.cluster_health import cluster_findings
 
     snapshot = context.snapshot
     if len(snapshot.hosts) < 2 and not any(gap.host for gap in snapshot.gaps):

@@ -1,7 +1,7 @@
 """Generator of the built-in sample machines: builds each as model objects and writes its JSON.
 
-The JSON files next to this module are committed data; `python -m topo.samples.build` rewrites
-them and `python -m topo.samples.build --check` fails when they differ from what this module
+The JSON files next to this module are committed data; `python -m linkscope.topo.samples.build` rewrites
+them and `python -m linkscope.topo.samples.build --check` fails when they differ from what this module
 builds (a test runs the same comparison). The building blocks and the conventions shared with
 the probe are in :mod:`topo.samples.parts`. Bus numbers follow the public layout where it is
 known (GPU bus ids, interface names); otherwise they are plausible, unique numbers. NVSwitch bus
@@ -15,11 +15,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from topo.codec import snapshot_to_json
-from topo.model import Capabilities, Gpu, Nic, Snapshot
-from topo.samples import SAMPLE_NAMES, sample_file_name
-from topo.samples.clusters import gb200_nvl72, h100_cluster_mixed
-from topo.samples.parts import (
+from linkscope.topo.codec import snapshot_to_json
+from linkscope.topo.model import Capabilities, Gpu, Nic, Snapshot
+from linkscope.topo.samples import SAMPLE_NAMES, sample_file_name
+from linkscope.topo.samples.clusters import gb200_nvl72, h100_cluster_mixed
+from linkscope.topo.samples.parts import (
     A100_PCIE,
     A100_SXM,
     GIB,
@@ -341,7 +341,7 @@ def data_dir() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write every sample's JSON (or, with --check, report the ones that differ); exit status 1 on a difference."""
-    parser = argparse.ArgumentParser(prog="python -m topo.samples.build", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m linkscope.topo.samples.build", description=main.__doc__)
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
     assert set(BUILDERS) == set(SAMPLE_NAMES), "every listed sample needs a builder"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from topo.model import Capabilities, Gpu, Host, Nic, Snapshot
-from topo.samples.parts import (
+from linkscope.topo.model import Capabilities, Gpu, Host, Nic, Snapshot
+from linkscope.topo.samples.parts import (
     GIB,
     GpuModel,
     assemble_host,
@@ -93,7 +93,7 @@ def _without_nic(host: Host, name: str) -> Host:
 def h100_cluster_mixed() -> Snapshot:
     """Four DGX H100 nodes, two of them odd: node02's GPU 3 is short of two NVLinks and at PCIe x8,
     node03 lacks the compute NIC mlx5_5 (so GPU 5 sends through a farther NIC)."""
-    from topo.samples.build import DGX_H100_SOURCES, dgx_h100
+    from linkscope.topo.samples.build import DGX_H100_SOURCES, dgx_h100
 
     name = "h100-cluster-mixed"
     hosts = []

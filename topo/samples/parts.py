@@ -14,8 +14,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from topo.links import nvlink_pair_count
-from topo.model import (
+from linkscope.topo.links import nvlink_pair_count
+from linkscope.topo.model import (
     Capabilities,
     Gpu,
     Host,
@@ -28,7 +28,7 @@ from topo.model import (
     Snapshot,
     Versions,
 )
-from topo.pcipath import classify_pci_pair
+from linkscope.topo.pcipath import classify_pci_pair
 
 GIB = 1024**3
 MIB = 1024**2

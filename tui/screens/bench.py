@@ -19,14 +19,14 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
-from topo.errors import InputError
-from topo.expect import Expected, RowExpectations, row_expectations
-from topo.model import CollectiveResult, Measurements, PeerCopy, Snapshot
-from topo.sizes import format_size_bytes, parse_size_bytes
-from tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
-from tui.services import BENCH_KINDS, BenchProgress, BenchRequest, Services, Unavailable
-from tui.text import gbps_label, plain
-from tui.widgets.bandwidth_plot import BandwidthPlot
+from linkscope.topo.errors import InputError
+from linkscope.topo.expect import Expected, RowExpectations, row_expectations
+from linkscope.topo.model import CollectiveResult, Measurements, PeerCopy, Snapshot
+from linkscope.topo.sizes import format_size_bytes, parse_size_bytes
+from linkscope.tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
+from linkscope.tui.services import BENCH_KINDS, BenchProgress, BenchRequest, Services, Unavailable
+from linkscope.tui.text import gbps_label, plain
+from linkscope.tui.widgets.bandwidth_plot import BandwidthPlot
 
 SIZE_FACTOR = 4
 """Sizes grow by this factor between `from` and `to`."""
@@ -34,7 +34,7 @@ SIZE_FACTOR = 4
 
 def sweep(min_bytes: int, max_bytes: int) -> tuple[int, ...]:
     """The sizes from `min_bytes` to `max_bytes` by :data:`SIZE_FACTOR` (the engine's own sweep rule)."""
-    from probes.bench.spec import size_sweep
+    from linkscope.probes.bench.spec import size_sweep
 
     return size_sweep(min_bytes, max_bytes, SIZE_FACTOR)
 

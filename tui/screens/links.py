@@ -11,14 +11,14 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from topo.model import Host, Snapshot
-from topo.nccl_placement import NcclPlacement
-from topo.units import counted
-from tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
-from tui.messages import RingChosen
-from tui.widgets.legend import Legend
-from tui.widgets.link_detail import LinkDetail
-from tui.widgets.link_grid import LinkGrid
+from linkscope.topo.model import Host, Snapshot
+from linkscope.topo.nccl_placement import NcclPlacement
+from linkscope.topo.units import counted
+from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
+from linkscope.tui.messages import RingChosen
+from linkscope.tui.widgets.legend import Legend
+from linkscope.tui.widgets.link_detail import LinkDetail
+from linkscope.tui.widgets.link_grid import LinkGrid
 
 
 class LinksView(Vertical):

@@ -19,11 +19,11 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from probes.live import GpuLive, LiveReading
-from topo.model import Host, Snapshot
-from tui.messages import LiveReadingArrived, LiveUnavailable
-from tui.services import Services, Unavailable
-from tui.text import gbps_label, plain
+from linkscope.probes.live import GpuLive, LiveReading
+from linkscope.topo.model import Host, Snapshot
+from linkscope.tui.messages import LiveReadingArrived, LiveUnavailable
+from linkscope.tui.services import Services, Unavailable
+from linkscope.tui.text import gbps_label, plain
 
 GPU_COLUMNS = ("GPU", "NVLink TX", "NVLink RX", "PCIe TX", "PCIe RX", "errors +", "PCIe gen", "width")
 LINK_COLUMNS = ("link", "TX GB/s", "RX GB/s")
@@ -160,7 +160,7 @@ class MonitorView(Vertical):
 
     def _start_replay(self, snapshot: Snapshot) -> None:
         """Show the recording's first reading now and the next ones at the recorded interval."""
-        from probes.record import replay_readings
+        from linkscope.probes.record import replay_readings
 
         recording = snapshot.recording
         assert recording is not None

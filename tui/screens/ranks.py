@@ -19,21 +19,21 @@ from textual.reactive import reactive
 from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
 
-from topo.checks import CheckReport, Finding
-from topo.cluster import domain_hosts
-from topo.errors import InputError
-from topo.layout import parse_positive_int
-from topo.model import Snapshot
-from topo.placement import parse_visible_devices
-from topo.suggest import Suggestion
-from tui.layout_export import export_command, suggested_form, suggestion_text
-from tui.messages import LayoutChecked, RingChosen, SuggestionReady
-from tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
-from tui.screens.export import ExportScreen
-from tui.services import LayoutForm, Services, Unavailable
-from tui.text import plain
-from tui.widgets.findings_table import FindingsTable
-from tui.widgets.rank_map import RankMap
+from linkscope.topo.checks import CheckReport, Finding
+from linkscope.topo.cluster import domain_hosts
+from linkscope.topo.errors import InputError
+from linkscope.topo.layout import parse_positive_int
+from linkscope.topo.model import Snapshot
+from linkscope.topo.placement import parse_visible_devices
+from linkscope.topo.suggest import Suggestion
+from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
+from linkscope.tui.messages import LayoutChecked, RingChosen, SuggestionReady
+from linkscope.tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
+from linkscope.tui.screens.export import ExportScreen
+from linkscope.tui.services import LayoutForm, Services, Unavailable
+from linkscope.tui.text import plain
+from linkscope.tui.widgets.findings_table import FindingsTable
+from linkscope.tui.widgets.rank_map import RankMap
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions the form offers, in Megatron's default order."""

@@ -20,16 +20,16 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
-from topo.cost.groups import block_order_ring
-from topo.errors import InputError
-from topo.links import DEGRADED_FRACTION
-from topo.model import Snapshot
-from topo.sizes import format_size_bytes
-from topo.text import printable
-from topo.trace_report import CollectiveRow, StepRow, TraceReport
-from tui.messages import RingChosen
-from tui.rank_cells import rank_ranges, ring_overlay
-from tui.text import plain
+from linkscope.topo.cost.groups import block_order_ring
+from linkscope.topo.errors import InputError
+from linkscope.topo.links import DEGRADED_FRACTION
+from linkscope.topo.model import Snapshot
+from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.text import printable
+from linkscope.topo.trace_report import CollectiveRow, StepRow, TraceReport
+from linkscope.tui.messages import RingChosen
+from linkscope.tui.rank_cells import rank_ranges, ring_overlay
+from linkscope.tui.text import plain
 
 TABLE_ROWS = 20
 
@@ -104,8 +104,8 @@ class StepsView(Vertical):
     @work(thread=True, exclusive=True, group="traces")
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
-        from topo.trace_files import machine_pricer, read_trace_file, trace_paths
-        from topo.trace_report import analyse
+        from linkscope.topo.trace_files import machine_pricer, read_trace_file, trace_paths
+        from linkscope.topo.trace_report import analyse
 
         try:
             traces = [read_trace_file(path) for path in trace_paths(paths)]

@@ -14,14 +14,14 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 from textual.widgets.tree import TreeNode
 
-from probes.identity import IdentityTable, identity_table
-from topo.cluster_health import cluster_findings, host_summaries
-from topo.health import HealthContext, run_health
-from topo.model import Gpu, Host, Nic, Snapshot
-from topo.sizes import format_size_bytes
-from tui.messages import HostPicked
-from tui.text import plain
-from tui.widgets.plain_tree import PlainTree
+from linkscope.probes.identity import IdentityTable, identity_table
+from linkscope.topo.cluster_health import cluster_findings, host_summaries
+from linkscope.topo.health import HealthContext, run_health
+from linkscope.topo.model import Gpu, Host, Nic, Snapshot
+from linkscope.topo.sizes import format_size_bytes
+from linkscope.tui.messages import HostPicked
+from linkscope.tui.text import plain
+from linkscope.tui.widgets.plain_tree import PlainTree
 
 
 @dataclass

@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from topo.model import Gpu, Host, LinkKind
-from tui.link_cells import GridCell
+from linkscope.topo.model import Gpu, Host, LinkKind
+from linkscope.tui.link_cells import GridCell
 
 
 def _gpu_label(gpu: Gpu) -> str:

@@ -8,8 +8,8 @@ from typing import ClassVar
 from rich.style import Style
 from textual.message import Message
 
-from tui.link_cells import GridCell
-from tui.widgets.cell_grid import CellGrid
+from linkscope.tui.link_cells import GridCell
+from linkscope.tui.widgets.cell_grid import CellGrid
 
 CELL_CLASSES = ("self", "nvlink", "switch", "host", "sys", "unknown")
 

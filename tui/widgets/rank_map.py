@@ -12,7 +12,7 @@ from typing import ClassVar
 from rich.style import Style
 from textual.message import Message
 
-from tui.widgets.cell_grid import CellGrid
+from linkscope.tui.widgets.cell_grid import CellGrid
 
 GROUP_COLOURS = 6
 """Number of distinct group colours; group i uses `rank-map--g{i % GROUP_COLOURS}`."""

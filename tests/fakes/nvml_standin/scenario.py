@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probes.bench.preflight import read_gpu_states
-from probes.capabilities import SoftwareFacts
-from probes.host import probe_host
-from probes.live import LiveSampler
-from topo.codec import to_jsonable
-from topo.model import Host, MigDevice, NvLinkPort
-from topo.samples import load_sample
+from linkscope.probes.bench.preflight import read_gpu_states
+from linkscope.probes.capabilities import SoftwareFacts
+from linkscope.probes.host import probe_host
+from linkscope.probes.live import LiveSampler
+from linkscope.topo.codec import to_jsonable
+from linkscope.topo.model import Host, MigDevice, NvLinkPort
+from linkscope.topo.samples import load_sample
 
 from fakes.fake_nvml import DriverQuirks, FakeNvml
 from fakes.fake_sysfs import build_sysfs
