@@ -45,20 +45,11 @@ def async_test(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
 
 
 async def settle(app: Any) -> None:
-    """Wait until no worker of `app` runs and the messages they posted are handled (a handled result
-    may start the next worker, e.g. a check then its suggestion search, so this repeats until quiet)."""
-    from textual.pilot import Pilot
-    from textual.worker import WorkerCancelled
+    """Wait until no worker of `app` runs and the messages they posted are handled (the screenshot
+    script's own wait: a handled result may start the next worker, so it repeats until quiet)."""
+    from linkscope.tui.screenshots import wait_idle
 
-    pilot = Pilot(app)
-    for _ in range(20):
-        try:
-            await asyncio.wait_for(app.workers.wait_for_complete(), timeout=30)
-        except WorkerCancelled:  # an exclusive worker replaced by a newer one: wait for that one
-            continue
-        await pilot.wait_for_scheduled_animations()
-        if all(worker.is_finished for worker in app.workers):
-            return
+    await wait_idle(app)
 
 
 def nvswitch_host(hostname: str = "node-a", gpus: int = 8, nics: int = 4) -> Host:
