@@ -54,8 +54,8 @@ def run_request(
         if request.kind == "p2p":
             return _peer_copies(request, count, progress, cancel)
         return _collective(request, count, progress, cancel)
-    except BenchInterrupted as exc:  # what was measured before the stop is kept
-        return exc.partial[0] if exc.partial is not None else Measurements(source=f"linkscope bench {request.kind} (stopped)")
+    except BenchInterrupted:  # stopped before anything was measured
+        return Measurements(source=f"linkscope bench {request.kind} (stopped)")
     except (BenchError, GpuBusy) as exc:
         raise Unavailable(str(exc)) from None
 
@@ -79,13 +79,16 @@ def _peer_copies(
             progress(BenchProgress((step + done / max(total, 1)) / len(sizes), f"peer copies, size {step + 1} of {len(sizes)}"))
 
         try:
-            measured, _ = run_peer_copies(pairs, size, PEER_SAMPLES, PEER_COPIES, False, TIMEOUT_S, report, cancel, count)
-        except BenchInterrupted as exc:
-            if exc.partial is not None:
-                copies.extend(exc.partial[0].peer_copies)
+            outcome = run_peer_copies(pairs, size, PEER_SAMPLES, PEER_COPIES, False, TIMEOUT_S, report, cancel, count)
+        except BenchInterrupted:
             break
-        copies.extend(measured.peer_copies)
-        notes.extend(measured.notes)
+        assert outcome.measurements is not None
+        copies.extend(outcome.measurements.peer_copies)
+        if outcome.stopped is not None:  # stopped mid-size: keep what it measured, end here (a failure is raised)
+            if not isinstance(outcome.stopped, BenchInterrupted):
+                raise outcome.stopped
+            break
+        notes.extend(outcome.measurements.notes)
         partial = Measurements("linkscope bench p2p", peer_copies=tuple(copies), notes=tuple(notes))
         progress(BenchProgress((step + 1) / len(sizes), f"peer copies, size {step + 1} of {len(sizes)} done", partial))
     return Measurements("linkscope bench p2p", peer_copies=tuple(copies), notes=tuple(notes))
@@ -100,6 +103,7 @@ def _collective(
 ) -> Measurements:
     """One collective swept over the request's sizes in `count` processes (one per GPU with NCCL)."""
     from linkscope.probes.bench.api import run_collectives
+    from linkscope.probes.bench.runner import BenchInterrupted
     from linkscope.probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
 
     if request.kind not in BENCH_OPS:
@@ -120,5 +124,8 @@ def _collective(
     def report(done: int, total: int) -> None:
         progress(BenchProgress(done / max(total, 1), f"{request.kind}: {done} of {total} sizes"))
 
-    measurements, _ = run_collectives(spec, TIMEOUT_S, report, cancel)
-    return measurements
+    outcome = run_collectives(spec, TIMEOUT_S, report, cancel)
+    if outcome.stopped is not None and not isinstance(outcome.stopped, BenchInterrupted):
+        raise outcome.stopped  # a failed run is a failure even when it measured some rows
+    assert outcome.measurements is not None
+    return outcome.measurements  # finished, or stopped keeping what it measured

@@ -7,10 +7,13 @@ import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linkscope.argtypes import seconds, whole_number
 from linkscope.topo.errors import InputError
+
+if TYPE_CHECKING:
+    from linkscope.probes.bench.runner import BenchOutcome
 from linkscope.topo.jsonio import json_text
 from linkscope.topo.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.text import printable
@@ -126,28 +129,31 @@ def _run_guarded(function: Callable[[Any], int]) -> int:
     """Run `function(cancel)` (measure, then report) with SIGINT and SIGTERM turned into `cancel`: a
     signal while measuring ends the run keeping its rows; one after it cannot cut the table or -o short."""
     from linkscope.probes.bench.preflight import GpuBusy
-    from linkscope.probes.bench.runner import BenchError, BenchInterrupted, Interruption, signals_cancel
+    from linkscope.probes.bench.runner import BenchError, Interruption, signals_cancel
 
     interruption = Interruption()
     try:
         with signals_cancel(interruption):
             status = function(interruption)
-        if interruption.is_set():
+        if interruption.is_set() and status not in (EXIT_INTERRUPTED, EXIT_FAILED):  # not already said
             print(f"linkscope: bench {interruption.reason} after the run ended; every row is shown"
                   " (and written with -o)", file=sys.stderr)
             return EXIT_INTERRUPTED
         return status
-    except BenchInterrupted as exc:
-        shown = "; what it measured before is shown above" if exc.partial is not None else ""
-        print(f"linkscope: bench {printable(str(exc))}; workers ended{shown}", file=sys.stderr)
+    except (BenchError, GpuBusy) as exc:
+        return _failure_status(exc, shown=False)
+
+
+def _failure_status(exc: Exception, shown: bool) -> int:
+    """Say why a run ended (one line) and return its exit status: 130 interrupted, 2 failed."""
+    from linkscope.probes.bench.runner import BenchInterrupted
+
+    kept = "; what it measured before is shown above" if shown else ""
+    if isinstance(exc, BenchInterrupted):
+        print(f"linkscope: bench {printable(str(exc))}; workers ended{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BenchError as exc:
-        shown = " (what it measured before is shown above)" if exc.partial is not None else ""
-        print(f"linkscope: error: bench: {printable(str(exc))}{shown}", file=sys.stderr)
-        return EXIT_FAILED
-    except GpuBusy as exc:
-        print(f"linkscope: error: bench: {printable(str(exc))}", file=sys.stderr)
-        return EXIT_FAILED
+    print(f"linkscope: error: bench: {printable(str(exc))}{kept}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def run_collectives(args: argparse.Namespace) -> int:
@@ -179,7 +185,7 @@ def run_collectives(args: argparse.Namespace) -> int:
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
-        def measured() -> tuple[Any, dict[str, Any]]:
+        def measured() -> BenchOutcome:
             with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
                 return measure(spec, args.timeout, lambda done, _total: update(done), cancel=cancel,
                                notes=tuple(preflight))
@@ -189,20 +195,12 @@ def run_collectives(args: argparse.Namespace) -> int:
     return _run_guarded(body)
 
 
-def _measure_then_report(measure: Callable[[], tuple[Any, dict[str, Any]]],
-                         report: Callable[[Any, dict[str, Any]], int]) -> int:
-    """Run `measure` and report its result; a run cut short (Ctrl-C, the deadline, a failed worker)
+def _measure_then_report(measure: Callable[[], BenchOutcome], report: Callable[[Any, dict[str, Any]], int]) -> int:
+    """Run `measure` and report its outcome; a run cut short (Ctrl-C, the deadline, a failed worker)
     still reports what it measured before it ended, then fails as it would have."""
-    from linkscope.probes.bench.runner import BenchError
-
-    try:
-        measurements, result = measure()
-    except BenchError as exc:
-        if exc.partial is None:
-            raise
-        report(*exc.partial)
-        raise
-    return report(measurements, result)
+    outcome = measure()
+    status = report(outcome.measurements, outcome.result)
+    return status if outcome.stopped is None else _failure_status(outcome.stopped, shown=True)
 
 
 def _expected_on(args: argparse.Namespace, notes: list[str]) -> Any:
@@ -343,7 +341,7 @@ def run_p2p(args: argparse.Namespace) -> int:
         preflight = gpu_preflight(count, args.force)
         steps = len(pairs) + (count if not args.no_host else 0)
 
-        def measured() -> tuple[Any, dict[str, Any]]:
+        def measured() -> BenchOutcome:
             with _progress(steps, f"p2p x{count}", not args.json) as update:
                 return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
                                        lambda done, _total: update(done), cancel=cancel, gpu_count=count,
@@ -496,8 +494,8 @@ def _reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
     if args.layout or args.output:
         raise InputError("--reuse compares group set-up on the whole world: drop --layout and -o")
     with _progress(len(spec.sizes_bytes), f"reuse {spec.backend} x{spec.world_size}", not args.json) as update:
-        result = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
-    rows = summarise_reuse(result["rows"])
+        outcome = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
+    rows = summarise_reuse(outcome.result["rows"])
     if args.json:
         print(json_text({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size}))
         return EXIT_OK

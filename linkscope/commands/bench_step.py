@@ -67,23 +67,23 @@ def run_step(args: argparse.Namespace) -> int:
         raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
     spec = step_spec_from_args(args, backend, nproc)
 
-    from linkscope.commands.bench_cmd import EXIT_OK, _progress, _run_guarded
+    from linkscope.commands.bench_cmd import EXIT_OK, _measure_then_report, _progress, _run_guarded
 
     def body(cancel: Any) -> int:
         from linkscope.probes.bench.api import run_step_experiment
         from linkscope.probes.bench.preflight import gpu_preflight
-        from linkscope.probes.bench.runner import BenchError
 
         notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
-        try:
+
+        def measured() -> Any:
             with _progress(len(spec.runs), f"step {backend} x{nproc}", not args.json) as update:
-                result = run_step_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
-        except BenchError as exc:
-            if exc.partial is not None:
-                _report(args, spec, exc.partial[1]["runs"], [*notes, *exc.partial[1]["notes"]])
-            raise
-        _report(args, spec, result["runs"], [*notes, *result["notes"]])
-        return EXIT_OK
+                return run_step_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
+
+        def report(_measurements: Any, result: dict[str, Any]) -> int:
+            _report(args, spec, result["runs"], [*notes, *result["notes"]])
+            return EXIT_OK
+
+        return _measure_then_report(measured, report)
 
     return _run_guarded(body)
 

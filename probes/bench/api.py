@@ -1,7 +1,8 @@
 """The benchmarks as library calls, for the command line and the app alike (no torch imported here).
 
 Each call spawns workers through :mod:`probes.bench.runner` (own process groups, deadline, full
-cleanup) and returns :class:`topo.model.Measurements` with the raw result rows.
+cleanup) and returns a :class:`BenchOutcome`: finished, or cut short with what was measured before
+(a run that measured nothing raises its BenchError).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from linkscope.probes.bench.results import bench_identity, measurements_from_rows, order_rows
-from linkscope.probes.bench.runner import BenchError, run_workers
+from linkscope.probes.bench.runner import BenchError, BenchOutcome, run_workers
 from linkscope.probes.bench.spec import CollectiveSpec
 from linkscope.probes.bench.step_spec import StepSpec
 from linkscope.topo.codec import to_jsonable
@@ -21,7 +22,7 @@ PEER_FIELDS = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency
 
 
 def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
-                    cancel: threading.Event | None = None, notes: tuple[str, ...] = ()) -> tuple[Measurements, dict[str, Any]]:
+                    cancel: threading.Event | None = None, notes: tuple[str, ...] = ()) -> BenchOutcome:
     """Run a collective sweep on `spec.world_size` local workers; `on_progress(done, total)` per row step."""
     total = spec.steps
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
@@ -32,18 +33,19 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
                              cancel=cancel)
     except BenchError as exc:
         rows = order_rows([value for kind, value in exc.kept if kind == "collective"], spec)
-        if rows:
-            partial_notes = [*notes, f"run cut short ({exc}): {len(rows)} row(s) measured before it ended"]
-            partial = {"rows": rows, "setup_ms": [], "notes": partial_notes}
-            exc.partial = (measurements_from_rows(rows, [], partial_notes, identity=identity), partial)
-        raise
+        if not rows:
+            raise
+        partial_notes = [*notes, f"run cut short ({exc}): {len(rows)} row(s) measured before it ended"]
+        partial = {"rows": rows, "setup_ms": [], "notes": partial_notes}
+        return BenchOutcome(measurements_from_rows(rows, [], partial_notes, identity=identity), partial, exc)
     result["notes"] = [*notes, *result["notes"]]
-    return measurements_from_rows(result["rows"], result["setup_ms"], result["notes"], identity=identity), result
+    return BenchOutcome(measurements_from_rows(result["rows"], result["setup_ms"], result["notes"], identity=identity),
+                        result)
 
 
 def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int, copies: int, host: bool, timeout_s: float,
                     on_progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
-                    gpu_count: int = 0, notes: tuple[str, ...] = ()) -> tuple[Measurements, dict[str, Any]]:
+                    gpu_count: int = 0, notes: tuple[str, ...] = ()) -> BenchOutcome:
     """Peer copies for `pairs` (and host copies per GPU when `host`) in one worker driving every GPU."""
     spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": copies, "host": host}
     total = len(pairs) + (gpu_count if host else 0)
@@ -54,13 +56,13 @@ def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int,
         kept: dict[str, list[Any]] = {"devices": [], "peer": [], "refused": [], "host": []}
         for kind, value in exc.kept:
             kept[kind].append(value)
-        if kept["devices"] and (kept["peer"] or kept["host"]):
-            cut = f"run cut short ({exc}): {len(kept['peer'])} pair(s), {len(kept['host'])} host row(s) measured"
-            partial = {"devices": kept["devices"][-1], "peer": kept["peer"], "refused": kept["refused"],
-                       "host": kept["host"], "notes": [cut]}
-            exc.partial = _peer_results(partial, notes)
-        raise
-    return _peer_results(result, notes)
+        if not (kept["devices"] and (kept["peer"] or kept["host"])):
+            raise
+        cut = f"run cut short ({exc}): {len(kept['peer'])} pair(s), {len(kept['host'])} host row(s) measured"
+        partial = {"devices": kept["devices"][-1], "peer": kept["peer"], "refused": kept["refused"],
+                   "host": kept["host"], "notes": [cut]}
+        return BenchOutcome(*_peer_results(partial, notes), exc)
+    return BenchOutcome(*_peer_results(result, notes))
 
 
 def _peer_results(result: dict[str, Any], notes: tuple[str, ...]) -> tuple[Measurements, dict[str, Any]]:
@@ -81,23 +83,26 @@ def _peer_results(result: dict[str, Any], notes: tuple[str, ...]) -> tuple[Measu
 
 
 def run_step_experiment(spec: StepSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
-                        cancel: threading.Event | None = None) -> dict[str, Any]:
+                        cancel: threading.Event | None = None) -> BenchOutcome:
     """The overlap experiment on `spec.world_size` local workers; `on_progress(done, total)` per mode run.
-    A run cut short keeps the modes finished before it ended (BenchError.partial: {"runs": ...})."""
+    A run cut short keeps the modes finished before it ended (`result["runs"]`)."""
     total = len(spec.runs)
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
     try:
-        return run_workers("step", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress, cancel=cancel)
+        return BenchOutcome(None, run_workers("step", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress,
+                                              cancel=cancel))
     except BenchError as exc:
         runs = [value for kind, value in exc.kept if kind == "step"]
-        if runs:
-            exc.partial = (None, {"runs": runs, "notes": [f"run cut short ({exc}): modes finished before it are shown"]})
-        raise
+        if not runs:
+            raise
+        return BenchOutcome(None, {"runs": runs, "notes": [f"run cut short ({exc}): modes finished before it are shown"]},
+                            exc)
 
 
 def run_reuse_experiment(spec: CollectiveSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
-                         cancel: threading.Event | None = None) -> dict[str, Any]:
+                         cancel: threading.Event | None = None) -> BenchOutcome:
     """all_reduce on a reused process group against a group created per call, per size of `spec`."""
     total = len(spec.sizes_bytes)
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
-    return run_workers("reuse", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress, cancel=cancel)
+    return BenchOutcome(None, run_workers("reuse", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress,
+                                          cancel=cancel))

@@ -38,6 +38,7 @@ from linkscope.probes.bench.worker import (
     error_file,
     kept_file,
 )
+from linkscope.topo.model import Measurements
 
 TERM_GRACE_S = 3.0
 """How long workers get between SIGTERM and SIGKILL."""
@@ -51,14 +52,25 @@ class BenchError(Exception):
     """A benchmark run failed (a worker error, the deadline, an interruption): one line for people.
 
     `kept` holds what the workers had measured before it ended, as (kind, value) pairs in the
-    order each rank measured them; `partial` is that turned into a result by the caller that
-    knows the job (probes.bench.api), or None.
+    order each rank measured them (probes.bench.api turns them into a :class:`BenchOutcome`).
     """
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.kept: list[tuple[str, Any]] = []
-        self.partial: Any = None
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    """What a benchmark run gave: finished (`stopped` is None), or cut short with what the workers measured
+    before it ended and why."""
+
+    measurements: Measurements | None
+    """The results as Measurements; None for runs that are not measurements of links (bench step, --reuse)."""
+    result: dict[str, Any]
+    """The raw result: rows, notes, and what the command renders."""
+    stopped: BenchError | None = None
+    """Why the run ended early; None when it finished."""
 
 
 class BenchInterrupted(BenchError):
