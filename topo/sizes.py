@@ -40,3 +40,12 @@ def format_size_bytes(size_bytes: float) -> str:
             return f"{value:.0f} {suffix}" if value == int(value) else f"{value:.3g} {suffix}"
         value /= 1024
     return f"{value:.3g} TiB"
+
+
+def geometric_sizes(low: int, high: int, factor: int, limit: int) -> list[int]:
+    """nccl-tests' sweep: `low`, `low*factor`, ... while not above `high` (always at least `low`); it stops
+    once it holds more than `limit` sizes, so a caller can refuse a sweep that long without building it."""
+    sizes = [low]
+    while sizes[-1] * factor <= high and len(sizes) <= limit:
+        sizes.append(sizes[-1] * factor)
+    return sizes

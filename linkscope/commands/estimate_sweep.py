@@ -15,7 +15,7 @@ from typing import Any
 from linkscope.topo.busbw import bus_factor
 from linkscope.topo.cost import GroupLinks, collective_cost
 from linkscope.topo.errors import InputError
-from linkscope.topo.sizes import format_size_bytes, parse_size_bytes
+from linkscope.topo.sizes import format_size_bytes, geometric_sizes, parse_size_bytes
 
 SWEEP_FACTOR = 2
 """Sizes double from MIN to MAX, as nccl-tests' `-f 2`."""
@@ -42,11 +42,9 @@ def sweep_sizes(text: str) -> list[int]:
     low, high = parse_size_bytes(low_text, "--sweep MIN"), parse_size_bytes(high_text, "--sweep MAX")
     if low < 1 or high < low:
         raise InputError(f"--sweep: {text!r} needs 1 <= MIN <= MAX")
-    sizes = [low]
-    while sizes[-1] * SWEEP_FACTOR <= high:
-        sizes.append(sizes[-1] * SWEEP_FACTOR)
+    sizes = geometric_sizes(low, high, SWEEP_FACTOR, MAX_SWEEP_SIZES)
     if len(sizes) > MAX_SWEEP_SIZES:
-        raise InputError(f"--sweep: {text!r} spans {len(sizes)} sizes, at most {MAX_SWEEP_SIZES}")
+        raise InputError(f"--sweep: {text!r} spans more than {MAX_SWEEP_SIZES} sizes")
     return sizes
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from linkscope.topo.busbw import BUS_FACTOR_OPS as OPS
 from linkscope.topo.errors import InputError
 from linkscope.topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
-from linkscope.topo.sizes import parse_size_bytes
+from linkscope.topo.sizes import geometric_sizes, parse_size_bytes
 
 BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 """Collectives `bench collectives` runs (the default `--ops`)."""
@@ -63,11 +63,9 @@ def size_sweep(min_bytes: int, max_bytes: int, factor: int) -> tuple[int, ...]:
         raise InputError(f"--max-bytes {max_bytes} is smaller than --min-bytes {min_bytes}")
     if factor < 2:
         raise InputError(f"--factor: must be at least 2, got {factor}")
-    sizes = [min_bytes]
-    while sizes[-1] * factor <= max_bytes:
-        sizes.append(sizes[-1] * factor)
-        if len(sizes) > MAX_SIZE_STEPS:
-            raise InputError(f"--min-bytes/--max-bytes/--factor give more than {MAX_SIZE_STEPS} sizes")
+    sizes = geometric_sizes(min_bytes, max_bytes, factor, MAX_SIZE_STEPS)
+    if len(sizes) > MAX_SIZE_STEPS:
+        raise InputError(f"--min-bytes/--max-bytes/--factor give more than {MAX_SIZE_STEPS} sizes")
     return tuple(sizes)
 
 
