@@ -249,3 +249,18 @@ def test_the_report_carries_each_groups_priced_ring() -> None:
     two_nodes = block_order_ring(mesh, list(range(16)))
     assert sorted(two_nodes[:8]) == list(range(8)) and sorted(two_nodes[8:]) == list(range(8, 16))
     assert block_order_ring(mesh, list(range(8))) == ring
+
+
+def test_health_findings_follow_the_snapshot_checked_not_the_last_one() -> None:
+    """check keeps the last snapshot's health findings between layouts; another snapshot (even an equal copy
+    with one GPU degraded) gets its own, and going back gives the first ones again."""
+    healthy, degraded = load_sample("dgx-h100"), load_sample("dgx-h100-degraded")
+    request = CheckRequest(sizes=(("tp", 8),))
+    first = check_layout(healthy, request).findings
+    assert check_layout(healthy, CheckRequest(sizes=(("tp", 4),))).findings == ()
+    on_degraded = check_layout(degraded, request).findings
+    assert on_degraded and on_degraded != first
+    assert check_layout(healthy, request).findings == first
+    copy = dataclasses.replace(healthy, hosts=degraded.hosts)
+    assert check_layout(copy, request).findings == on_degraded
+

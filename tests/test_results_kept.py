@@ -53,7 +53,7 @@ def _during(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
         yield update
 
-    monkeypatch.setattr(bench_cmd, "_progress", progress)
+    monkeypatch.setattr(bench_cmd, "progress_bar", progress)
 
 
 def _after_last_row(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,6 +79,25 @@ def test_kernel_metadata_found_through_the_launch_when_the_kernel_has_none(tmp_p
     assert (call.op, call.size_bytes, call.group_size, call.group_ranks) == ("all_gather", 4 << 20, 8, tuple(range(8)))
 
 
+@pytest.mark.parametrize("field, value", [
+    ("In msg nelems", 10**40), ("In msg nelems", -5), ("In msg nelems", 1 << 49),
+    ("Process Group Ranks", "[0, 99999999999]"), ("Process Group Ranks", [0, -1]), ("device", 10**30),
+])
+def test_numbers_no_real_trace_holds_read_as_unknown(field: str, value: object) -> None:
+    """A 40-digit element count is not 4e40 bytes, a rank past the cap is not a rank: unknown, never a number
+    (a group whose ranks are nonsense falls back to the trace's pg_config for that group name)."""
+    builder = TraceBuilder(rank=0, world_size=2)
+    builder.step(1, 0, 10_000)
+    builder.collective("allreduce", 1 << 20, launch_us=100, start_us=150, duration_us=400)
+    kernel = builder.events[-1]["args"]
+    kernel[field] = value
+    if field == "In msg nelems":
+        kernel["Out msg nelems"] = value
+    (call,) = read_rank_trace(io.StringIO(json.dumps(builder.document())), "t.json").collectives
+    read = {"In msg nelems": call.size_bytes, "Process Group Ranks": call.group_ranks, "device": call.device}
+    assert read[field] == ((0, 1) if field == "Process Group Ranks" else None)
+
+
 def test_exposed_communication_counts_only_what_no_kernel_hides(tmp_path: Path) -> None:
     """Compute kernels 0-1000 us and 1500-2000 us; comm 800-1800 us: exposed 1000-1500, 500 us."""
     builder = TraceBuilder(rank=0, world_size=2)
@@ -126,6 +145,26 @@ def test_straggler_named_with_host_and_gpu(tmp_path: Path) -> None:
     row = report["collectives"][0]
     assert {"op", "bytes", "group_size", "ranks", "duration_us", "algbw_gbps", "busbw_gbps", "step"} <= row.keys()
     assert row["busbw_gbps"] == pytest.approx((1 << 26) / 1500e3 * 2 * 3 / 4, rel=1e-3)
+
+
+@pytest.mark.parametrize("lateness_us, straggler, finding", [(0, None, False), (3, 3, False), (400, 3, True)])
+def test_no_straggler_when_ranks_start_together_or_within_launch_jitter(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], lateness_us: float, straggler: int | None, finding: bool) -> None:
+    """Every rank starting at the same microsecond has no last arrival (not rank 0 by tie-break); a rank 3 us late
+    on every call is named as last but is no finding; 400 us late is."""
+    paths = []
+    for rank in range(4):
+        builder = TraceBuilder(rank=rank, world_size=4)
+        builder.step(1, 0, 50_000)
+        for call in range(6):
+            late = lateness_us if rank == 3 else 0
+            builder.collective("allreduce", 1 << 24, launch_us=call * 5000 + late, start_us=call * 5000 + late + 10,
+                               duration_us=1500)
+        paths.append(str(builder.write(tmp_path / f"rank{rank}.json")))
+    main(["trace", *paths, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert (report["straggler"] or {}).get("rank") == straggler
+    assert ("straggler-rank" in {f["code"] for f in report["findings"]}) == finding
 
 
 def test_source_prices_each_call_and_flags_a_slow_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,6 +25,7 @@ GPUs the layout places ranks on, with those ranks and the group they slow down.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,7 +36,7 @@ from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel, nic_path_class
 from linkscope.topo.cost.step import DimensionCost, links_per_group, step_costs
 from linkscope.topo.errors import InputError
-from linkscope.topo.health import HealthContext, run_health
+from linkscope.topo.health import HealthContext, HealthFinding, run_health
 from linkscope.topo.layout import (
     DEFAULT_ORDER,
     GROUP_NAMES,
@@ -148,13 +149,14 @@ class CheckReport:
     hostnames: tuple[str, ...] = ()
     """Per node."""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
-    rings: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
-    """Per dimension and group (as `groups`): its ranks in the order of the ring the costs were priced on."""
+    ring_order: Callable[[Sequence[int]], tuple[int, ...]] | None = field(default=None, compare=False, repr=False)
+    """A group's ranks in the order of the ring the costs were priced on (the pricer's); asked per group drawn,
+    since ordering every group of 8,192 ranks would cost more than the check itself."""
 
     def ring(self, dim: str, number: int) -> tuple[int, ...]:
         """The ranks of group `number` of `dim` in the order of its priced ring (rank order when not priced)."""
-        rings = self.rings.get(dim, ())
-        return rings[number] if number < len(rings) else tuple(self.groups[dim][number])
+        members = self.groups[dim][number]
+        return self.ring_order(members) if self.ring_order is not None else tuple(members)
 
     def worst_severity(self) -> str | None:
         """The most severe finding's severity, or None without findings."""
@@ -332,7 +334,7 @@ def check_layout(
         *_nic_far_from_gpu(context, cost_model),
         *_dp_not_rail_aligned(context),
         *_underfills(context, hosts, capacity, request),
-        *_health(context, HealthContext(snapshot)),  # measurements calibrate check; doctor judges them
+        *_health(context, snapshot_health(snapshot)),
     ]
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     suggestion = None
@@ -340,9 +342,8 @@ def check_layout(
         suggestion = suggest_layout(layout, placement, pricer, traffic, request.distribution, request.visible_devices)
     repeated = len({id(host) for host in placement.hosts}) == 1 and len(placement.hosts) > 1
     hostnames = tuple(f"{host.hostname}#{node}" if repeated else host.hostname for node, host in enumerate(placement.hosts))
-    rings = {dim: tuple(pricer.ring_order(members) for members in members_of_dim) for dim, members_of_dim in groups.items()}
     return CheckReport(groups, placement.pairs(), tuple(findings), suggestion, layout, costs, placement.description,
-                       hostnames, assumptions, rings)
+                       hostnames, assumptions, pricer.ring_order)
 
 
 @dataclass
@@ -646,9 +647,25 @@ def _per_node_counts(ctx: _Context, group: list[int]) -> list[tuple[int, int]]:
     return [(ctx.placement.host_class[node], count) for node, count in counts.items()]
 
 
-def _health(ctx: _Context, health: HealthContext) -> list[Finding]:
-    """Health findings (:mod:`topo.health`) on GPUs this layout uses, as findings on the ranks placed there."""
-    found = [finding for finding in run_health(health) if not finding.code.startswith("env-")]
+_last_health: tuple[Snapshot, tuple[HealthFinding, ...]] | None = None
+
+
+def snapshot_health(snapshot: Snapshot) -> tuple[HealthFinding, ...]:
+    """The health findings (:mod:`topo.health`) of `snapshot` alone: measurements calibrate check, doctor
+    judges them. They do not depend on the layout, so those of the last snapshot are kept: the app
+    re-checks one machine on every edit of its form, and on 1,024 hosts the rules take most of a check."""
+    global _last_health
+    last = _last_health
+    if last is not None and last[0] is snapshot:  # snapshots are frozen: the same object, the same findings
+        return last[1]
+    found = run_health(HealthContext(snapshot))
+    _last_health = (snapshot, found)
+    return found
+
+
+def _health(ctx: _Context, health: tuple[HealthFinding, ...]) -> list[Finding]:
+    """Health findings on GPUs this layout uses, as findings on the ranks placed there."""
+    found = [finding for finding in health if not finding.code.startswith("env-")]
     if not found:
         return []
     ranks_at: dict[tuple[str, int | None], list[int]] = {}

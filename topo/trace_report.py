@@ -1,8 +1,11 @@
 """What the profiler traces of a slow job say: exposed communication per step, collectives below
 their links' speed, and the rank everyone waited for.
 
-Collectives of several ranks are matched by process group and call order (the n-th call on a
-group is the same call on every member). Within a matched call, the rank whose collective began
+Collectives of several ranks are matched by process group, op and call order (the n-th all_reduce
+on a group is the same call on every member), and a match is kept only if the calls can be one
+call: in an op where every member exchanges data with every other, no member's call ends before
+the last one's begins (a trace window that misses a call, or calls on groups the traces do not
+name, would otherwise pair different calls). Within a matched call, the rank whose collective began
 last arrived last: the others waited for it. Clocks of different hosts are not synchronised, so
 waits across hosts are only as good as the hosts' clocks (NTP keeps them within ~1 ms; PTP far
 better); the report says when the ranks came from more than one host.
@@ -28,9 +31,18 @@ EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
 SMALL_MESSAGE_CALLS = 0.5
 """Share of a group's calls below the half-bandwidth size above which buckets are called too small."""
+STRAGGLER_MEAN_WAIT_US = 10.0
+"""Mean wait per call, for the others, below which a rank that keeps arriving last is not a finding: the
+few microseconds by which kernel launches on different ranks differ anyway."""
 DEFAULT_HALF_BANDWIDTH_BYTES = 1 << 20
 """Size at which a link reaches half its bandwidth when no machine is given (NVLink-class: alpha x beta ~ 1 MiB)."""
 BUS_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+EVERY_MEMBER_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
+"""Ops in which every member needs data from every other: no member's call can end before the last one joins.
+(A broadcast's root, a reduce's senders, a send can finish before their peers start.)"""
+CLOCK_SKEW_US = 1_000.0
+"""How far the clocks of different hosts may disagree (NTP keeps them within about a millisecond); traces of
+one host share its clock."""
 
 
 @dataclass(frozen=True)
@@ -191,19 +203,22 @@ def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
     for trace in traces:
         order: Counter[object] = Counter()
         for call in trace.collectives:
-            group = call.group_ranks or call.group_name or "default"
-            calls[(group, order[group])].append((trace.rank, call, trace))  # type: ignore[arg-type]
-            order[group] += 1
+            key = (call.group_ranks or call.group_name or "default", call.op)
+            calls[(key, order[key])].append((trace.rank, call, trace))  # type: ignore[arg-type]
+            order[key] += 1
+    skew_us = CLOCK_SKEW_US if len({t.host for t in traces if t.host}) > 1 else 0.0
     last_count: Counter[int] = Counter()
     waited: defaultdict[int, float] = defaultdict(float)
     where: dict[int, tuple[str | None, int | None]] = {}
     matched = 0
     for members in calls.values():
-        if len(members) < 2:
+        if len(members) < 2 or not _one_call(members, skew_us):
             continue
         matched += 1
         first = min(call.start_us for _, call, _ in members)
         rank, call, trace = max(members, key=lambda member: member[1].start_us)
+        if call.start_us <= first:
+            continue  # every rank started together: no one came last
         last_count[rank] += 1
         waited[rank] += call.start_us - first
         where[rank] = (trace.host, call.device)
@@ -212,6 +227,15 @@ def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
     rank, count = max(last_count.items(), key=lambda item: (waited[item[0]], item[1]))
     host, device = where[rank]
     return Straggler(rank, host, device, count, matched, waited[rank])
+
+
+def _one_call(members: Sequence[tuple[int, TraceCollective, RankTrace]], skew_us: float) -> bool:
+    """Whether the members' calls can be one collective call: in an op every member takes data from, all of them
+    are still in it when the last one starts (give or take the hosts' clock skew)."""
+    if members[0][1].op not in EVERY_MEMBER_OPS:
+        return True
+    last_start = max(call.start_us for _, call, _ in members)
+    return all(call.start_us + call.duration_us + skew_us >= last_start for _, call, _ in members)
 
 
 def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[Finding]:
@@ -244,6 +268,8 @@ def _slow_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
 
 def _straggler_findings(straggler: Straggler | None) -> list[Finding]:
     if straggler is None or straggler.matched_calls == 0 or straggler.last_arrivals < max(2, straggler.matched_calls // 2):
+        return []
+    if straggler.others_waited_us < STRAGGLER_MEAN_WAIT_US * straggler.last_arrivals:
         return []
     where = " on ".join(part for part in (f"GPU {straggler.device}" if straggler.device is not None else "",
                                           straggler.host or "") if part)

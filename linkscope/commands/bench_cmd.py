@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from linkscope.argtypes import seconds, whole_number
+from linkscope.render.progress import progress_bar
 from linkscope.topo.errors import InputError
 
 if TYPE_CHECKING:
@@ -109,22 +109,6 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
                         help="with -o: write SOURCE's snapshot carrying the results instead (opens in the app)")
 
 
-@contextmanager
-def _progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr (only on a terminal); yields a callback taking the steps done."""
-    if not enabled or not sys.stderr.isatty():
-        yield lambda done: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from linkscope.render.console import console as safe_console
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=safe_console(stderr=True), transient=True) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda done: progress.update(task, completed=done)
-
-
 def _run_guarded(function: Callable[[Any], int]) -> int:
     """Run `function(cancel)` (measure, then report) with SIGINT and SIGTERM turned into `cancel`: a
     signal while measuring ends the run keeping its rows; one after it cannot cut the table or -o short."""
@@ -186,7 +170,7 @@ def run_collectives(args: argparse.Namespace) -> int:
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
         def measured() -> BenchOutcome:
-            with _progress(spec.steps, f"{backend} x{nproc}", not args.json) as update:
+            with progress_bar(spec.steps, f"{backend} x{nproc}", not args.json) as update:
                 return measure(spec, args.timeout, lambda done, _total: update(done), cancel=cancel,
                                notes=tuple(preflight))
 
@@ -342,7 +326,7 @@ def run_p2p(args: argparse.Namespace) -> int:
         steps = len(pairs) + (count if not args.no_host else 0)
 
         def measured() -> BenchOutcome:
-            with _progress(steps, f"p2p x{count}", not args.json) as update:
+            with progress_bar(steps, f"p2p x{count}", not args.json) as update:
                 return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
                                        lambda done, _total: update(done), cancel=cancel, gpu_count=count,
                                        notes=tuple(preflight))
@@ -493,7 +477,7 @@ def _reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
 
     if args.layout or args.output:
         raise InputError("--reuse compares group set-up on the whole world: drop --layout and -o")
-    with _progress(len(spec.sizes_bytes), f"reuse {spec.backend} x{spec.world_size}", not args.json) as update:
+    with progress_bar(len(spec.sizes_bytes), f"reuse {spec.backend} x{spec.world_size}", not args.json) as update:
         outcome = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
     rows = summarise_reuse(outcome.result["rows"])
     if args.json:

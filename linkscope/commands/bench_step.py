@@ -67,7 +67,8 @@ def run_step(args: argparse.Namespace) -> int:
         raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
     spec = step_spec_from_args(args, backend, nproc)
 
-    from linkscope.commands.bench_cmd import EXIT_OK, _measure_then_report, _progress, _run_guarded
+    from linkscope.commands.bench_cmd import EXIT_OK, _measure_then_report, _run_guarded
+    from linkscope.render.progress import progress_bar
 
     def body(cancel: Any) -> int:
         from linkscope.probes.bench.api import run_step_experiment
@@ -76,7 +77,7 @@ def run_step(args: argparse.Namespace) -> int:
         notes = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
         def measured() -> Any:
-            with _progress(len(spec.runs), f"step {backend} x{nproc}", not args.json) as update:
+            with progress_bar(len(spec.runs), f"step {backend} x{nproc}", not args.json) as update:
                 return run_step_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
 
         def report(_measurements: Any, result: dict[str, Any]) -> int:

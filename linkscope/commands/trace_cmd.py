@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.argtypes import whole_number
+from linkscope.render.progress import progress_bar
 from linkscope.topo.errors import InputError
-from linkscope.topo.trace_files import machine_pricer, read_trace_file, trace_paths
+from linkscope.topo.trace_files import machine_pricer, trace_paths
+from linkscope.topo.trace_pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
 from linkscope.topo.trace_report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
@@ -46,6 +49,9 @@ def register(subparsers: Any) -> None:
                         help=f"exposed communication above this share of a step is a finding (default {EXPOSED_SHARE})")
     parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
                         help="exit 1 when a finding is at or above this severity (default warning)")
+    parser.add_argument("--jobs", type=whole_number(1, 1024), default=None, metavar="N",
+                        help="read N traces at once, each in its own process (default: one per CPU, at most "
+                             f"{MAX_JOBS}, when the traces add up to {PARALLEL_MIN_BYTES >> 20} MB or more; else 1)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object: traces, collectives, steps, straggler, findings")
     parser.set_defaults(run=run)
@@ -56,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.exposed_share < 1:
         raise InputError(f"--exposed-share: {args.exposed_share} is not a fraction between 0 and 1")
     paths = trace_paths(args.traces)
-    traces = [read_trace_file(path) for path in paths]
+    with progress_bar(len(paths), "reading traces", enabled=not args.json) as update:
+        traces = read_traces(paths, args.jobs, on_read=update)
     pricer = None
     if args.source:
         from linkscope.source import open_source

@@ -12,6 +12,7 @@ metadata (`Collective name`, `In/Out msg nelems`, `dtype`, `Process Group Ranks`
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import Any, TextIO, TypeGuard
 
 from linkscope.topo.errors import InputError
 from linkscope.topo.formats.trace_stream import MAX_TRACE_CHARS, read_trace_events
+from linkscope.topo.limits import MAX_GPUS_PER_HOST, MAX_SIZE_BYTES, MAX_WORLD_RANKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,9 @@ _DTYPE_BYTES: dict[str, int] = {
     "complexfloat": 8, "complexdouble": 16,
 }
 _NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
-_LAUNCH = re.compile(r"(?:cuda|cu)Launch|cudaGraphLaunch")
+_LAUNCH = re.compile(r"(?:cuda|cu)Launch|hip(?:Ext)?(?:Module)?Launch|(?:cuda|hip)GraphLaunch")
+"""Runtime calls that launch a kernel: CUDA's, and ROCm's (`hipLaunchKernel`, `hipExtModuleLaunchKernel`, which
+ROCm traces record under the same `cuda_runtime` category)."""
 _STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
 _KEPT_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cpu_op",
                                "user_annotation"})
@@ -178,10 +182,11 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     groups = _groups(info)
     for ops in collected.metadata_ops.values():
         ops.sort(key=lambda op: op.start_us)
+    shared = _shared_ranks(groups)
     if collected.nccl_kernels:
-        collectives = [_kernel_collective(kernel, collected, groups) for kernel in collected.nccl_kernels]
+        collectives = [_kernel_collective(kernel, collected, groups, shared) for kernel in collected.nccl_kernels]
     else:
-        collectives = [_gloo_collective(op, groups) for op in collected.gloo_ops]
+        collectives = [_gloo_collective(op, groups, shared) for op in collected.gloo_ops]
     collectives.sort(key=lambda c: c.start_us)
     if not collectives and not collected.steps:
         raise InputError(f"{name}: a trace, but with neither ProfilerStep annotations nor collectives to read")
@@ -205,23 +210,33 @@ def _groups(info: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     return groups
 
 
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _shared_ranks(groups: dict[str, tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The ranks of every group the trace knows of, when all have the same ranks (a job whose groups all span
+    the world); None otherwise: a call that names no group is then on one of several, unknown which."""
+    values = iter(groups.values())
+    first = next(values, None)
+    return first if first is not None and all(ranks == first for ranks in values) else None
+
+
+def _int_or_none(value: object, upper: int = MAX_WORLD_RANKS) -> int | None:
+    """`value` when it is an integer in [0, upper]; None (unknown) for anything else, a value no real
+    trace holds (a 40-digit element count, a negative rank) included."""
+    return value if type(value) is int and 0 <= value <= upper else None
 
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _kernel_collective(kernel: dict[str, Any], collected: _Collected, groups: dict[str, tuple[int, ...]]) -> TraceCollective:
+def _kernel_collective(kernel: dict[str, Any], collected: _Collected, groups: dict[str, tuple[int, ...]],
+                       shared: tuple[int, ...] | None) -> TraceCollective:
     args = kernel.get("args") if isinstance(kernel.get("args"), dict) else {}
     assert isinstance(args, dict)
     metadata = args if "Collective name" in args or "In msg nelems" in args else _launching_op_args(args, collected)
     kernel_op = _NCCL_KERNEL.match(kernel["name"])
     fallback_op = op_name(kernel_op.group(1)) if kernel_op else "unknown"
-    device = args.get("device")
     return _collective(metadata, fallback_op, float(kernel["ts"]), float(kernel["dur"]), True,
-                       device if isinstance(device, int) else None, groups)
+                       _int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared)
 
 
 def _launching_op_args(kernel_args: dict[str, Any], collected: _Collected) -> dict[str, Any]:
@@ -234,6 +249,7 @@ def _launching_op_args(kernel_args: dict[str, Any], collected: _Collected) -> di
     ops = collected.metadata_ops.get((pid, tid), [])
     index = _bisect(ops, launch_us)
     best: dict[str, Any] = {}
+    outer_bytes = 0
     for op in reversed(ops[max(0, index - 16):index]):
         if op.end_us < launch_us:
             continue
@@ -241,7 +257,9 @@ def _launching_op_args(kernel_args: dict[str, Any], collected: _Collected) -> di
             return op.args | {"_op": op.name}
         if not best and ("Input Dims" in op.args or op.name.startswith("nccl:")):
             best = op.args | {"_op": op.name}
-    return best
+        elif best:
+            outer_bytes = max(outer_bytes, _largest_tensor_bytes(op.args) or 0)
+    return best | {"_outer_bytes": outer_bytes} if best else best
 
 
 def _bisect(ops: Sequence[_Op], start_us: float) -> int:
@@ -255,13 +273,13 @@ def _bisect(ops: Sequence[_Op], start_us: float) -> int:
     return low
 
 
-def _gloo_collective(op: _Op, groups: dict[str, tuple[int, ...]]) -> TraceCollective:
+def _gloo_collective(op: _Op, groups: dict[str, tuple[int, ...]], shared: tuple[int, ...] | None) -> TraceCollective:
     return _collective(op.args | {"_op": op.name}, op_name(op.name), op.start_us, op.end_us - op.start_us, False,
-                       None, groups)
+                       None, groups, shared)
 
 
 def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duration_us: float, on_device: bool,
-                device: int | None, groups: dict[str, tuple[int, ...]]) -> TraceCollective:
+                device: int | None, groups: dict[str, tuple[int, ...]], shared: tuple[int, ...] | None) -> TraceCollective:
     op = op_name(str(args["Collective name"])) if isinstance(args.get("Collective name"), str) else "unknown"
     if op == "unknown" and isinstance(args.get("_op"), str):
         op = op_name(args["_op"])
@@ -274,6 +292,8 @@ def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duratio
         ranks = groups.get(group_name)
     if ranks is None and group_name is None and len(groups) == 1:
         group_name, ranks = next(iter(groups.items()))  # the trace knows of one group only: the default one
+    elif ranks is None and group_name is None:
+        ranks = shared  # several groups, all of the same ranks: which one is unknown, its ranks are not
     group_size = _int_or_none(args.get("Group size"))
     if group_size is None and ranks is not None:
         group_size = len(ranks)
@@ -283,33 +303,59 @@ def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duratio
 
 
 def _ranks(raw: object) -> tuple[int, ...] | None:
-    if isinstance(raw, list):
-        values = raw
-    elif isinstance(raw, str) and re.fullmatch(r"\[[0-9, ]{0,100000}\]", raw):
-        values = [int(word) for word in raw.strip("[]").replace(",", " ").split()]
-    else:
+    if isinstance(raw, str):
+        return _ranks_text(raw)
+    if not isinstance(raw, list) or not raw or not all(_int_or_none(v) is not None for v in raw):
         return None
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    return tuple(raw)
+
+
+@functools.lru_cache(maxsize=256)
+def _ranks_text(raw: str) -> tuple[int, ...] | None:
+    """`"[0, 1, 2, 3]"` as kernels and `record_param_comms` write a group (the same few strings on
+    every call: cached)."""
+    if not re.fullmatch(r"\[[0-9, ]{0,100000}\]", raw):
         return None
-    return tuple(values)
+    values = [int(word) for word in raw.strip("[]").replace(",", " ").split()]
+    return tuple(values) if values and all(v <= MAX_WORLD_RANKS for v in values) else None
 
 
 def _size_bytes(args: dict[str, Any], op: str, group_size: int | None) -> int | None:
     element = dtype_bytes(args.get("dtype"))
-    in_elems, out_elems = _int_or_none(args.get("In msg nelems")), _int_or_none(args.get("Out msg nelems"))
+    in_elems = _int_or_none(args.get("In msg nelems"), MAX_SIZE_BYTES)
+    out_elems = _int_or_none(args.get("Out msg nelems"), MAX_SIZE_BYTES)
     if element is not None and (in_elems is not None or out_elems is not None):
-        return max(in_elems or 0, out_elems or 0) * element
-    dims, types = args.get("Input Dims"), args.get("Input type")
-    if not isinstance(dims, list) or not isinstance(types, list):
-        return None
-    sizes = [_tensor_bytes(dim, kind) for dim, kind in zip(dims, types, strict=False)]
-    known = [size for size in sizes if size is not None]
+        return _bounded_size(max(in_elems or 0, out_elems or 0) * element)
+    known = _tensor_sizes(args)
     if not known:
         return None
     largest = max(known)
-    if op == "all_gather" and len(known) == 1 and group_size:
-        return largest * group_size
+    if op == "all_gather" and len(known) == 1:
+        return _bounded_size(largest * group_size) if group_size else _gathered_output(args, largest)
     return largest
+
+
+def _tensor_sizes(args: dict[str, Any]) -> list[int]:
+    """Bytes of each tensor argument an op records (`Input Dims` with `Input type`) whose size is known."""
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return []
+    sizes = [_tensor_bytes(dim, kind) for dim, kind in zip(dims, types, strict=False)]
+    return [size for size in sizes if size is not None]
+
+
+def _largest_tensor_bytes(args: dict[str, Any]) -> int | None:
+    return max(_tensor_sizes(args), default=None)
+
+
+def _gathered_output(args: dict[str, Any], input_bytes: int) -> int:
+    """An all_gather's output when the op that launched it records only its input (`nccl:_all_gather_base`):
+    the op around it that records output and input (`c10d::_allgather_base_`) holds the output, a whole
+    multiple of the input (one share per rank). Without one, the input is all the trace says."""
+    outer = args.get("_outer_bytes")
+    if isinstance(outer, int) and input_bytes > 0 and outer > input_bytes and outer % input_bytes == 0:
+        return outer
+    return input_bytes
 
 
 def _tensor_bytes(dims: object, kind: object) -> int | None:
@@ -320,14 +366,20 @@ def _tensor_bytes(dims: object, kind: object) -> int | None:
         return None
     count = 1
     for dim in dims:
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
+        if _int_or_none(dim, MAX_SIZE_BYTES) is None:
             return None
-        count *= dim
-    return count * element
+        count = min(count * dim, MAX_SIZE_BYTES + 1)
+    return _bounded_size(count * element)
+
+
+def _bounded_size(size_bytes: int) -> int | None:
+    """A size a real message can have (at most MAX_SIZE_BYTES), else None: the trace's numbers are not a size."""
+    return size_bytes if size_bytes <= MAX_SIZE_BYTES else None
 
 
 def _steps(collected: _Collected, collectives: list[TraceCollective]) -> list[TraceStep]:
-    on_device = bool(collected.nccl_kernels)
+    # GPU work is timed on the GPU, unless the trace communicates on the CPU (gloo): then its CPU ops are the compute.
+    on_device = bool(collected.nccl_kernels) or (bool(collected.gpu_compute) and not collected.gloo_ops)
     comm_union = union([(c.start_us, c.start_us + c.duration_us) for c in collectives])
     compute = [(start, end) for start, end, _ in collected.gpu_compute] if on_device else collected.cpu_compute
     compute_union = union(compute)

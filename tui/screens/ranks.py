@@ -8,6 +8,7 @@ result comes back as a :class:`~tui.messages.LayoutChecked` message. Picking a g
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
 
@@ -45,6 +47,9 @@ RANK_MAP_MAX_WIDTH = 64
 RANK_MAP_CHROME = 3
 """Columns for the map's border and vertical scrollbar."""
 
+CHECKING_NOTE_S = 0.2
+"""A check still running after this long says so on the status line. A faster one just shows its result:
+a note drawn and overdrawn within a few frames would only slow the check down (the two share one CPU)."""
 AUTO_SUGGEST_MAX_RANKS = 512
 """Layouts up to this many ranks get a suggestion search after every check; larger ones on request
 (the search costs about a second at 8,192 ranks and would hold the interpreter while the form is edited)."""
@@ -70,6 +75,7 @@ class RanksView(Vertical):
         self.suggestion: Suggestion | None = None
         self.checked_form: LayoutForm | None = None
         self._pending: LayoutForm | None = None
+        self._checking_note: Timer | None = None
         self._colour_dim = "tp"
         self._group_of_rank: list[int] = []
 
@@ -173,7 +179,9 @@ class RanksView(Vertical):
             self._status(plain(exc))
             return
         self._pending = form
-        self._status(Text(f"checking on {form.nodes} node(s)..."))
+        if self._checking_note is not None:
+            self._checking_note.stop()
+        self._checking_note = self.set_timer(CHECKING_NOTE_S, partial(self._status, Text(f"checking on {form.nodes} node(s)...")))
         self.run_check(self.snapshot, form)
 
     @work(thread=True, exclusive=True, group="check", description="check the layout")  # no repr of a 1,024-host snapshot
@@ -222,6 +230,9 @@ class RanksView(Vertical):
         message.stop()
         if message.form != self._pending:
             return
+        if self._checking_note is not None:
+            self._checking_note.stop()
+            self._checking_note = None
         if message.report is None:
             self.report = None
             self._status(plain(message.error or "no result"))

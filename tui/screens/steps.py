@@ -104,11 +104,17 @@ class StepsView(Vertical):
     @work(thread=True, exclusive=True, group="traces")
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
-        from linkscope.topo.trace_files import machine_pricer, read_trace_file, trace_paths
+        from linkscope.topo.trace_files import machine_pricer, trace_paths
+        from linkscope.topo.trace_pool import read_traces
         from linkscope.topo.trace_report import analyse
 
         try:
-            traces = [read_trace_file(path) for path in trace_paths(paths)]
+            files = trace_paths(paths)
+
+            def on_read(count: int) -> None:
+                self.app.call_from_thread(self._summary, Text(f"reading traces: {count} of {len(files)}..."))
+
+            traces = read_traces(files, on_read=on_read)
             try:
                 pricer = machine_pricer(snapshot, traces)
             except InputError:

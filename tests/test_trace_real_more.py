@@ -1,0 +1,192 @@
+"""`linkscope trace` on more real traces from HolisticTraceAnalysis' test data (see fixtures/real/traces/SOURCES.md).
+
+Every expected number below was counted by hand from the raw JSON (zcat + json, not linkscope's reader): the
+NCCL kernels, the CPU op that launched each one (through `correlation`), its `Input Dims` / `Input type`, the
+ProfilerStep windows and `distributedInfo`.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from linkscope.cli import main
+from linkscope.topo.formats.trace import RankTrace, read_rank_trace
+
+REAL = Path(__file__).parent / "fixtures" / "real" / "traces"
+RANK0 = REAL / "hta-rank0-of-128-sampled-no-pg.json.gz"
+RANK1 = REAL / "hta-rank1-of-128-sampled-no-pg.json.gz"
+ROCM = REAL / "hta-rocm-mi250-1gpu-no-collectives.json.gz"
+GLOO = REAL / "hta-gloo-rank34-of-300-cpu-only.json.gz"
+
+FLOAT, INT, LONG, BYTE = 4, 4, 8, 1
+
+# Per rank, in kernel start order: (op of the launching nccl:* annotation, bytes from its Input Dims x type, step).
+# The all_gather's launching `nccl:_all_gather_base` records only its 16 MiB input; the enclosing
+# `c10d::_allgather_base_` records the output [1073741824] signed char: 1 GiB, 64 shares of 16 MiB.
+RANK0_CALLS = [
+    ("all_to_all", 384 * LONG, 551), ("all_to_all", 419430400 * BYTE, 551),
+    ("all_reduce", 19618307 * FLOAT, 551), ("all_reduce", 26955536 * FLOAT, 551), ("all_gather", 1 << 30, 551),
+    ("all_to_all", 419430400 * BYTE, 552), ("all_to_all", 2846720 * INT, 552),
+    ("all_reduce", 26258430 * FLOAT, 552), ("all_reduce", 5716654 * FLOAT, 552), ("all_gather", 1 << 30, 552),
+]
+RANK1_CALLS = [
+    ("all_to_all", 339738624 * BYTE, 551), ("all_to_all", 2846720 * INT, 551),
+    ("all_reduce", 19618307 * FLOAT, 551), ("all_reduce", 26258430 * FLOAT, 551), ("all_gather", 1 << 30, 551),
+    ("all_to_all", 384 * LONG, 552), ("all_reduce", 19618307 * FLOAT, 552),
+    ("all_to_all", 394073856 * BYTE, 552), ("all_reduce", 5716654 * FLOAT, 552), ("all_gather", 1 << 30, 552),
+]
+# Communication per step: the NCCL kernels of each step do not overlap one another, so it is the sum of their
+# durations (rank 0: 30669 + 62783 + 11727 + 47652 + 42496 and 67827 + 21124 + 12119 + 36158 + 63644; rank 1:
+# 57924 + 41375 + 8370 + 17614 + 42744 and 39630 + 4624 + 90771 + 13838 + 62163).
+COMM_US = {(0, 551): 195327.0, (0, 552): 200872.0, (1, 551): 168027.0, (1, 552): 211026.0}
+
+
+def _read(path: Path) -> RankTrace:
+    with gzip.open(path, "rt") as stream:
+        return read_rank_trace(stream, path.name)
+
+
+def _raw(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt") as stream:
+        document: dict[str, Any] = json.load(stream)
+    return document
+
+
+def _report(capsys: pytest.CaptureFixture[str], *paths: Path) -> tuple[int, dict[str, Any]]:
+    status = main(["trace", *map(str, paths), "--json"])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_sampled_pair_fixture_is_what_the_hand_count_read() -> None:
+    """The premise of the tests below, read from the raw JSON: ten NCCL kernels per rank, every one named
+    SendRecv (NCCL's generic kernel) whatever collective launched it."""
+    for path in (RANK0, RANK1):
+        kernels = [e for e in _raw(path)["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+        assert len(kernels) == 10
+        assert {k["name"].split("(")[0] for k in kernels} == {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"}
+
+
+@pytest.mark.parametrize("path, rank, calls", [(RANK0, 0, RANK0_CALLS), (RANK1, 1, RANK1_CALLS)])
+def test_sampled_rank_collectives_from_the_launching_op(path: Path, rank: int, calls: list[tuple[str, int, int]]) -> None:
+    trace = _read(path)
+    assert (trace.rank, trace.world_size, trace.backend, trace.nccl_version, trace.host) == (rank, 128, "nccl", None, None)
+    assert [(c.op, c.size_bytes, c.step) for c in trace.collectives] == calls
+    assert Counter(c.op for c in trace.collectives) == {"all_to_all": 4, "all_reduce": 4, "all_gather": 2}
+    # no pg_config and no group on the ops: the group is unknown, never guessed from world_size
+    assert all(c.group_ranks is None and c.group_size is None and c.group_name is None for c in trace.collectives)
+    assert all(c.on_device and c.device == rank for c in trace.collectives)
+    assert [s.step for s in trace.steps] == [551, 552]
+    for step in trace.steps:
+        assert step.comm_us == pytest.approx(COMM_US[(rank, step.step)])
+        assert 0 <= step.exposed_comm_us <= step.comm_us <= step.time_us
+
+
+def test_sampled_pair_straggler_from_the_calls_both_ranks_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    """Which calls are one call on both ranks, by hand: those whose kernels overlap in time (their ends agree to
+    within 0.4 ms). Paired per op in call order, four are: all_reduce of 19618307 floats (rank 1 starts 3302 us
+    later), all_reduce of 5716654 floats (22328 us), both all_gathers (84 us, 1292 us). The other order-pairs are
+    different calls, the sampling having dropped one side (rank 0's 2nd all_reduce ends 116 ms before rank 1's
+    2nd starts; rank 1's 384-long all_to_all ends 15 us before rank 0's 400 MiB one starts), and must not count.
+    (A fifth call, the all_to_all whose kernels end at the same microsecond on both ranks, is rank 0's 2nd but rank
+    1's 1st all_to_all: call order cannot pair it.) Rank 1 came last at every matched call."""
+    status, report = _report(capsys, RANK0, RANK1)
+    straggler = report["straggler"]
+    assert (straggler["rank"], straggler["device"], straggler["host"]) == (1, 1, None)
+    assert (straggler["last_arrivals"], straggler["matched_calls"]) == (4, 4)
+    assert straggler["others_waited_us"] == pytest.approx(3302 + 22328 + 84 + 1292)
+    assert "straggler-rank" in {f["code"] for f in report["findings"]}
+    assert status == 1
+    assert len(report["collectives"]) == 20 and len(report["steps"]) == 4
+
+
+@pytest.mark.parametrize("path", [RANK0, RANK1])
+def test_one_rank_alone_has_no_straggler(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = _report(capsys, path)
+    assert report["straggler"] is None
+    assert "straggler-rank" not in {f["code"] for f in report["findings"]}
+
+
+def test_rocm_trace_steps_and_gpu_compute(capsys: pytest.CaptureFixture[str]) -> None:
+    """ROCm, one GPU, no collectives. Two CPU-side ProfilerSteps (#1, #2); the `gpu_user_annotation` copy of #1 is
+    not a third. Step #1's compute is its 14 kernels and 2 copies on the GPU, one stream, none overlapping:
+    22.441 + 6.88 + 17.6 + 6.72 + 15.72 + 8.32 + 11.04 + 3.36 + 2.24 + 5.28 + 5.6 + 12.64 + 13.6 + 4.96 + 4.16
+    + 8.481 = 149.042 us (not the 8.4 ms of CPU ops, one of them a 6.5 ms hipLaunchKernel stall); #2 (49 us) runs
+    none."""
+    trace = _read(ROCM)
+    assert (trace.rank, trace.world_size, trace.backend) == (None, None, None)
+    assert trace.collectives == ()
+    # times of 4.2e12 us with fractions: float64 holds them to about half a nanosecond
+    assert [(s.step, s.time_us) for s in trace.steps] == [(1, pytest.approx(9288.291, abs=1e-3)),
+                                                         (2, pytest.approx(49.073, abs=1e-3))]
+    first, second = trace.steps
+    assert first.compute_us == pytest.approx(149.042, abs=1e-3)
+    assert second.compute_us == 0
+    assert all(s.comm_us == s.exposed_comm_us == 0 for s in trace.steps)
+    status, report = _report(capsys, ROCM)
+    assert (status, report["findings"], report["straggler"]) == (0, [], None)
+
+
+def _rocm_with_an_rccl_kernel(correlation: int, op_name: str, dims: list[list[int]]) -> str:
+    """The real ROCm trace with the kernel of `correlation` renamed to RCCL's generic kernel (its args, as RCCL's
+    have, say nothing of the collective) and a `nccl:*` op recorded around its HIP launch on the launching thread."""
+    document = _raw(ROCM)
+    events = document["traceEvents"]
+    kernel = next(e for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") == correlation)
+    launch = next(e for e in events if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") == correlation)
+    kernel["name"] = "ncclDevKernel_Generic(ncclDevComm*, channelMasks, ncclWork*)"
+    op = copy.deepcopy(launch) | {"cat": "user_annotation", "name": op_name, "ts": launch["ts"] - 5,
+                                  "dur": launch["dur"] + 10}
+    op["args"] = {"Input Dims": dims, "Input type": ["float"]}
+    events.append(op)
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize("correlation, launch_name, op", [
+    (136, "hipLaunchKernel", "all_reduce"), (121, "hipExtModuleLaunchKernel", "all_gather"),
+])
+def test_rccl_kernel_found_through_its_hip_launch(correlation: int, launch_name: str, op: str) -> None:
+    """RCCL names its kernels `ncclDevKernel_Generic`: only the launching op says what the call was, and ROCm
+    launches through hipLaunchKernel / hipExtModuleLaunchKernel (the names this real trace records)."""
+    raw = _raw(ROCM)["traceEvents"]
+    assert any(e.get("name") == launch_name and e["args"].get("correlation") == correlation for e in raw)
+    text = _rocm_with_an_rccl_kernel(correlation, f"nccl:{op}", [[5, 128]])
+    (call,) = read_rank_trace(io.StringIO(text), "rocm.json").collectives
+    assert (call.op, call.size_bytes, call.on_device, call.device) == (op, 5 * 128 * FLOAT, True, 2)
+
+
+def test_real_gloo_trace_of_300_ranks(capsys: pytest.CaptureFixture[str]) -> None:
+    """rank 34 of 300, gloo, no GPU. Ten `gloo:all_reduce` ops: five of [321271] floats on thread 3553, five of
+    [2082411] floats on thread 3554. They name no group, but every one of the 11 groups in pg_config is ranks
+    0-299, so the group's ranks are known (which group is not)."""
+    trace = _read(GLOO)
+    assert (trace.rank, trace.world_size, trace.backend) == (34, 300, "gloo")
+    assert len(trace.groups) == 11 and set(trace.groups.values()) == {tuple(range(300))}
+    assert Counter((c.op, c.size_bytes) for c in trace.collectives) == {
+        ("all_reduce", 321271 * FLOAT): 5, ("all_reduce", 2082411 * FLOAT): 5}
+    assert all(not c.on_device and c.device is None for c in trace.collectives)
+    assert all(c.group_ranks == tuple(range(300)) and c.group_size == 300 and c.group_name is None
+               for c in trace.collectives)
+    (step,) = trace.steps
+    assert (step.step, step.time_us) == (551, pytest.approx(210109.162))
+    # Step 551 runs 1212075529876.817 .. 1212075739985.979. Inside it start the first op of each thread, at
+    # ...548353.304 (ends ...721563.017) and ...556659.473 (ends ...727130.731): communication is their union,
+    # ...548353.304 .. ...727130.731 = 178777.427 us. The trace records no compute op in the step, so all of
+    # it is exposed.
+    firsts = [c for c in trace.collectives if c.start_us < 1212075739985.979]
+    assert len(firsts) == 2 and all(c.step == 551 for c in firsts)
+    assert [c.step for c in trace.collectives if c.start_us > 1212075529876.817 + 2 * 210109.162] == [None] * 6
+    assert step.comm_us == pytest.approx(178777.427, abs=1e-3)
+    assert step.compute_us == 0 and step.exposed_comm_us == pytest.approx(step.comm_us)
+    status, report = _report(capsys, GLOO)
+    assert status == 1 and [f["code"] for f in report["findings"]] == ["exposed-comm"]
+    row = report["collectives"][0]
+    # busbw of an all_reduce on 300 ranks: bytes / time x 2 x 299 / 300
+    assert row["busbw_gbps"] == pytest.approx(321271 * FLOAT / 173209.713e3 * 2 * 299 / 300, abs=1e-3)
