@@ -264,3 +264,20 @@ def test_health_findings_follow_the_snapshot_checked_not_the_last_one() -> None:
     copy = dataclasses.replace(healthy, hosts=degraded.hosts)
     assert check_layout(copy, request).findings == on_degraded
 
+
+
+def test_layers_that_do_not_split_over_the_pipeline_are_megatrons_refusal() -> None:
+    """Megatron-Core's get_num_layers_to_build asserts num_layers % pp == 0 (even split) and, interleaved,
+    (num_layers / pp) % vpp == 0; judged for a model the user named, not for the preset linkscope assumed."""
+    uneven = _check("dgx-h100", sizes=(("tp", 8), ("pp", 8)), nodes=8, model="405b")  # 126 layers
+    finding = _finding(uneven, "layers-not-divisible")
+    assert finding.severity == "warning" and "126 layers" in finding.message
+    assert finding.fix.startswith("--pp 2 (dp takes the rest)") and "--decoder-first-pipeline-num-layers" in finding.fix
+    interleaved = _check("dgx-h100", sizes=(("tp", 8), ("pp", 4)), nodes=8, model="70b", vpp=3)  # 20 per rank
+    assert "20 per pipeline rank" in _finding(interleaved, "layers-not-divisible").message
+    assert _finding(interleaved, "layers-not-divisible").fix == "--vpp 2 or 4 or 5 or 10 or 20"
+    for fine in (_check("dgx-h100", sizes=(("tp", 8), ("pp", 4)), nodes=8, model="70b", vpp=2),
+                 _check("dgx-h100", sizes=(("tp", 8), ("pp", 3)), nodes=3),  # 8b preset assumed, not given
+                 _check("dgx-h100", sizes=(("tp", 8), ("pp", 8)), nodes=8, model="8b")):  # 32 layers over 8
+        assert "layers-not-divisible" not in _codes(fine)
+    assert "layers-not-divisible" in _codes(_check("dgx-h100", sizes=(("tp", 8), ("pp", 3)), nodes=3, model="8b"))

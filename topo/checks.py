@@ -14,6 +14,7 @@
 | `nic-far-from-gpu` | warning | a GPU with cross-node traffic reaches its nearest NIC through the CPU |
 | `dp-not-rail-aligned` | info | a DP group uses different local GPUs on different nodes, so its traffic changes rails |
 | `layout-underfills` | warning | the layout uses fewer GPUs than the cluster has: the others sit idle |
+| `layers-not-divisible` | warning | a named model's layers do not split evenly over pp (or a pipeline rank's over vpp): Megatron-Core stops at model build unless the first/last stage sizes are given |
 
 Layouts whose groups cannot be built at all (sizes that do not divide the world, an order that
 leaves out a dimension in use) are bad input (InputError, exit 2), with Megatron's reason where it has one.
@@ -63,6 +64,7 @@ FINDING_CODES: tuple[str, ...] = (
     "nic-far-from-gpu",
     "dp-not-rail-aligned",
     "layout-underfills",
+    "layers-not-divisible",
 )
 
 IMBALANCE_RATIO = 1.1
@@ -327,6 +329,7 @@ def check_layout(
     context.costs.update({cost.dim: cost for cost in costs})
     findings = [
         *_rejected_by_megatron(context),
+        *_layers_not_divisible(context, spec, given=request.model is not None or request.model_spec is not None),
         *_tp_crosses_node(context),
         *_tp_slow_link(context),
         *_ep_crosses_node(context),
@@ -399,6 +402,32 @@ def _rejected_by_megatron(ctx: _Context) -> list[Finding]:
                f"the groups shown are what it would have built")
     fix = f"put pp last: --order {_pp_last(ctx.layout.order)}"
     return [Finding("layout-rejected-by-megatron", "error", "pp", _ranks(ctx.groups["pp"][0]), message, fix=fix)]
+
+
+def _layers_not_divisible(ctx: _Context, spec: ModelSpec, given: bool) -> list[Finding]:
+    """Megatron-Core builds an even pipeline only when the layers split evenly: num_layers % pp == 0, and with
+    an interleaved schedule (layers per pipeline rank) % vpp == 0 (get_num_layers_to_build asserts both, at
+    model build). An uneven split needs the first/last stage sizes given. Judged only for a model the user named."""
+    pp, vpp, layers = ctx.layout.size("pp"), ctx.layout.vpp, spec.layers
+    if not given or pp < 2 or ctx.layout.mesh:
+        return []
+    if layers % pp:
+        room = pp * ctx.layout.size("dp")  # pp can trade ranks with dp at the same world size
+        fits = [size for size in range(2, room + 1) if room % size == 0 and layers % size == 0]
+        message = (f"{spec.name}'s {layers} layers do not split evenly over pp {pp}: Megatron-Core asserts "
+                   f"\"num_layers should be divisible by pipeline_model_parallel_size\" when it builds the model")
+        uneven = ("an uneven split: --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (the "
+                  "other stages must then split the rest evenly)")
+        fix = f"--pp {' or '.join(map(str, fits[:6]))} (dp takes the rest), or {uneven}" if fits else uneven
+    elif vpp > 1 and (layers // pp) % vpp:
+        per_rank = layers // pp
+        fits = [size for size in range(2, per_rank + 1) if per_rank % size == 0]
+        message = (f"{spec.name}'s {layers} layers give {per_rank} per pipeline rank, which --vpp {vpp} model chunks "
+                   f"do not split evenly: Megatron-Core asserts num_layers_per_pipeline_rank % vpp == 0")
+        fix = f"--vpp {' or '.join(map(str, fits[:6]))}" if fits else "no interleaving (--vpp 1)"
+    else:
+        return []
+    return [Finding("layers-not-divisible", "warning", "pp", _ranks(ctx.groups["pp"][0]), message, fix=fix)]
 
 
 def _underfills(ctx: _Context, hosts: tuple[Host, ...], capacity: int, request: CheckRequest) -> list[Finding]:
