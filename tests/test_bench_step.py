@@ -103,3 +103,14 @@ def test_bad_options_are_one_line(argv: list[str], message: str, capsys: pytest.
     assert cli_main(["bench", "step", "--backend", "gloo", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_step_time_range_stays_inside_what_was_measured() -> None:
+    """Three steps of 1, 10 and 10.5 ms: the 10-90% range lies within them (the default 'exclusive'
+    quantiles extrapolate to -4.4 ms on so few samples)."""
+    from linkscope.probes.bench.step_results import summarise
+
+    steps = [{"step_ms": ms, "compute_ms": ms / 2, "comm_ms": ms / 4, "exposed_comm_ms": ms / 4} for ms in (1.0, 10.0, 10.5)]
+    runs = [{"mode": "ddp", "bucket_cap_mb": 25, "steps": steps, "accounting": "hook"} for _ in range(2)]
+    (summary,) = summarise(runs)
+    assert 1.0 <= summary.step_p10_ms <= summary.step_ms <= summary.step_p90_ms <= 10.5

@@ -190,3 +190,58 @@ def test_real_gloo_trace_of_300_ranks(capsys: pytest.CaptureFixture[str]) -> Non
     row = report["collectives"][0]
     # busbw of an all_reduce on 300 ranks: bytes / time x 2 x 299 / 300
     assert row["busbw_gbps"] == pytest.approx(321271 * FLOAT / 173209.713e3 * 2 * 299 / 300, abs=1e-3)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_traces_of_different_jobs_or_a_rank_twice_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory that collected several runs must not be joined into one: one line, exit 2."""
+    status, out, err = _run(["trace", str(REAL)], capsys)
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1 and "give one job's traces" in err
+    copy_of_rank0 = tmp_path / "again.json.gz"
+    copy_of_rank0.write_bytes(RANK0.read_bytes())
+    status, _, err = _run(["trace", str(RANK0), str(copy_of_rank0), str(RANK1)], capsys)
+    assert status == 2 and "rank 0 is in both" in err
+
+
+def test_a_trace_without_its_rank_does_not_hide_the_straggler_of_the_others(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ROCm trace says no rank: the 128-rank pair still names rank 1 (hand count: last at 4 of 4 calls)."""
+    status, out, _ = _run(["trace", str(RANK0), str(RANK1), str(ROCM), "--json"], capsys)
+    report = json.loads(out)
+    assert status == 1 and report["straggler"]["rank"] == 1 and report["straggler"]["last_arrivals"] == 4
+
+
+def test_gloo_calls_are_not_priced_on_gpu_links(capsys: pytest.CaptureFixture[str]) -> None:
+    """gloo moves data over TCP whatever GPUs the ranks hold: no expected time, no slow-collective finding, and the
+    text says why while still listing the longest calls."""
+    _, out, _ = _run(["trace", str(GLOO), "--source", "sample:dgx-h100", "--json"], capsys)
+    report = json.loads(out)
+    assert all("expected_us" not in row for row in report["collectives"])
+    assert "slow-collective" not in {f["code"] for f in report["findings"]}
+    _, text, _ = _run(["trace", str(GLOO), "--source", "sample:dgx-h100"], capsys)
+    assert "timed on the CPU (gloo, over TCP)" in text and "longest collective calls" in text
+
+
+def test_a_placement_the_machine_cannot_hold_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = _run(["trace", str(REAL / "hta-2rank-nccl-allreduce-pg-ranks.json.gz"), "--source",
+                           "sample:dgx-h100", "--visible-devices", "9,10"], capsys)
+    assert status == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1 and "GPU 9" in err
+
+
+def test_gpu_work_counts_in_the_step_that_launched_it() -> None:
+    """The old-args trace's GPU runs ~50 ms behind its CPU: counted by launch (correlation id), steps 1010-1014
+    each hold 100-115 ms of compute and 36-40 ms of communication (a reviewer's own count from the raw JSON); the
+    earlier CPU-window count swung from 16 to 55 ms of communication. A step never holds more work than its time."""
+    with gzip.open(REAL / "hta-rank1-of-2-all_to_all-old-args.json.gz", "rt") as stream:
+        trace = read_rank_trace(stream, "old")
+    steady = [step for step in trace.steps if step.step >= 1010]
+    assert len(steady) == 5
+    for step in steady:
+        assert 100e3 <= step.compute_us <= 115e3 and 36e3 <= step.comm_us <= 40e3
+    for step in trace.steps:
+        assert step.compute_us <= step.time_us and step.exposed_comm_us <= step.comm_us <= step.time_us

@@ -14,7 +14,7 @@
 | `nic-far-from-gpu` | warning | a GPU with cross-node traffic reaches its nearest NIC through the CPU |
 | `dp-not-rail-aligned` | info | a DP group uses different local GPUs on different nodes, so its traffic changes rails |
 | `layout-underfills` | warning | the layout uses fewer GPUs than the cluster has: the others sit idle |
-| `layers-not-divisible` | warning | a named model's layers do not split evenly over pp (or a pipeline rank's over vpp): Megatron-Core stops at model build unless the first/last stage sizes are given |
+| `layers-not-divisible` | warning | a named model's layers do not split evenly over pp (or over vpp chunks) |
 
 Layouts whose groups cannot be built at all (sizes that do not divide the world, an order that
 leaves out a dimension in use) are bad input (InputError, exit 2), with Megatron's reason where it has one.

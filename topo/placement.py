@@ -23,10 +23,11 @@ from linkscope.topo.numbers import is_integer, parse_int
 DISTRIBUTIONS = ("block", "cyclic")
 
 
-class LayoutMismatch(Exception):
+class LayoutMismatch(InputError):
     """The layout and the machine disagree (a GPU the host lacks, two ranks on one GPU...).
 
-    Not bad input in itself: `linkscope check` turns it into a `layout-mismatch` finding.
+    `linkscope check` turns it into a `layout-mismatch` finding; everywhere else (pricing a trace or an
+    NCCL log on a machine) it is the one-line input error it would be without that.
     """
 
     def __init__(self, message: str, ranks: tuple[int, ...] = ()) -> None:

@@ -28,10 +28,15 @@ short is shown as `\\x1b...`, so it cannot swallow the rest of an error line).""
 
 _C1_INTRODUCER = re.compile(r"[\x90\x98\x9b\x9d\x9e\x9f]")
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-"""C0 controls but tab, DEL, and C1 controls."""
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""Bidirectional formatting characters: an RTL override makes `gpu7.evil` display as something else, and the
+rest of the line with it ("Trojan Source", CVE-2021-42574)."""
 
-_CONTROL_OR_TAB = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+UNPRINTABLE_IN_BLOCK = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")
+"""What :func:`printable_block` shows escaped: C0 controls but tab and newline, DEL, C1 controls and the
+bidirectional formatting characters."""
+
+_CONTROL_OR_TAB = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
 
 
 def strip_escapes(text: str) -> str:
@@ -47,13 +52,18 @@ def printable(text: str) -> str:
     cleaned = _without_complete_sequences(text)
     if not _CONTROL_OR_TAB.search(cleaned):
         return cleaned
-    return _CONTROL_OR_TAB.sub(lambda match: f"\\x{ord(match.group()):02x}", cleaned)
+    return _CONTROL_OR_TAB.sub(_shown, cleaned)
 
 
 def printable_block(text: str) -> str:
     """Like :func:`printable` for multi-line text: newlines kept, tabs kept, every other control shown."""
-    return "\n".join(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", _without_complete_sequences(line))
+    return "\n".join(UNPRINTABLE_IN_BLOCK.sub(_shown, _without_complete_sequences(line))
                      for line in text.split("\n"))
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _without_complete_sequences(text: str) -> str:

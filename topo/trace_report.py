@@ -22,10 +22,12 @@ from linkscope.topo.busbw import bus_factor
 from linkscope.topo.cost.collectives import collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
+from linkscope.topo.errors import InputError
 from linkscope.topo.formats.trace import RankTrace, TraceCollective
 from linkscope.topo.links import DEGRADED_FRACTION
 from linkscope.topo.placement import Placement
 from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.units import format_seconds
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
@@ -149,6 +151,17 @@ class TraceReport:
     findings: tuple[Finding, ...]
     hosts: tuple[str, ...]
 
+    def why_unpriced(self) -> str:
+        """Why no call could be judged against its links (for a report priced on a machine that judged none)."""
+        calls = [row.call for row in self.collectives]
+        if not calls:
+            return "the traces hold no collective calls"
+        if not any(call.on_device for call in calls):
+            return "every call was timed on the CPU (gloo, over TCP), so no GPU link says what it should take"
+        if not any(call.group_ranks for call in calls if call.on_device):
+            return "no call names its process group's ranks (the trace has no pg_config or Process Group Ranks)"
+        return "the calls whose groups are known move too few bytes for a link's bandwidth to matter"
+
     def slowest(self, count: int = 5) -> list[CollectiveRow]:
         """The priced collectives furthest below what their links allow (large enough to matter)."""
         priced = [row for row in self.collectives if row.ratio is not None and row.expected is not None
@@ -172,7 +185,11 @@ class TraceReport:
 
 
 def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_share: float = EXPOSED_SHARE) -> TraceReport:
-    """Join the traces of one job's ranks: per-call bandwidths and expectations, steps, straggler, findings."""
+    """Join the traces of one job's ranks: per-call bandwidths and expectations, steps, straggler, findings.
+
+    InputError when the traces cannot be one job's: a rank twice, or different world sizes.
+    """
+    _check_one_job(traces)
     rows = tuple(_row(trace, call, pricer) for trace in traces for call in trace.collectives)
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
@@ -183,6 +200,23 @@ def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_s
     return TraceReport(tuple(traces), rows, steps, straggler, tuple(findings), hosts)
 
 
+def _check_one_job(traces: Sequence[RankTrace]) -> None:
+    """Refuse traces that are not one job's ranks (a directory that collected several runs, a file given twice):
+    joined, they would double-count steps and pair calls that never met."""
+    seen: dict[int, str] = {}
+    for trace in traces:
+        if trace.rank is None:
+            continue
+        if trace.rank in seen:
+            raise InputError(f"rank {trace.rank} is in both {seen[trace.rank]} and {trace.name}: give one job's traces, "
+                             "one file per rank (a directory that holds several runs: pass one run's files)")
+        seen[trace.rank] = trace.name
+    sizes = {trace.world_size: trace.name for trace in traces if trace.world_size is not None}
+    if len(sizes) > 1:
+        (small, first), (large, second) = min(sizes.items()), max(sizes.items())
+        raise InputError(f"{first} is from a job of {small} ranks and {second} from one of {large}: give one job's traces")
+
+
 def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> CollectiveRow:
     algbw = busbw = None
     if call.size_bytes is not None and call.duration_us > 0:
@@ -190,14 +224,17 @@ def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> Coll
         if call.op in BUS_OPS and call.group_size:
             busbw = algbw * bus_factor(call.op, call.group_size) if call.group_size > 1 else 0.0
     expected = None
-    priceable = call.group_ranks is not None and len(call.group_ranks) > 1 and call.size_bytes and call.op in BUS_OPS
+    # A call timed on the CPU ran over gloo (TCP), whatever GPU links its ranks' GPUs have: nothing to price it on.
+    priceable = (call.on_device and call.group_ranks is not None and len(call.group_ranks) > 1 and call.size_bytes
+                 and call.op in BUS_OPS)
     if pricer is not None and priceable and call.group_ranks is not None and call.size_bytes:
         expected = pricer(call.op, call.size_bytes, call.group_ranks)
     return CollectiveRow(trace.rank, call, algbw, busbw, expected)
 
 
 def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
-    if len(traces) < 2 or any(t.rank is None for t in traces):
+    traces = [trace for trace in traces if trace.rank is not None]  # a trace that does not say its rank: left out
+    if len(traces) < 2:
         return None
     calls: dict[tuple[object, int], list[tuple[int, TraceCollective, RankTrace]]] = defaultdict(list)
     for trace in traces:
@@ -224,7 +261,7 @@ def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
         where[rank] = (trace.host, call.device)
     if not last_count:
         return None
-    rank, count = max(last_count.items(), key=lambda item: (waited[item[0]], item[1]))
+    rank, count = max(last_count.items(), key=lambda item: (item[1], waited[item[0]]))  # most often last
     host, device = where[rank]
     return Straggler(rank, host, device, count, matched, waited[rank])
 
@@ -262,7 +299,7 @@ def _slow_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
     return [Finding("slow-collective", "warning",
                     f"{len(slow)} collective call(s) ran below {DEGRADED_FRACTION:.0%} of what their links allow; worst: "
                     f"{worst.call.op} of {_size(worst.call.size_bytes)} on rank {worst.rank} over {worst.expected.link} took "
-                    f"{worst.call.duration_us / 1e3:.2f} ms, expected {worst.expected.time_us / 1e3:.2f} ms "
+                    f"{format_seconds(worst.call.duration_us / 1e6)}, expected {format_seconds(worst.expected.time_us / 1e6)} "
                     f"({worst.ratio:.0%} of expected speed)", ranks)]
 
 

@@ -99,6 +99,7 @@ async def wait_idle(app: LinkscopeApp) -> None:
             continue
         await pilot.wait_for_scheduled_animations()
         if all(worker.is_finished for worker in app.workers):
+            await pilot.pause()  # the last refresh a finished worker's result asked for (a table's scrollbars)
             return
 
 

@@ -10,7 +10,6 @@ in a name is printed as it is. Commands get their console from :func:`console`, 
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -18,21 +17,17 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from linkscope.topo.text import printable_block
+from linkscope.topo.text import UNPRINTABLE_IN_BLOCK, printable_block
 
 PIPED_TABLE_WIDTH = 120
 """Width of wide result tables when stdout is not a terminal (logs, pipes)."""
-
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""What printable_block changes: every C0 control but tab and newline, DEL and the C1 controls."""
-
 
 class SafeConsole(Console):
     """A rich Console whose rendered text segments are made printable before they are written."""
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control is None and _UNSAFE.search(segment.text):
+            if segment.control is None and UNPRINTABLE_IN_BLOCK.search(segment.text):
                 yield Segment(printable_block(segment.text), segment.style)
             else:
                 yield segment

@@ -30,12 +30,14 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
         console.print(Text("note: traces from several hosts: waits across hosts are as exact as the hosts' clocks"))
     if report.steps:
         console.print(_steps_table(report))
-    rows = report.slowest(TOP_COLLECTIVES) if priced else _longest(report.collectives)
+    rows = report.slowest(TOP_COLLECTIVES) if priced else []
     if rows:
-        console.print(_collectives_table(rows, priced))
-    elif priced:
-        console.print(Text("no collective to judge against its links: none names its process group's ranks, "
-                           "or all move too few bytes for the link's bandwidth to matter"))
+        console.print(_collectives_table(rows, priced=True))
+    else:
+        if priced and report.collectives:
+            console.print(Text(f"no collective judged against its links: {report.why_unpriced()}"))
+        if report.collectives:
+            console.print(_collectives_table(_longest(report.collectives), priced=False))
     if report.straggler is not None:
         s = report.straggler
         where = ", ".join(part for part in (f"GPU {s.device}" if s.device is not None else "", s.host or "") if part)
@@ -70,11 +72,11 @@ def _longest(rows: tuple[CollectiveRow, ...]) -> list[CollectiveRow]:
 def _collectives_table(rows: list[CollectiveRow], priced: bool) -> Table:
     title = "collectives furthest below their links" if priced else "longest collective calls"
     table = Table(title=title, box=box.SIMPLE_HEAD)
-    columns = ["rank", "step", "op", "size", "group", "time (ms)", "busbw (GB/s)"]
+    columns = ["rank", "step", "op", "size", "group size", "time (ms)", "busbw (GB/s)"]
     if priced:
         columns += ["link", "expected (ms)", "speed vs expected"]
     for column in columns:
-        table.add_column(column, justify="left" if column in ("op", "group", "link") else "right")
+        table.add_column(column, justify="left" if column in ("op", "link") else "right")
     for row in rows:
         call = row.call
         cells = [str(row.rank) if row.rank is not None else "?", str(call.step) if call.step is not None else "-", call.op,

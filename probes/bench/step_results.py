@@ -50,7 +50,7 @@ def summarise(runs: Sequence[dict[str, Any]]) -> list[ModeSummary]:
         pooled = [step for run in members for step in run["steps"]]
         if not slowest:
             continue
-        deciles = statistics.quantiles(slowest, n=10) if len(slowest) > 1 else [slowest[0]] * 9
+        deciles = statistics.quantiles(slowest, n=10, method="inclusive") if len(slowest) > 1 else [slowest[0]] * 9
         summary = ModeSummary(
             label=label, mode=members[0]["mode"], bucket_cap_mb=members[0]["bucket_cap_mb"], steps=len(slowest),
             step_ms=statistics.median(slowest), step_p10_ms=deciles[0], step_p90_ms=deciles[-1],

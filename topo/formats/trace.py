@@ -42,6 +42,8 @@ class TraceCollective:
     device: int | None = None
     """CUDA device the kernel ran on."""
     step: int | None = None
+    launched_us: float | None = None
+    """When the CPU launched its kernel (None: timed on the CPU, or the launch is outside the trace)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +193,7 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     if not collectives and not collected.steps:
         raise InputError(f"{name}: a trace, but with neither ProfilerStep annotations nor collectives to read")
     steps = _steps(collected, collectives)
-    collectives = _assign_steps(collectives, steps)
+    collectives = _assign_steps(collectives, steps, [end for _, _, end in sorted(collected.steps, key=lambda w: w[1])])
     return RankTrace(
         name=name, rank=_int_or_none(info.get("rank")), world_size=_int_or_none(info.get("world_size")),
         host=_str_or_none(metadata.get("host_name")), backend=_str_or_none(info.get("backend")),
@@ -235,8 +237,11 @@ def _kernel_collective(kernel: dict[str, Any], collected: _Collected, groups: di
     metadata = args if "Collective name" in args or "In msg nelems" in args else _launching_op_args(args, collected)
     kernel_op = _NCCL_KERNEL.match(kernel["name"])
     fallback_op = op_name(kernel_op.group(1)) if kernel_op else "unknown"
-    return _collective(metadata, fallback_op, float(kernel["ts"]), float(kernel["dur"]), True,
-                       _int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared)
+    collective = _collective(metadata, fallback_op, float(kernel["ts"]), float(kernel["dur"]), True,
+                             _int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared)
+    correlation = args.get("correlation")
+    launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
+    return replace(collective, launched_us=launch[2]) if launch is not None else collective
 
 
 def _launching_op_args(kernel_args: dict[str, Any], collected: _Collected) -> dict[str, Any]:
@@ -380,47 +385,69 @@ def _bounded_size(size_bytes: int) -> int | None:
 def _steps(collected: _Collected, collectives: list[TraceCollective]) -> list[TraceStep]:
     # GPU work is timed on the GPU, unless the trace communicates on the CPU (gloo): then its CPU ops are the compute.
     on_device = bool(collected.nccl_kernels) or (bool(collected.gpu_compute) and not collected.gloo_ops)
-    comm_union = union([(c.start_us, c.start_us + c.duration_us) for c in collectives])
-    compute = [(start, end) for start, end, _ in collected.gpu_compute] if on_device else collected.cpu_compute
-    compute_union = union(compute)
-    lags = _launch_lags(collected) if on_device else []
-    lag_launches = [launch for launch, _ in lags]
-    steps: list[TraceStep] = []
-    for number, start, end in sorted(collected.steps, key=lambda item: item[1]):
-        lag = 0.0
-        if lags:
-            # GPU work lags the CPU step that launched it: shift the window by the first launches' delay.
-            first = bisect.bisect_left(lag_launches, start)
-            window = [lag for launch, lag in lags[first:first + 8] if launch < end]
-            lag = max(0.0, min(window)) if window else 0.0
-        window_comm = clip(comm_union, start + lag, end + lag)
-        window_compute = clip(compute_union, start + lag, end + lag)
-        steps.append(TraceStep(
-            step=number, start_us=start, time_us=end - start, compute_us=total(window_compute), comm_us=total(window_comm),
-            exposed_comm_us=total(subtract(window_comm, window_compute)),
-        ))
-    return steps
+    windows = sorted(collected.steps, key=lambda item: item[1])
+    if not on_device:
+        comm_union = union([(c.start_us, c.start_us + c.duration_us) for c in collectives])
+        compute_union = union(collected.cpu_compute)
+        return [_step(number, start, end, clip(compute_union, start, end), clip(comm_union, start, end))
+                for number, start, end in windows]
+    # The GPU runs behind the CPU (by up to the launch queue's depth): a kernel belongs to the step that
+    # launched it, found through its correlation id; a kernel whose launch the trace lacks, to the step
+    # its own start falls in.
+    starts = [start for _, start, _ in windows]
+    compute: list[list[tuple[float, float]]] = [[] for _ in windows]
+    comm: list[list[tuple[float, float]]] = [[] for _ in windows]
+    for start, end, correlation in collected.gpu_compute:
+        index = _step_index(windows, starts, _launched_at(collected, correlation, start))
+        if index is not None:
+            compute[index].append((start, end))
+    for kernel in collected.nccl_kernels:
+        args = kernel.get("args") if isinstance(kernel.get("args"), dict) else {}
+        start = float(kernel["ts"])
+        index = _step_index(windows, starts, _launched_at(collected, args.get("correlation"), start))  # type: ignore[union-attr]
+        if index is not None:
+            comm[index].append((start, start + float(kernel["dur"])))
+    return [_step(number, start, end, union(compute[index]), union(comm[index]))
+            for index, (number, start, end) in enumerate(windows)]
 
 
-def _launch_lags(collected: _Collected) -> list[tuple[float, float]]:
-    """(launch time, launch-to-start delay) of every compute kernel whose launch the trace holds, by launch time."""
-    lags = []
-    for kernel_start, _, correlation in collected.gpu_compute:
-        launch = collected.launches.get(correlation) if correlation is not None else None
-        if launch is not None:
-            lags.append((launch[2], kernel_start - launch[2]))
-    lags.sort()
-    return lags
+def _step(number: int, start: float, end: float, compute: list[tuple[float, float]],
+          comm: list[tuple[float, float]]) -> TraceStep:
+    """A step's accounting from its (merged) compute and communication intervals. Its time is the CPU window's,
+    or, when the GPU took longer over the work the step launched (first kernel start to last kernel end), that:
+    a step cannot take less time than its own kernels, so compute and communication always fit in it."""
+    spans = [*compute[:1], *comm[:1], *compute[-1:], *comm[-1:]]
+    gpu_time_us = max(b for _, b in spans) - min(a for a, _ in spans) if spans else 0.0
+    return TraceStep(step=number, start_us=start, time_us=max(end - start, gpu_time_us), compute_us=total(compute),
+                     comm_us=total(comm), exposed_comm_us=total(subtract(comm, compute)))
 
 
-def _assign_steps(collectives: list[TraceCollective], steps: list[TraceStep]) -> list[TraceCollective]:
+def _launched_at(collected: _Collected, correlation: object, fallback_us: float) -> float:
+    """When the CPU launched the kernel with `correlation` (its own start when the trace holds no launch)."""
+    launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
+    return launch[2] if launch is not None else fallback_us
+
+
+def _step_index(windows: Sequence[tuple[int, float, float]], starts: Sequence[float], moment_us: float) -> int | None:
+    """The step window [start, end) holding `moment_us`, or None."""
+    index = bisect.bisect_right(starts, moment_us) - 1
+    return index if index >= 0 and moment_us < windows[index][2] else None
+
+
+def _assign_steps(collectives: list[TraceCollective], steps: list[TraceStep],
+                  windows_end: Sequence[float]) -> list[TraceCollective]:
+    """Each call's step: the one whose CPU window launched it, else the one its start falls in (or shortly after)."""
     if not steps:
         return collectives
     starts = [step.start_us for step in steps]
     assigned = []
     for collective in collectives:
-        index = bisect.bisect_right(starts, collective.start_us) - 1
-        inside = index >= 0 and collective.start_us < steps[index].start_us + steps[index].time_us * 2
+        if collective.launched_us is not None:  # the step that launched it (its CPU window), as _steps counts it
+            index = bisect.bisect_right(starts, collective.launched_us) - 1
+            inside = index >= 0 and collective.launched_us < windows_end[index]
+        else:
+            index = bisect.bisect_right(starts, collective.start_us) - 1
+            inside = index >= 0 and collective.start_us < steps[index].start_us + steps[index].time_us * 2
         assigned.append(replace(collective, step=steps[index].step if inside else None))
     return assigned
 

@@ -258,16 +258,17 @@ class BenchView(Vertical):
             expected = row_expectations(measurements, self.snapshot)
         if measurements.peer_copies:
             peer_expected = expected.peer_copies or (None,) * len(measurements.peer_copies)
-            table.add_columns("src", "dst", "size", "GB/s", "bidir", "latency us", "expect", "ratio", "verdict", "data")
+            # the judgement first (measured, expected, ratio, verdict): the pane beside the plot is narrow
+            table.add_columns("src", "dst", "size", "GB/s", "expect", "ratio", "verdict", "bidir", "latency us", "data")
             table.add_rows(
                 [
                     Text(f"GPU{copy.src}"),
                     Text(f"GPU{copy.dst}"),
                     Text(format_size_bytes(copy.size_bytes) if copy.size_bytes else "-"),
                     Text(gbps_label(copy.unidir_gbps)),
+                    *expected_cells(each),
                     Text(gbps_label(copy.bidir_gbps)),
                     Text(f"{copy.latency_us:.1f}" if copy.latency_us is not None else "-"),
-                    *expected_cells(each),
                     data_label(copy.verified),
                 ]
                 for copy, each in zip(measurements.peer_copies, peer_expected, strict=True)
@@ -280,17 +281,17 @@ class BenchView(Vertical):
                 plot.empty_message = f"{measurements.source} does not say its buffer sizes: nothing to plot against size."
         elif measurements.collectives:
             collective_expected = expected.collectives or (None,) * len(measurements.collectives)
-            table.add_columns("op", "size", "time us", "algbw", "busbw", "ranks", "wrong", "expect", "ratio", "verdict")
+            table.add_columns("op", "size", "busbw", "expect", "ratio", "verdict", "time us", "algbw", "ranks", "wrong")
             table.add_rows(
                 [
                     Text(result.op),
                     Text(format_size_bytes(result.size_bytes)),
+                    Text(gbps_label(result.busbw_gbps)),
+                    *expected_cells(each),
                     Text(f"{result.time_us:.1f}"),
                     Text(gbps_label(result.algbw_gbps)),
-                    Text(gbps_label(result.busbw_gbps)),
                     Text("?" if result.nranks is None else str(result.nranks)),
                     Text("-" if result.wrong is None else str(result.wrong)),
-                    *expected_cells(each),
                 ]
                 for result, each in zip(measurements.collectives, collective_expected, strict=True)
             )

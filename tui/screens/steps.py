@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
@@ -48,23 +48,23 @@ def step_bars(steps: tuple[StepRow, ...], width: int) -> Text:
     tail_width = 30
     bar_width = max(10, width - label_width - tail_width - 2)
     text = Text()
-    for step, time, compute, exposed in rows:
-        cells = max(1, round(bar_width * time / longest))
-        compute_cells = min(cells, round(cells * compute / time)) if time else 0
-        exposed_cells = min(cells - compute_cells, round(cells * exposed / time)) if time else 0
-        text.append(f"step {step}".ljust(label_width))
-        text.append("█" * compute_cells, style="green")
-        text.append("█" * exposed_cells, style="bold red")
-        text.append("░" * (cells - compute_cells - exposed_cells), style="dim")
-        text.append(" " * (bar_width - cells + 1))
-        share = exposed / time if time else 0.0
-        text.append(f"{time / 1e3:7.1f} ms  exposed {share:4.0%}\n")
     text.append("█", style="green")
     text.append(" compute  ")
     text.append("█", style="bold red")
     text.append(" exposed communication  ")
     text.append("░", style="dim")
     text.append(" other (idle, launch, CPU)")
+    for step, time, compute, exposed in rows:
+        cells = max(1, round(bar_width * time / longest))
+        compute_cells = min(cells, round(cells * compute / time)) if time else 0
+        exposed_cells = min(cells - compute_cells, round(cells * exposed / time)) if time else 0
+        text.append("\n" + f"step {step}".ljust(label_width))
+        text.append("█" * compute_cells, style="green")
+        text.append("█" * exposed_cells, style="bold red")
+        text.append("░" * (cells - compute_cells - exposed_cells), style="dim")
+        text.append(" " * (bar_width - cells + 1))
+        share = exposed / time if time else 0.0
+        text.append(f"{time / 1e3:7.1f} ms  exposed {share:4.0%}")
     return text
 
 
@@ -82,10 +82,14 @@ class StepsView(Vertical):
         super().__init__()
         self.trace_paths = trace_paths
         self._rows: list[CollectiveRow] = []
+        self._unpriced_because: str | None = None
+        """Why the traces could not be priced on the snapshot (None: they were, or nothing stood in the way)."""
 
     def compose(self) -> ComposeResult:
-        yield Static(id="steps-summary", markup=False)
-        yield Static(id="step-bars", markup=False)
+        with VerticalScroll(id="steps-summary-scroll"):
+            yield Static(id="steps-summary", markup=False)
+        with VerticalScroll(id="step-bars-scroll"):
+            yield Static(id="step-bars", markup=False)
         yield DataTable[Text](id="steps-table", cursor_type="row", classes="initial-focus")
         yield Static(id="steps-status", markup=False)
 
@@ -117,8 +121,10 @@ class StepsView(Vertical):
             traces = read_traces(files, on_read=on_read)
             try:
                 pricer = machine_pricer(snapshot, traces)
-            except InputError:
+                self._unpriced_because = None
+            except InputError as exc:  # the traces are still worth reading without prices
                 pricer = None
+                self._unpriced_because = f"cannot place the ranks on this machine: {exc}"
             report = analyse(traces, pricer)
         except InputError as exc:
             self.app.call_from_thread(self._summary, plain(f"Cannot read the traces: {printable(str(exc))}", "bold"))
@@ -163,8 +169,9 @@ class StepsView(Vertical):
             cells += [plain(f"{row.busbw_gbps:.1f}" if row.busbw_gbps is not None else "-"),
                       plain(rank_ranges(call.group_ranks) if call.group_ranks else call.group_size or "?")]
             table.add_row(*cells)
-        title = "furthest below their links" if priced else "longest (not priced: no machine placement)"
-        self.query_one("#steps-status", Static).update(plain(f"collectives {title}; Enter draws a call's ring on Links (1)"))
+        title = ("furthest below their links" if priced else
+                 f"longest, not priced: {printable(self._unpriced_because or report.why_unpriced())}")
+        self.query_one("#steps-status", Static).update(plain(f"Enter: a call's ring on Links (1). Collectives {title}"))
 
     def on_resize(self) -> None:
         if self.report is not None:
