@@ -69,3 +69,18 @@ def test_counted_nouns_agree_with_their_number() -> None:
 
     assert (counted(1, "NIC"), counted(12, "NIC"), counted(0, "GPU pair")) == ("1 NIC", "12 NICs", "0 GPU pairs")
     assert counted(2, "NVLink") == "2 NVLinks" and counted(1, "NVLink") == "1 NVLink"
+
+
+def test_share_never_rounds_something_to_nothing() -> None:
+    from linkscope.topo.units import format_share
+
+    assert [format_share(f) for f in (0.47, 0.004, 0.0, 1.0)] == ["47%", "0.4%", "0%", "100%"]
+
+
+@pytest.mark.parametrize("text", ["1,,2", "1,", ",1", " , "])
+def test_comma_lists_refuse_empty_items(text: str) -> None:
+    from linkscope.topo.numbers import comma_items
+
+    with pytest.raises(InputError):
+        comma_items(text, "--x")
+    assert comma_items(" 1, 5 ,25", "--x") == ("1", "5", "25")

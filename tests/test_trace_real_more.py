@@ -245,3 +245,36 @@ def test_gpu_work_counts_in_the_step_that_launched_it() -> None:
         assert 100e3 <= step.compute_us <= 115e3 and 36e3 <= step.comm_us <= 40e3
     for step in trace.steps:
         assert step.compute_us <= step.time_us and step.exposed_comm_us <= step.comm_us <= step.time_us
+
+
+def test_priced_on_another_gpu_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 2-rank trace's deviceProperties say A100-PG509-200: priced on an H100 box, an info finding says so
+    (it does not fail the run); unpriced, nothing is said."""
+    two_rank = str(REAL / "hta-2rank-nccl-allreduce-pg-ranks.json.gz")
+    _, out, _ = _run(["trace", two_rank, "--source", "sample:dgx-h100", "--json"], capsys)
+    found = {f["code"]: f for f in json.loads(out)["findings"]}
+    assert found["priced-on-other-gpu"]["severity"] == "info"
+    assert "A100-PG509-200" in found["priced-on-other-gpu"]["message"] and "H100" in found["priced-on-other-gpu"]["message"]
+    _, out, _ = _run(["trace", two_rank, "--json"], capsys)
+    assert "priced-on-other-gpu" not in {f["code"] for f in json.loads(out)["findings"]}
+
+
+def test_placement_flags_need_a_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = _run(["trace", str(RANK0), "--nodes", "2"], capsys)
+    assert status == 2 and "--nodes places the ranks on a machine: give it with --source" in err
+
+
+def test_byte_order_mark_and_junk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace saved with a UTF-8 byte-order mark reads as without one; bytes that are neither gzip nor UTF-8 say so."""
+    plain = gzip.decompress((REAL / "hta-2rank-nccl-allreduce-pg-ranks.json.gz").read_bytes())
+    with_bom = tmp_path / "bom.json"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + plain)
+    without = tmp_path / "plain.json"
+    without.write_bytes(plain)
+    _, first, _ = _run(["trace", str(with_bom), "--json"], capsys)
+    _, second, _ = _run(["trace", str(without), "--json"], capsys)
+    assert json.loads(first)["collectives"] == json.loads(second)["collectives"]
+    junk = tmp_path / "junk.json.gz"
+    junk.write_bytes(bytes(range(128, 256)) * 4)
+    status, _, err = _run(["trace", str(junk)], capsys)
+    assert status == 2 and "neither JSON text in UTF-8 nor gzip" in err

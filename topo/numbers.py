@@ -61,3 +61,14 @@ def _check_range(value: float, word: str, where: str, minimum: float | None, max
 def _shown(limit: float) -> str:
     """A range limit as people write it: integers in full (1048576, not 1.04858e+06)."""
     return str(int(limit)) if float(limit).is_integer() and abs(limit) < 1e18 else f"{limit:g}"
+
+
+def comma_items(text: str, where: str) -> tuple[str, ...]:
+    """The items of a comma-separated value (`1,5,25`), stripped; InputError for an empty one (`1,,5`, a
+    trailing comma) or none at all: a typo is not read as a shorter list."""
+    items = tuple(part.strip() for part in text.split(","))
+    if not any(items):
+        raise InputError(f"{where}: nothing given")
+    if not all(items):
+        raise InputError(f"{where}: {text!r} has an empty item (two commas, or one at an end)")
+    return items

@@ -34,6 +34,7 @@ def rank_trace_from_json(document: dict[str, Any]) -> RankTrace:
         collectives.append(collective if ranks is None else replace(collective, group_ranks=tuple(ranks)))
     steps = tuple(TraceStep(*values) for values in document["steps"])
     groups = {str(name): tuple(ranks) for name, ranks in document["groups"].items()}
-    scalars = {key: document[key] for key in _SCALARS}
+    scalars: dict[str, Any] = {key: tuple(document[key]) if isinstance(document[key], list) else document[key]
+                               for key in _SCALARS}
     return RankTrace(**scalars, collectives=tuple(collectives), steps=steps, groups=groups)
 

@@ -53,11 +53,16 @@ def read_trace_file(path: str) -> RankTrace:
         compressed = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
         binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-        text = io.TextIOWrapper(binary, encoding="utf-8")
+        text = io.TextIOWrapper(binary, encoding="utf-8-sig")  # a byte-order mark, as some editors save, is skipped
         try:
             return read_rank_trace(text, path, MAX_TRACE_CHARS)
-        except (gzip.BadGzipFile, EOFError, OSError, UnicodeDecodeError) as exc:
+        except (gzip.BadGzipFile, EOFError, OSError) as exc:
             raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def gpu_names(snapshot: Snapshot) -> tuple[str, ...]:
+    """The GPU models of every host of `snapshot`, without repeats (to say when traces ran on another kind)."""
+    return tuple(dict.fromkeys(gpu.name for host in snapshot.hosts for gpu in host.gpus if gpu.name))
 
 
 def machine_pricer(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | None = None,

@@ -27,7 +27,7 @@ from linkscope.topo.formats.trace import RankTrace, TraceCollective
 from linkscope.topo.links import DEGRADED_FRACTION
 from linkscope.topo.placement import Placement
 from linkscope.topo.sizes import format_size_bytes
-from linkscope.topo.units import format_seconds
+from linkscope.topo.units import format_seconds, format_share
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
@@ -184,7 +184,8 @@ class TraceReport:
         }
 
 
-def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_share: float = EXPOSED_SHARE) -> TraceReport:
+def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_share: float = EXPOSED_SHARE,
+            machine_gpus: Sequence[str] = ()) -> TraceReport:
     """Join the traces of one job's ranks: per-call bandwidths and expectations, steps, straggler, findings.
 
     InputError when the traces cannot be one job's: a rank twice, or different world sizes.
@@ -194,7 +195,8 @@ def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_s
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
     straggler = _straggler(traces)
-    findings = (*_exposed_findings(steps, exposed_share), *_slow_findings(rows), *_straggler_findings(straggler),
+    findings = (*_other_gpu_findings(traces, machine_gpus if pricer is not None else ()),
+                *_exposed_findings(steps, exposed_share), *_slow_findings(rows), *_straggler_findings(straggler),
                 *_small_message_findings(rows))
     hosts = tuple(sorted({t.host for t in traces if t.host}))
     return TraceReport(tuple(traces), rows, steps, straggler, tuple(findings), hosts)
@@ -275,6 +277,20 @@ def _one_call(members: Sequence[tuple[int, TraceCollective, RankTrace]], skew_us
     return all(call.start_us + call.duration_us + skew_us >= last_start for _, call, _ in members)
 
 
+def _other_gpu_findings(traces: Sequence[RankTrace], machine_gpus: Sequence[str]) -> list[Finding]:
+    """The traces name their GPUs and none is the priced machine's: the expectations are another machine's."""
+    ran_on = tuple(dict.fromkeys(name for trace in traces for name in trace.gpu_names))
+    if not ran_on or not machine_gpus or {_model(name) for name in ran_on} & {_model(name) for name in machine_gpus}:
+        return []
+    return [Finding("priced-on-other-gpu", "info",
+                    f"the traces ran on {', '.join(ran_on)}, the machine they are priced on has "
+                    f"{', '.join(dict.fromkeys(machine_gpus))}: expected times are that machine's, not the one the job ran on")]
+
+
+def _model(name: str) -> str:
+    return name.lower().removeprefix("nvidia ").strip()
+
+
 def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[Finding]:
     over = [s for s in steps if s.exposed_share > share]
     if not over:
@@ -300,7 +316,7 @@ def _slow_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
                     f"{len(slow)} collective call(s) ran below {DEGRADED_FRACTION:.0%} of what their links allow; worst: "
                     f"{worst.call.op} of {_size(worst.call.size_bytes)} on rank {worst.rank} over {worst.expected.link} took "
                     f"{format_seconds(worst.call.duration_us / 1e6)}, expected {format_seconds(worst.expected.time_us / 1e6)} "
-                    f"({worst.ratio:.0%} of expected speed)", ranks)]
+                    f"({format_share(worst.ratio)} of expected speed)", ranks)]
 
 
 def _straggler_findings(straggler: Straggler | None) -> list[Finding]:

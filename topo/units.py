@@ -26,6 +26,11 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds * 1e6:.4g} us"
 
 
+def format_share(fraction: float) -> str:
+    """A fraction as a percentage for people: `47%`, and `0.4%` rather than a `0%` that reads as nothing."""
+    return f"{fraction:.1%}" if 0 < abs(fraction) < 0.01 else f"{fraction:.0%}"
+
+
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 NIC`, `2 NICs`: a count with its noun in the right number."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -8,7 +8,7 @@ from typing import Any
 from linkscope.argtypes import whole_number
 from linkscope.render.progress import progress_bar
 from linkscope.topo.errors import InputError
-from linkscope.topo.trace_files import machine_pricer, trace_paths
+from linkscope.topo.trace_files import gpu_names, machine_pricer, trace_paths
 from linkscope.topo.trace_pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
 from linkscope.topo.trace_report import EXPOSED_SHARE, analyse
 
@@ -61,15 +61,24 @@ def run(args: argparse.Namespace) -> int:
     """Read every trace, analyse them together, print, and say by the exit status whether something is wrong."""
     if not 0 < args.exposed_share < 1:
         raise InputError(f"--exposed-share: {args.exposed_share} is not a fraction between 0 and 1")
+    placement_flags = [flag for flag, value in (("--nodes", args.nodes), ("--visible-devices", args.visible_devices),
+                                                 ("--distribution", None if args.distribution == "block" else 1))
+                       if value is not None]
+    if placement_flags and not args.source:
+        verb = "places" if len(placement_flags) == 1 else "place"
+        raise InputError(f"{'/'.join(placement_flags)} {verb} the ranks on a machine: give it with --source")
     paths = trace_paths(args.traces)
     with progress_bar(len(paths), "reading traces", enabled=not args.json) as update:
         traces = read_traces(paths, args.jobs, on_read=update)
     pricer = None
+    machine_gpus: tuple[str, ...] = ()
     if args.source:
         from linkscope.source import open_source
 
-        pricer = machine_pricer(open_source(args.source), traces, args.nodes, args.distribution, args.visible_devices)
-    report = analyse(traces, pricer, args.exposed_share)
+        snapshot = open_source(args.source)
+        pricer = machine_pricer(snapshot, traces, args.nodes, args.distribution, args.visible_devices)
+        machine_gpus = gpu_names(snapshot)
+    report = analyse(traces, pricer, args.exposed_share, machine_gpus)
     if args.json:
         from linkscope.topo.jsonio import json_text
 

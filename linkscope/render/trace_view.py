@@ -13,6 +13,7 @@ from linkscope.render.console import table_console
 from linkscope.topo.sizes import format_size_bytes
 from linkscope.topo.text import printable
 from linkscope.topo.trace_report import CollectiveRow, TraceReport
+from linkscope.topo.units import counted, format_share
 
 TOP_COLLECTIVES = 8
 
@@ -25,7 +26,8 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
         details = ", ".join(part for part in (trace.backend, f"NCCL {trace.nccl_version}" if trace.nccl_version else None,
                                               f"host {trace.host}" if trace.host else None) if part)
         console.print(Text(printable(f"{trace.name}: {who}" + (f" ({details})" if details else "") +
-                                     f", {len(trace.collectives)} collective calls, {len(trace.steps)} steps")))
+                                     f", {counted(len(trace.collectives), 'collective call')}, "
+                                     f"{counted(len(trace.steps), 'step')}")))
     if len(report.hosts) > 1:
         console.print(Text("note: traces from several hosts: waits across hosts are as exact as the hosts' clocks"))
     if report.steps:
@@ -86,6 +88,6 @@ def _collectives_table(rows: list[CollectiveRow], priced: bool) -> Table:
         if priced:
             expected, ratio = row.expected, row.ratio
             cells += [printable(expected.link) if expected else "-", f"{expected.time_us / 1e3:.3f}" if expected else "-",
-                      f"{ratio:.0%}" if ratio is not None else "-"]
+                      format_share(ratio) if ratio is not None else "-"]
         table.add_row(*(Text(cell) for cell in cells))
     return table

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from linkscope.topo.busbw import BUS_FACTOR_OPS as OPS
 from linkscope.topo.errors import InputError
 from linkscope.topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
+from linkscope.topo.numbers import comma_items
 from linkscope.topo.sizes import geometric_sizes, parse_size_bytes
 
 BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
@@ -71,9 +72,7 @@ def size_sweep(min_bytes: int, max_bytes: int, factor: int) -> tuple[int, ...]:
 
 def parse_ops(text: str) -> tuple[str, ...]:
     """Split `all_reduce,all_gather` into op names; InputError naming an unknown one."""
-    ops = tuple(part.strip() for part in text.split(",") if part.strip())
-    if not ops:
-        raise InputError("--ops: no collective named")
+    ops = comma_items(text, "--ops")
     for op in ops:
         if op not in BENCH_OPS:
             hint = " (reduce is not benchmarked; use all_reduce)" if op in OPS else ""

@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 
 from linkscope.topo.errors import InputError
-from linkscope.topo.numbers import parse_float
+from linkscope.topo.numbers import comma_items, parse_float
 
 MODES: tuple[str, ...] = ("no-overlap", "ddp", "ddp-no-sync")
 DEFAULT_BUCKET_CAPS_MB: tuple[float, ...] = (1.0, 5.0, 25.0, 100.0)
@@ -54,9 +54,7 @@ class StepSpec:
 
 def parse_modes(text: str) -> tuple[str, ...]:
     """`no-overlap,ddp` -> modes; InputError naming an unknown one."""
-    modes = tuple(part.strip() for part in text.split(",") if part.strip())
-    if not modes:
-        raise InputError("--modes: no mode named")
+    modes = comma_items(text, "--modes")
     for mode in modes:
         if mode not in MODES:
             raise InputError(f"--modes: unknown mode {mode!r} (known: {', '.join(MODES)})")
@@ -65,10 +63,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 def parse_bucket_caps(text: str) -> tuple[float, ...]:
     """`1,5,25,100` -> bucket caps in MB (each above 0 and at most 10 GB)."""
-    caps = tuple(parse_float(part.strip(), "--bucket-cap-mb", minimum=0.001, maximum=10_000)
-                 for part in text.split(",") if part.strip())
-    if not caps:
-        raise InputError("--bucket-cap-mb: no size given")
+    caps = tuple(parse_float(part, "--bucket-cap-mb", minimum=0.001, maximum=10_000)
+                 for part in comma_items(text, "--bucket-cap-mb"))
     return tuple(dict.fromkeys(caps))
 
 

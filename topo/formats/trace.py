@@ -72,6 +72,8 @@ class RankTrace:
     steps: tuple[TraceStep, ...]
     groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Process group name -> its global ranks, from `distributedInfo.pg_config`."""
+    gpu_names: tuple[str, ...] = ()
+    """The GPU models the profiler saw (`deviceProperties`), without repeats."""
 
 
 _OP_WORDS: dict[str, str] = {
@@ -198,8 +200,13 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
         name=name, rank=_int_or_none(info.get("rank")), world_size=_int_or_none(info.get("world_size")),
         host=_str_or_none(metadata.get("host_name")), backend=_str_or_none(info.get("backend")),
         nccl_version=_str_or_none(info.get("nccl_version")), collectives=tuple(collectives), steps=tuple(steps),
-        groups=groups,
+        groups=groups, gpu_names=_gpu_names(metadata.get("deviceProperties")),
     )
+
+
+def _gpu_names(properties: object) -> tuple[str, ...]:
+    names = [device.get("name") for device in properties if isinstance(device, dict)] if isinstance(properties, list) else []
+    return tuple(dict.fromkeys(name for name in names if isinstance(name, str) and name))
 
 
 def _groups(info: dict[str, Any]) -> dict[str, tuple[int, ...]]:

@@ -41,7 +41,9 @@ class _Reader:
             return
         try:
             chunk = self.stream.read(max(at_least, _CHUNK_CHARS))
-        except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+        except UnicodeDecodeError:
+            raise InputError(f"{self.name}: not a profiler trace (neither JSON text in UTF-8 nor gzip holding it)") from None
+        except (OSError, EOFError, ValueError) as exc:
             raise InputError(f"{self.name}: cannot read the trace ({_reason(exc)})") from None
         if not chunk:
             self.at_end = True

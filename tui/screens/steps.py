@@ -27,6 +27,7 @@ from linkscope.topo.model import Snapshot
 from linkscope.topo.sizes import format_size_bytes
 from linkscope.topo.text import printable
 from linkscope.topo.trace_report import CollectiveRow, StepRow, TraceReport
+from linkscope.topo.units import format_share
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.rank_cells import rank_ranges, ring_overlay
 from linkscope.tui.text import plain
@@ -108,7 +109,7 @@ class StepsView(Vertical):
     @work(thread=True, exclusive=True, group="traces")
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
-        from linkscope.topo.trace_files import machine_pricer, trace_paths
+        from linkscope.topo.trace_files import gpu_names, machine_pricer, trace_paths
         from linkscope.topo.trace_pool import read_traces
         from linkscope.topo.trace_report import analyse
 
@@ -125,7 +126,7 @@ class StepsView(Vertical):
             except InputError as exc:  # the traces are still worth reading without prices
                 pricer = None
                 self._unpriced_because = f"cannot place the ranks on this machine: {exc}"
-            report = analyse(traces, pricer)
+            report = analyse(traces, pricer, machine_gpus=gpu_names(snapshot))
         except InputError as exc:
             self.app.call_from_thread(self._summary, plain(f"Cannot read the traces: {printable(str(exc))}", "bold"))
             return
@@ -163,7 +164,7 @@ class StepsView(Vertical):
             if priced:
                 ratio = row.ratio
                 cells += [plain(f"{row.expected.time_us / 1e3:.3g}" if row.expected else "-"),
-                          plain(f"{ratio:.0%}" if ratio is not None else "-",
+                          plain(format_share(ratio) if ratio is not None else "-",
                                 "bold red" if ratio is not None and ratio < DEGRADED_FRACTION else ""),
                           plain(printable(row.expected.link) if row.expected else "-")]
             cells += [plain(f"{row.busbw_gbps:.1f}" if row.busbw_gbps is not None else "-"),
