@@ -114,3 +114,22 @@ def test_step_time_range_stays_inside_what_was_measured() -> None:
     runs = [{"mode": "ddp", "bucket_cap_mb": 25, "steps": steps, "accounting": "hook"} for _ in range(2)]
     (summary,) = summarise(runs)
     assert 1.0 <= summary.step_p10_ms <= summary.step_ms <= summary.step_p90_ms <= 10.5
+
+
+def test_reading_notes_say_what_the_numbers_can_carry() -> None:
+    """Overlapping spreads, caps larger than all the gradients, unhidden communication and profiling are said."""
+    from linkscope.probes.bench.step_results import ModeSummary, reading_notes
+
+    def mode(label: str, kind: str, cap: float | None, step: float, spread: tuple[float, float], comm: float,
+             exposed: float, speedup: float | None) -> ModeSummary:
+        return ModeSummary(label, kind, cap, 10, step, *spread, 1.0, comm, exposed, "hook", speedup)
+
+    summaries = [mode("no-overlap", "no-overlap", None, 8.0, (3.0, 15.0), 7.0, 7.0, 1.0),
+                 mode("ddp-1mb", "ddp", 1, 4.0, (1.0, 5.9), 3.0, 3.0, 2.0),
+                 mode("ddp-25mb", "ddp", 25, 4.0, (16.0, 17.0), 3.0, 0.5, 2.0)]
+    notes = reading_notes(summaries, gradient_bytes=526_336, profiled=True)
+    assert any(n.startswith("ddp-1mb: the 10-90% step range overlaps") for n in notes)
+    assert any(n.startswith("ddp-1mb, ddp-25mb: each cap holds all") for n in notes)
+    assert any(n.startswith("ddp-1mb: almost none of the communication is hidden") for n in notes)
+    assert any("--profile" in n for n in notes)
+    assert reading_notes(summaries[:1], gradient_bytes=100 << 20, profiled=False) == []

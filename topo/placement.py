@@ -147,7 +147,9 @@ def place_ranks(
     gpus_per_node = min(len(positions) for positions in per_node)
     nodes = len(hosts)
     if world_size > gpus_per_node * nodes:
-        raise InputError(f"world size {world_size} does not fit {nodes} node(s) of {gpus_per_node} GPUs (raise --nodes)")
+        repeated = len({id(host) for host in hosts}) == 1  # one host given, --nodes copies of it
+        fix = "raise --nodes" if repeated else f"the snapshot describes these {nodes} only: give one of the whole cluster"
+        raise InputError(f"world size {world_size} does not fit {nodes} node(s) of {gpus_per_node} GPUs ({fix})")
     if distribution == "block":
         node_of_rank = tuple(rank // gpus_per_node for rank in range(world_size))
         local = tuple(rank % gpus_per_node for rank in range(world_size))

@@ -90,9 +90,10 @@ def run_step(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], notes: list[str]) -> None:
-    from linkscope.probes.bench.step_results import summarise
+    from linkscope.probes.bench.step_results import reading_notes, summarise
 
     summaries = summarise(runs)
+    notes = [*notes, *reading_notes(summaries, spec.parameters * 4, bool(spec.profile_dir))]
     if spec.backend == "nccl":
         notes.append("ddp rows on NCCL: exposed communication is step time minus the ddp-no-sync baseline "
                      "(NCCL futures complete before the GPU does); use --profile and linkscope trace for kernel timing")
@@ -112,17 +113,19 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
 
     from linkscope.render.console import table_console
     from linkscope.topo.sizes import format_size_bytes
+    from linkscope.topo.units import format_share
 
     console = table_console()
     console.print(Text(f"{spec.layers} x Linear({spec.width}, {spec.width}): {spec.parameters:,} parameters, "
                        f"{format_size_bytes(spec.parameters * 4)} of float32 gradients per step; batch {spec.batch}; "
                        f"{spec.backend} x{spec.world_size}"))
     table = Table(title="per step (ms, medians; the step time is the slowest rank's)", box=box.SIMPLE_HEAD)
-    for column in ("mode", "step", "10-90%", "compute", "comm", "exposed comm", "speedup vs no-overlap"):
+    for column in ("mode", "step", "10-90%", "compute", "comm", "exposed comm", "comm hidden", "speedup vs no-overlap"):
         table.add_column(column, justify="left" if column == "mode" else "right")
     for s in summaries:
+        hidden = format_share(1 - s.exposed_comm_ms / s.comm_ms) if s.comm_ms > 0 else "-"
         table.add_row(s.label, f"{s.step_ms:.2f}", f"{s.step_p10_ms:.1f}-{s.step_p90_ms:.1f}", f"{s.compute_ms:.2f}",
-                      f"{s.comm_ms:.2f}", f"{s.exposed_comm_ms:.2f}",
+                      f"{s.comm_ms:.2f}", f"{s.exposed_comm_ms:.2f}", hidden,
                       f"{s.speedup_vs_no_overlap:.2f}x" if s.speedup_vs_no_overlap else "-")
     console.print(table)
     for note in notes:

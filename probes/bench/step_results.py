@@ -67,3 +67,29 @@ def summarise(runs: Sequence[dict[str, Any]]) -> list[ModeSummary]:
 
     return [replace(s, speedup_vs_no_overlap=baseline_ms / s.step_ms if s.step_ms > 0 and s.mode != "ddp-no-sync" else None)
             for s in summaries]
+
+
+def reading_notes(summaries: Sequence[ModeSummary], gradient_bytes: int, profiled: bool) -> list[str]:
+    """What a reader of the table needs to weigh it: speedups inside the step-to-step spread, bucket caps that
+    make the same single bucket, timings taken under the profiler."""
+    notes = []
+    baseline = next((s for s in summaries if s.mode == "no-overlap"), None)
+    if baseline is not None:
+        within = [s.label for s in summaries if s.mode == "ddp"
+                  and s.step_p10_ms <= baseline.step_p90_ms and baseline.step_p10_ms <= s.step_p90_ms]
+        if within:
+            notes.append(f"{', '.join(within)}: the 10-90% step range overlaps no-overlap's, so its speedup is within "
+                         "this machine's step-to-step spread (more --steps narrows it)")
+    unhidden = [s.label for s in summaries if s.mode == "ddp" and s.comm_ms > 0 and s.exposed_comm_ms >= 0.9 * s.comm_ms
+                and (s.speedup_vs_no_overlap or 0) > 1.2]
+    if unhidden:
+        notes.append(f"{', '.join(unhidden)}: almost none of the communication is hidden behind backward, so the speedup "
+                     "comes from fewer, larger all_reduce calls (buckets), not from overlap")
+    whole = [s.label for s in summaries if s.mode == "ddp" and s.bucket_cap_mb is not None
+             and s.bucket_cap_mb * 1e6 >= gradient_bytes]
+    if len(whole) > 1:
+        notes.append(f"{', '.join(whole)}: each cap holds all {gradient_bytes / 1e6:.3g} MB of gradients, so they run "
+                     "the same single bucket; their differences are noise")
+    if profiled:
+        notes.append("steps were timed under the profiler (--profile), which adds to each step")
+    return notes

@@ -69,6 +69,15 @@ def step_bars(steps: tuple[StepRow, ...], width: int) -> Text:
     return text
 
 
+def _hosts_said(report: TraceReport) -> str:
+    """` on node-a, node-b`, and how many traces say their host when not all do."""
+    if not report.hosts:
+        return ""
+    naming = sum(1 for trace in report.traces if trace.host)
+    return f" on {', '.join(report.hosts)}" + (f" ({naming} of {len(report.traces)} traces name their host)"
+                                                if naming < len(report.traces) else "")
+
+
 class StepsView(Vertical):
     """The Steps tab; the app sets `trace_paths` (from `--trace`) and `snapshot`."""
 
@@ -137,7 +146,7 @@ class StepsView(Vertical):
             return
         ranks = sorted({t.rank for t in report.traces if t.rank is not None})
         summary = Text(printable(f"{len(report.traces)} trace(s), ranks {rank_ranges(ranks) or '?'}"
-                                 + (f" on {', '.join(report.hosts)}" if report.hosts else "")))
+                                 + _hosts_said(report)))
         if report.straggler is not None:
             s = report.straggler
             summary.append(printable(f"; last to arrive: rank {s.rank}" + (f" ({s.host})" if s.host else "")
