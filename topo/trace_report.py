@@ -343,11 +343,12 @@ def _small_message_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
         small = [row for row in members if (row.call.size_bytes or 0) < threshold]
         if len(members) >= 8 and len(small) > SMALL_MESSAGE_CALLS * len(members):
             ranks = tuple(sorted({row.rank for row in small if row.rank is not None}))
+            copies = max(1, len({row.rank for row in members}))  # every rank's trace holds its own copy of a call
             findings.append(Finding(
                 "small-messages", "info",
-                f"{len(small)} of {len(members)} collective calls on group {_group(group)} move less than "
-                f"{_size(int(threshold))}, where the link spends as long on latency as on bytes: "
-                "buckets are too small (raise DDP's bucket_cap_mb, or coalesce)", ranks))
+                f"{len(small) // copies} of {len(members) // copies} collective calls per rank on group {_group(group)} "
+                f"move less than {_size(int(threshold))}, where the link spends as long on latency as on bytes: "
+                "the messages are too small (larger gradient buckets, DDP's bucket_cap_mb, or coalesced calls)", ranks))
     return findings
 
 

@@ -26,8 +26,9 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
         details = ", ".join(part for part in (trace.backend, f"NCCL {trace.nccl_version}" if trace.nccl_version else None,
                                               f"host {trace.host}" if trace.host else None) if part)
         console.print(Text(printable(f"{trace.name}: {who}" + (f" ({details})" if details else "") +
-                                     f", {counted(len(trace.collectives), 'collective call')}, "
-                                     f"{counted(len(trace.steps), 'step')}")))
+                                     f", {counted(len(trace.collectives), 'collective call')}"
+                                     + (" (a job of one rank has no peer to talk to)" if trace.world_size == 1 else "")
+                                     + f", {counted(len(trace.steps), 'step')}")))
     if len(report.hosts) > 1:
         console.print(Text("note: traces from several hosts: waits across hosts are as exact as the hosts' clocks"))
     if report.steps:
@@ -53,8 +54,9 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
 
 
 def _steps_table(report: TraceReport) -> Table:
-    table = Table(title="steps (ms; median over ranks)", box=box.SIMPLE_HEAD)
-    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "exposed share"):
+    table = Table(title="steps (ms; median over ranks)", box=box.SIMPLE_HEAD,
+                  caption="other: neither compute nor exposed communication (idle GPU, launches, CPU work)")
+    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "other", "exposed share"):
         table.add_column(column, justify="right")
     by_step: dict[int, list] = defaultdict(list)
     for row in report.steps:
@@ -63,7 +65,9 @@ def _steps_table(report: TraceReport) -> Table:
         exposed_share = median(r.exposed_share for r in rows)
         table.add_row(str(step), str(len(rows)), f"{median(r.time_us for r in rows) / 1e3:.2f}",
                       f"{median(r.compute_us for r in rows) / 1e3:.2f}", f"{median(r.comm_us for r in rows) / 1e3:.2f}",
-                      f"{median(r.exposed_comm_us for r in rows) / 1e3:.2f}", f"{exposed_share:.0%}")
+                      f"{median(r.exposed_comm_us for r in rows) / 1e3:.2f}",
+                      f"{median(r.time_us - r.compute_us - r.exposed_comm_us for r in rows) / 1e3:.2f}",
+                      format_share(exposed_share))
     return table
 
 
