@@ -278,3 +278,14 @@ def test_byte_order_mark_and_junk(tmp_path: Path, capsys: pytest.CaptureFixture[
     junk.write_bytes(bytes(range(128, 256)) * 4)
     status, _, err = _run(["trace", str(junk)], capsys)
     assert status == 2 and "neither JSON text in UTF-8 nor gzip" in err
+
+
+def test_gloo_calls_belong_to_the_step_window_that_ran_them() -> None:
+    """gloo calls are timed on the CPU: a call in step 551's window is step 551's, one after it is no step's, so
+    the collectives table and the step's communication total agree (hand check: 2 of the 10 calls fall inside)."""
+    with gzip.open(GLOO, "rt") as stream:
+        trace = read_rank_trace(stream, "gloo")
+    (step,) = trace.steps
+    inside = [c for c in trace.collectives if step.start_us <= c.start_us < step.start_us + step.time_us]
+    assert len(inside) == 2 and all(c.step == 551 for c in inside)
+    assert all(c.step is None for c in trace.collectives if c not in inside)

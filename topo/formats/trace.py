@@ -449,10 +449,12 @@ def _assign_steps(collectives: list[TraceCollective], steps: list[TraceStep],
     starts = [step.start_us for step in steps]
     assigned = []
     for collective in collectives:
-        if collective.launched_us is not None:  # the step that launched it (its CPU window), as _steps counts it
-            index = bisect.bisect_right(starts, collective.launched_us) - 1
-            inside = index >= 0 and collective.launched_us < windows_end[index]
-        else:
+        moment = collective.launched_us if collective.launched_us is not None else collective.start_us
+        if collective.launched_us is not None or not collective.on_device:
+            # the CPU window that launched it (or, on gloo, that ran it), as _steps counts it
+            index = bisect.bisect_right(starts, moment) - 1
+            inside = index >= 0 and moment < windows_end[index]
+        else:  # a GPU kernel whose launch the trace lacks: it may run a little after its step's CPU window
             index = bisect.bisect_right(starts, collective.start_us) - 1
             inside = index >= 0 and collective.start_us < steps[index].start_us + steps[index].time_us * 2
         assigned.append(replace(collective, step=steps[index].step if inside else None))
