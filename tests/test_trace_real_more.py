@@ -91,17 +91,16 @@ def test_sampled_rank_collectives_from_the_launching_op(path: Path, rank: int, c
 
 def test_sampled_pair_straggler_from_the_calls_both_ranks_hold(capsys: pytest.CaptureFixture[str]) -> None:
     """Which calls are one call on both ranks, by hand: those whose kernels overlap in time (their ends agree to
-    within 0.4 ms). Paired per op in call order, four are: all_reduce of 19618307 floats (rank 1 starts 3302 us
-    later), all_reduce of 5716654 floats (22328 us), both all_gathers (84 us, 1292 us). The other order-pairs are
-    different calls, the sampling having dropped one side (rank 0's 2nd all_reduce ends 116 ms before rank 1's
-    2nd starts; rank 1's 384-long all_to_all ends 15 us before rank 0's 400 MiB one starts), and must not count.
-    (A fifth call, the all_to_all whose kernels end at the same microsecond on both ranks, is rank 0's 2nd but rank
-    1's 1st all_to_all: call order cannot pair it.) Rank 1 came last at every matched call."""
+    within 0.4 ms). Five are: all_reduce of 19618307 floats (rank 1 starts 3302 us later), all_reduce of 5716654
+    floats (22328 us), both all_gathers (84 us, 1292 us), and the 400 MiB all_to_all whose kernels end at the same
+    microsecond (4859 us) - rank 0's 2nd all_to_all but rank 1's 1st, the sampling having dropped one side of
+    others. Calls that ended before the other rank's began (rank 0's 2nd all_reduce ends 116 ms before rank 1's 2nd
+    starts) are different calls and must not count. Rank 1 came last at every matched call."""
     status, report = _report(capsys, RANK0, RANK1)
     straggler = report["straggler"]
     assert (straggler["rank"], straggler["device"], straggler["host"]) == (1, 1, None)
-    assert (straggler["last_arrivals"], straggler["matched_calls"]) == (4, 4)
-    assert straggler["others_waited_us"] == pytest.approx(3302 + 22328 + 84 + 1292)
+    assert (straggler["last_arrivals"], straggler["matched_calls"]) == (5, 5)
+    assert straggler["others_waited_us"] == pytest.approx(3302 + 22328 + 84 + 1292 + 4859)
     assert "straggler-rank" in {f["code"] for f in report["findings"]}
     assert status == 1
     assert len(report["collectives"]) == 20 and len(report["steps"]) == 4
@@ -210,10 +209,10 @@ def test_traces_of_different_jobs_or_a_rank_twice_are_refused(tmp_path: Path, ca
 
 def test_a_trace_without_its_rank_does_not_hide_the_straggler_of_the_others(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The ROCm trace says no rank: the 128-rank pair still names rank 1 (hand count: last at 4 of 4 calls)."""
+    """The ROCm trace says no rank: the 128-rank pair still names rank 1 (hand count: last at 5 of 5 calls)."""
     status, out, _ = _run(["trace", str(RANK0), str(RANK1), str(ROCM), "--json"], capsys)
     report = json.loads(out)
-    assert status == 1 and report["straggler"]["rank"] == 1 and report["straggler"]["last_arrivals"] == 4
+    assert status == 1 and report["straggler"]["rank"] == 1 and report["straggler"]["last_arrivals"] == 5
 
 
 def test_gloo_calls_are_not_priced_on_gpu_links(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,11 +1,10 @@
 """What the profiler traces of a slow job say: exposed communication per step, collectives below
 their links' speed, and the rank everyone waited for.
 
-Collectives of several ranks are matched by process group, op and call order (the n-th all_reduce
-on a group is the same call on every member), and a match is kept only if the calls can be one
-call: in an op where every member exchanges data with every other, no member's call ends before
-the last one's begins (a trace window that misses a call, or calls on groups the traces do not
-name, would otherwise pair different calls). Within a matched call, the rank whose collective began
+Collectives of several ranks are matched by process group and op, in call order; in an op where every
+member exchanges data with every other, the calls of one collective overlap in time, so a call that ended
+before another rank's next one began is one the other traces miss (a sampled window, a trace cut short)
+and is passed over. Within a matched call, the rank whose collective began
 last arrived last: the others waited for it. Clocks of different hosts are not synchronised, so
 waits across hosts are only as good as the hosts' clocks (NTP keeps them within ~1 ms; PTP far
 better); the report says when the ranks came from more than one host.
@@ -238,21 +237,17 @@ def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
     traces = [trace for trace in traces if trace.rank is not None]  # a trace that does not say its rank: left out
     if len(traces) < 2:
         return None
-    calls: dict[tuple[object, int], list[tuple[int, TraceCollective, RankTrace]]] = defaultdict(list)
+    skew_us = CLOCK_SKEW_US if len({t.host for t in traces if t.host}) > 1 else 0.0
+    sequences: dict[object, dict[int, list[tuple[int, TraceCollective, RankTrace]]]] = defaultdict(dict)
     for trace in traces:
-        order: Counter[object] = Counter()
         for call in trace.collectives:
             key = (call.group_ranks or call.group_name or "default", call.op)
-            calls[(key, order[key])].append((trace.rank, call, trace))  # type: ignore[arg-type]
-            order[key] += 1
-    skew_us = CLOCK_SKEW_US if len({t.host for t in traces if t.host}) > 1 else 0.0
+            sequences[key].setdefault(trace.rank, []).append((trace.rank, call, trace))  # type: ignore[arg-type]
     last_count: Counter[int] = Counter()
     waited: defaultdict[int, float] = defaultdict(float)
     where: dict[int, tuple[str | None, int | None]] = {}
     matched = 0
-    for members in calls.values():
-        if len(members) < 2 or not _one_call(members, skew_us):
-            continue
+    for members in (call for per_rank in sequences.values() for call in _matched_calls(per_rank, skew_us)):
         matched += 1
         first = min(call.start_us for _, call, _ in members)
         rank, call, trace = max(members, key=lambda member: member[1].start_us)
@@ -268,13 +263,33 @@ def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
     return Straggler(rank, host, device, count, matched, waited[rank])
 
 
-def _one_call(members: Sequence[tuple[int, TraceCollective, RankTrace]], skew_us: float) -> bool:
-    """Whether the members' calls can be one collective call: in an op every member takes data from, all of them
-    are still in it when the last one starts (give or take the hosts' clock skew)."""
-    if members[0][1].op not in EVERY_MEMBER_OPS:
-        return True
-    last_start = max(call.start_us for _, call, _ in members)
-    return all(call.start_us + call.duration_us + skew_us >= last_start for _, call, _ in members)
+_Member = tuple[int, TraceCollective, RankTrace]
+
+
+def _matched_calls(per_rank: dict[int, list[_Member]], skew_us: float) -> list[list[_Member]]:
+    """The calls of one (group, op) that are one collective call on every rank that traced it.
+
+    In an op where every member needs data from every other, the calls of one collective overlap in time: no
+    member's ends before the last one starts (give or take the hosts' clock skew). So the ranks' calls are
+    walked in order together, and a call that ended before another rank's next one began is one the other
+    traces miss (a sampled window, a trace cut short) and is passed over. Other ops pair by call order."""
+    queues = [calls for calls in per_rank.values()]
+    if len(queues) < 2:
+        return []
+    if queues[0][0][1].op not in EVERY_MEMBER_OPS:
+        return [list(members) for members in zip(*queues, strict=False)]
+    matched, heads = [], [0] * len(queues)
+    while all(head < len(queue) for head, queue in zip(heads, queues, strict=True)):
+        members = [queue[head] for head, queue in zip(heads, queues, strict=True)]
+        last_start = max(call.start_us for _, call, _ in members)
+        ended = [index for index, (_, call, _) in enumerate(members) if call.start_us + call.duration_us + skew_us < last_start]
+        if ended:
+            for index in ended:
+                heads[index] += 1
+            continue
+        matched.append(members)
+        heads = [head + 1 for head in heads]
+    return matched
 
 
 def _other_gpu_findings(traces: Sequence[RankTrace], machine_gpus: Sequence[str]) -> list[Finding]:
