@@ -25,6 +25,7 @@ from linkscope.topo.errors import InputError
 from linkscope.topo.formats.trace import RankTrace, TraceCollective
 from linkscope.topo.links import DEGRADED_FRACTION
 from linkscope.topo.placement import Placement
+from linkscope.topo.severity import SEVERITIES
 from linkscope.topo.sizes import format_size_bytes
 from linkscope.topo.units import format_seconds, format_share
 
@@ -194,9 +195,9 @@ def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_s
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
     straggler = _straggler(traces)
-    findings = (*_other_gpu_findings(traces, machine_gpus if pricer is not None else ()),
-                *_exposed_findings(steps, exposed_share), *_slow_findings(rows), *_straggler_findings(straggler),
-                *_small_message_findings(rows))
+    findings = sorted((*_exposed_findings(steps, exposed_share), *_slow_findings(rows), *_straggler_findings(straggler),
+                       *_small_message_findings(rows), *_other_gpu_findings(traces, machine_gpus if pricer else ())),
+                      key=lambda finding: -SEVERITIES.index(finding.severity))  # most severe first, stable within
     hosts = tuple(sorted({t.host for t in traces if t.host}))
     return TraceReport(tuple(traces), rows, steps, straggler, tuple(findings), hosts)
 
