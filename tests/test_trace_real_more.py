@@ -288,3 +288,17 @@ def test_gloo_calls_belong_to_the_step_window_that_ran_them() -> None:
     inside = [c for c in trace.collectives if step.start_us <= c.start_us < step.start_us + step.time_us]
     assert len(inside) == 2 and all(c.step == 551 for c in inside)
     assert all(c.step is None for c in trace.collectives if c not in inside)
+
+
+def test_a_directory_of_torch_named_traces_ignores_other_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tensorboard_trace_handler names its files `*.pt.trace.json[.gz]`: beside them, a config.json is not a trace."""
+    (tmp_path / "host_1.pt.trace.json.gz").write_bytes(RANK0.read_bytes())
+    (tmp_path / "host_2.pt.trace.json.gz").write_bytes(RANK1.read_bytes())
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    status, out, err = _run(["trace", str(tmp_path), "--json"], capsys)
+    assert status == 1 and err == "" and len(json.loads(out)["traces"]) == 2
+    (tmp_path / "host_1.pt.trace.json.gz").unlink()
+    (tmp_path / "host_2.pt.trace.json.gz").unlink()
+    (tmp_path / "rank0.json").write_text(gzip.decompress(RANK0.read_bytes()).decode())
+    status, _, err = _run(["trace", str(tmp_path)], capsys)  # without torch's names every JSON is taken: config.json says so
+    assert status == 2 and "config.json" in err

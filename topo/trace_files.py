@@ -21,12 +21,20 @@ from linkscope.topo.trace_report import Pricer, placement_pricer
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
+TORCH_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+"""How torch.profiler's tensorboard_trace_handler names the traces it writes."""
+
+
 def trace_paths(arguments: Sequence[str]) -> list[str]:
-    """The trace files named: files as given, directories expanded to their .json/.json.gz files (sorted)."""
+    """The trace files named: files as given, directories expanded to their .json/.json.gz files (sorted); a
+    directory holding tensorboard_trace_handler's `*.pt.trace.json[.gz]` files gives those only, so a config or
+    results JSON beside them is not read as a trace."""
     paths: list[str] = []
     for argument in arguments:
         if os.path.isdir(argument):
-            found = sorted(os.path.join(argument, name) for name in os.listdir(argument) if name.endswith(TRACE_SUFFIXES))
+            names = sorted(name for name in os.listdir(argument) if name.endswith(TRACE_SUFFIXES))
+            torch_named = [name for name in names if name.endswith(TORCH_TRACE_SUFFIXES)]
+            found = [os.path.join(argument, name) for name in torch_named or names]
             if not found:
                 raise InputError(f"{argument}: no .json or .json.gz trace files in this directory")
             paths.extend(found)
