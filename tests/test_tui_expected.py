@@ -71,3 +71,15 @@ def test_link_detail_figures_carry_units() -> None:
     degraded = load_sample("dgx-h100-degraded").host
     reduced = str(describe_gpu_pair(degraded, gpu_cells(degraded, None)[0][3]))
     assert "best pair here:" in reduced and reduced.split("best pair here:")[1].split()[1] == "GB/s"
+
+
+@async_test
+async def test_bench_verdict_on_screen_at_80_columns() -> None:
+    measured = read_measurements(A100_SENDRECV.read_text(), "a100")
+    snapshot = dataclasses.replace(load_sample("dgx-a100"), measurements=measured)
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=(80, 24)):
+        await settle(app)
+        table = app.query_one("#bench-table", DataTable)
+        verdict_end = sum(column.get_render_width(table) for column in list(table.columns.values())[:6])
+        assert verdict_end <= table.size.width
