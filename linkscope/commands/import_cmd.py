@@ -97,19 +97,33 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         grouped = any(row.group for row in measurements.collectives)
         columns = ("from",) * grouped + ("op", "op from", "size", "dtype", "ranks", "ranks from", "place", "time",
                                          "algbw", "busbw", "wrong")
-        for column in columns:
-            table.add_column(column, justify="left" if column in ("from", "op", "op from", "dtype", "ranks from", "place")
-                             else "right", min_width=14 if column == "op" else None, no_wrap=column in ("op", "size"))
-        if compare:
-            add_expected_columns(table)
+        cell_rows: list[tuple[dict[str, Text | str], tuple[Any, ...]]] = []
         for row, expect in zip(measurements.collectives, expected.collectives or [None] * len(measurements.collectives),
                                strict=True):
-            cells: list[Text | str] = [
-                Text(row.op), Text(row.op_source or "-"), format_size_bytes(row.size_bytes), Text(row.dtype),
-                str(row.nranks or "?"), Text(row.nranks_source or "-"), "in" if row.in_place else "out",
-                f"{row.time_us:g}", f"{row.algbw_gbps:.2f}", f"{row.busbw_gbps:.2f}",
-                "N/A" if row.wrong is None else str(row.wrong)]
-            table.add_row(*([Text(row.group or "-")] * grouped + cells), *(expected_cells(expect) if compare else ()))
+            cells: dict[str, Text | str] = {
+                "from": Text(row.group or "-"), "op": Text(row.op), "op from": Text(row.op_source or "-"),
+                "size": format_size_bytes(row.size_bytes), "dtype": Text(row.dtype), "ranks": str(row.nranks or "?"),
+                "ranks from": Text(row.nranks_source or "-"), "place": "in" if row.in_place else "out",
+                "time": f"{row.time_us:g}", "algbw": f"{row.algbw_gbps:.2f}", "busbw": f"{row.busbw_gbps:.2f}",
+                "wrong": "N/A" if row.wrong is None else str(row.wrong)}
+            cell_rows.append((cells, expected_cells(expect) if compare else ()))
+        # every column at its widest cell, 3 characters of padding each (the expectation columns ~26 in all)
+        needed = sum(max(len(column), *(len(str(cells[column])) for cells, _ in cell_rows)) + 3 for column in columns)
+        narrow = needed + (26 if compare else 0) > console.width
+        shown = [column for column in columns if not (narrow and column in NARROW_LEFT_OUT)]
+        for column in shown:
+            table.add_column(column, justify="left" if column in ("from", "op", "op from", "dtype", "ranks from", "place")
+                             else "right", no_wrap=True)
+        if compare:
+            add_expected_columns(table)
+        rows: list[list[Text | str]] = [[*(cells[column] for column in shown), *extra] for cells, extra in cell_rows]
+        for index, name in enumerate(shown):
+            if name in ("op", "from"):  # names are not cut either
+                table.columns[index].min_width = max(len(str(row[index])) for row in rows)
+        if narrow:
+            console.print(Text(f"(too narrow for every column: {', '.join(NARROW_LEFT_OUT)} left out; --json or a wider "
+                               "terminal has them)", style="dim"))
+        _add_rows(table, rows)
         console.print(table)
     if measurements.peer_copies:
         table = Table(title="GPU peer copies")
@@ -118,11 +132,13 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         if compare:
             table.add_column("link")
             add_expected_columns(table)
+        rows = []
         for copy, expect in zip(measurements.peer_copies, expected.peer_copies or [None] * len(measurements.peer_copies),
                                 strict=True):
             extra = (Text(expect.link if expect else "?"), *expected_cells(expect)) if compare else ()
-            table.add_row(str(copy.src), str(copy.dst), {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
-                          _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us), *extra)
+            rows.append([str(copy.src), str(copy.dst), {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
+                         _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us), *extra])
+        _add_rows(table, rows)
         console.print(table)
     if measurements.host_copies:
         table = Table(title="host <-> GPU copies")
@@ -131,10 +147,12 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         if compare:
             table.add_column("link")
             add_expected_columns(table)
+        rows = []
         for host, expect in zip(measurements.host_copies, expected.host_copies or [None] * len(measurements.host_copies),
                                 strict=True):
             extra = (Text(expect.link if expect else "?"), *expected_cells(expect)) if compare else ()
-            table.add_row(str(host.gpu), host.direction, f"{host.gbps:.2f}", *extra)
+            rows.append([str(host.gpu), host.direction, f"{host.gbps:.2f}", *extra])
+        _add_rows(table, rows)
         console.print(table)
     if against is not None:
         print_verdict_summary(console, expected.all(), against)
@@ -146,3 +164,16 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+NARROW_LEFT_OUT = ("op from", "dtype", "ranks from", "place", "algbw", "wrong")
+"""Columns the collectives table leaves out when the terminal is too narrow for all (--json keeps them)."""
+
+
+def _add_rows(table: Any, rows: list[list[Any]]) -> None:
+    """Add `rows` to `table`, its number columns sized so no measured figure is cut short."""
+    from linkscope.render.tables import fit_numbers
+
+    fit_numbers(table, rows)
+    for row in rows:
+        table.add_row(*row)

@@ -37,7 +37,8 @@ def register(subparsers: Any) -> None:
             "exit status: 0 no finding at or above --fail-on, 1 there is one, 2 unreadable input"
         ),
     )
-    parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.json, .json.gz) or directories of them (where a directory holds torch's "
+    parser.add_argument("traces", nargs="+", metavar="TRACE",
+                        help="trace files (.json, .json.gz) or directories of them (where a directory holds torch's "
                              "*.pt.trace.json[.gz] files, only those)")
     parser.add_argument("--source", default=None, metavar="SOURCE",
                         help="the machine the job ran on (snapshot, topo text, sample:NAME), to price each collective")

@@ -168,3 +168,17 @@ def gaps_table(gaps: Sequence[Gap]) -> RenderableType:
     for gap in gaps:
         table.add_row(Text(f"{gap.host}: {gap.subject}" if gap.host else gap.subject), Text(gap.reason))
     return table
+
+
+def fit_numbers(table: Table, rows: Sequence[Sequence[str | Text]]) -> None:
+    """Numbers are never cut short: every right-justified column of `table` gets at least the width of its
+    widest cell in `rows` (and of its header's longest word), unwrapped, so a narrow terminal wraps or
+    shortens the text columns instead. Call after adding the columns, then add `rows`."""
+    for index, column in enumerate(table.columns):
+        if column.justify != "right":
+            continue
+        cells = [row[index] for row in rows if index < len(row)]
+        widest = max((Text(cell).cell_len if isinstance(cell, str) else cell.cell_len for cell in cells), default=0)
+        header_word = max((len(word) for word in str(column.header).split()), default=0)
+        column.min_width = max(widest, header_word, column.min_width or 0)
+        column.no_wrap = True
