@@ -20,7 +20,7 @@ from typing import Any
 
 from linkscope.topo.cost import CostModel, GroupPricer, collective_cost
 from linkscope.topo.cost.collectives import OPS
-from linkscope.topo.links import DEGRADED_FRACTION, link_speed, pcie_speed
+from linkscope.topo.links import DEGRADED_FRACTION, gpu_pcie_speed, link_speed
 from linkscope.topo.model import CollectiveResult, Host, HostCopy, Measurements, PeerCopy, Snapshot
 from linkscope.topo.placement import Placement
 from linkscope.topo.sizes import format_size_bytes
@@ -145,7 +145,7 @@ def expect_host_copy(copy: HostCopy, host: Host, positions: Sequence[int | None]
     position = _mapped(positions, copy.gpu, host)
     if position is None:
         return Expected("host", subject, "host copy", copy.gbps, None, "?", judged=False, note="the GPU is not in the snapshot")
-    speed = pcie_speed(host.gpus[position])
+    speed = gpu_pcie_speed(host, position)
     judged = copy.local is not False and (copy.size_bytes is None or copy.size_bytes >= COPY_JUDGE_MIN_BYTES)
     note = "pinned memory on a remote NUMA node" if copy.local is False else ""
     return Expected("host", subject, "host copy", copy.gbps, speed.typical_gbps, speed.basis, judged=judged, note=note)

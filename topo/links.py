@@ -91,20 +91,40 @@ def nvlink_generation(gpu: Gpu | None, link_count: int) -> int:
     return 2
 
 
-def pcie_generation(gpu: Gpu | None) -> int:
-    """PCIe generation of a GPU's link: the probed maximum, else from its name, else Gen4."""
+_NVLINK_TO_PCIE_GEN = {2: 3, 3: 4, 4: 5, 5: 5}
+"""The PCIe generation of the GPUs of each NVLink generation: V100 and RTX 20 (NVLink2) are Gen3, A100 and
+RTX 30 (NVLink3) Gen4, H100/H200 (NVLink4) and B200 (NVLink5) Gen5."""
+
+
+def pcie_generation(gpu: Gpu | None, nvlink_gen: int | None = None) -> int:
+    """PCIe generation of a GPU's link: the probed maximum, else from its name, else from the generation of its
+    NVLinks (`nvlink_gen`: a topology text names neither), else Gen4."""
     if gpu is not None:
         if gpu.pcie_gen_max is not None:
             return gpu.pcie_gen_max
         for marker, generation in _NAME_TO_PCIE_GEN:
             if marker in gpu.name:
                 return generation
-    return 4
+    return _NVLINK_TO_PCIE_GEN.get(nvlink_gen, 4) if nvlink_gen is not None else 4
 
 
-def pcie_speed(gpu: Gpu | None) -> LinkSpeed:
+def gpu_nvlink_generation(host: Host, position: int) -> int | None:
+    """The NVLink generation of the GPU at `position`, from its NVLink links on `host` (None: it has none)."""
+    gpu = host.gpus[position] if position < len(host.gpus) else None
+    generations = [link.nvlink_gen or nvlink_generation(gpu, link.nvlink_count) for link in host.links
+                   if link.kind is LinkKind.NVLINK and position in (link.a, link.b)]
+    return max(generations) if generations else None
+
+
+def gpu_pcie_speed(host: Host, position: int) -> LinkSpeed:
+    """The PCIe link of the GPU at `position` on `host` (its NVLinks say its generation when nothing else does)."""
+    gpu = host.gpus[position] if position < len(host.gpus) else None
+    return pcie_speed(gpu, gpu_nvlink_generation(host, position))
+
+
+def pcie_speed(gpu: Gpu | None, nvlink_gen: int | None = None) -> LinkSpeed:
     """Bandwidth of one GPU's own PCIe link, at its current width (or x16)."""
-    generation = pcie_generation(gpu)
+    generation = pcie_generation(gpu, nvlink_gen)
     width = 16
     if gpu is not None and gpu.pcie_width_current is not None:
         width = gpu.pcie_width_current
@@ -115,14 +135,13 @@ def pcie_speed(gpu: Gpu | None) -> LinkSpeed:
 def link_speed(host: Host, link: Link) -> LinkSpeed:
     """Expected bandwidth between the two GPUs of `link` on `host`."""
     gpu_a = host.gpus[link.a] if link.a < len(host.gpus) else None
-    gpu_b = host.gpus[link.b] if link.b < len(host.gpus) else None
     if link.kind is LinkKind.NVLINK:
         generation = link.nvlink_gen or nvlink_generation(gpu_a, link.nvlink_count)
         spec = NVLINK_GBPS_PER_LINK.get(generation, 25.0) * link.nvlink_count
         return LinkSpeed(spec, spec * NVLINK_TYPICAL_FRACTION, f"{link.nvlink_count} x NVLink{generation}")
     if link.kind is LinkKind.SELF:
         return LinkSpeed(0.0, 0.0, "self")
-    slower = min((pcie_speed(gpu_a), pcie_speed(gpu_b)), key=lambda speed: speed.spec_gbps)
+    slower = min((gpu_pcie_speed(host, link.a), gpu_pcie_speed(host, link.b)), key=lambda speed: speed.spec_gbps)
     factor = PCIE_PATH_FACTOR[link.kind]
     return LinkSpeed(slower.spec_gbps * factor, slower.typical_gbps * factor, f"{slower.basis} via {link.kind.value}")
 

@@ -402,12 +402,12 @@ def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
 
 def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:
     """Typical host<->GPU bandwidth of CUDA device `gpu`'s PCIe link, from the snapshot."""
-    from linkscope.topo.links import pcie_speed
+    from linkscope.topo.links import gpu_pcie_speed
 
     position = positions[gpu] if gpu < len(positions) else None
     if host is None or position is None:
         return None
-    return pcie_speed(host.gpus[position]).typical_gbps
+    return gpu_pcie_speed(host, position).typical_gbps
 
 
 def _verdict_text(verdict: str | None) -> Any:
