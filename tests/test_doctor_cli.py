@@ -142,3 +142,19 @@ def test_odd_one_out_text_and_none_odd(tmp_path: Path, capsys: pytest.CaptureFix
 def test_diff_bad_input_is_one_line(argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(argv, capsys)
     assert_one_line_error(code, err, fragment)
+
+
+def test_measurements_and_baselines_of_another_kind_of_machine_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """A 16-GPU H200 nccl-tests run is not judged against a 2-GPU RTX 4090 box (show and check refuse it too);
+    --force judges it anyway, with a note."""
+    from linkscope.cli import main
+
+    h200 = str(Path(__file__).parent / "fixtures" / "real" / "nccl_tests" / "h200-2node-16gpu-baremetal-all_reduce.txt")
+    assert main(["doctor", "sample:consumer-2gpu", "--measurements", h200]) == 2
+    assert "a different kind of machine" in capsys.readouterr().err
+    assert main(["doctor", "sample:consumer-2gpu", "--measurements", h200, "--force"]) in (0, 1)
+    assert "used anyway: --force" in capsys.readouterr().err
+    assert main(["doctor", "sample:dgx-h100-degraded", "--baseline", "sample:consumer-2gpu"]) == 2
+    assert "not a baseline of this kind of machine" in capsys.readouterr().err
+    main(["doctor", "sample:dgx-h100-degraded", "--baseline", "sample:dgx-h100"])
+    assert "None" not in capsys.readouterr().out

@@ -293,3 +293,8 @@ def _majority(facts: list[Fact | None], total: int) -> Fact:
     if count * 2 <= total:
         return _SPLIT
     return next(fact for fact in present if fact.value == value)
+
+
+def shown_value(value: Value) -> str:
+    """A fact's value for people: `-` where it is absent (a NIC gone, a width not read), never `None`."""
+    return "-" if value is None else str(value)

@@ -13,7 +13,7 @@ import gc
 import sys
 from typing import Any
 
-from linkscope.topo.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out
+from linkscope.topo.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out, shown_value
 from linkscope.topo.errors import InputError
 from linkscope.topo.jsonio import json_text
 from linkscope.topo.model import Snapshot
@@ -108,10 +108,6 @@ def _verdict(difference: Difference) -> str:
     return {True: "worse", False: "better", None: ""}[difference.worse]
 
 
-def _show(value: object) -> str:
-    return "-" if value is None else str(value)
-
-
 def _print_diff(names: list[str], first: Snapshot, second: Snapshot, differences: list[Difference]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -129,7 +125,7 @@ def _print_diff(names: list[str], first: Snapshot, second: Snapshot, differences
     for column in ("what", "A", "B", ""):
         table.add_column(column)
     for difference in differences:
-        table.add_row(Text(difference.what), Text(_show(difference.before)), Text(_show(difference.after)),
+        table.add_row(Text(difference.what), Text(shown_value(difference.before)), Text(shown_value(difference.after)),
                       Text(_verdict(difference), style="bold red" if difference.worse else ""))
     console.print(table)
 
@@ -146,7 +142,7 @@ def _print_odd(report: OddReport) -> None:
     for label, found in report.odd:
         console.print(Text(f"{label}: {len(found)} difference(s) from the majority", style="bold"))
         for difference in found[:SHOWN_PER_HOST]:
-            line = Text(f"  {difference.what}: {_show(difference.after)} (majority: {_show(difference.before)})")
+            line = Text(f"  {difference.what}: {shown_value(difference.after)} (majority: {shown_value(difference.before)})")
             if difference.worse:
                 line.append("  worse", style="bold red")
             console.print(line)

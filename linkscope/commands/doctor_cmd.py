@@ -55,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         "default: those the snapshot carries")
     parser.add_argument("--baseline", default=None, metavar="SNAPSHOT",
                         help="a known-good snapshot of this machine (or of one of its kind): report what got worse")
+    parser.add_argument("--force", action="store_true",
+                        help="judge --measurements or --baseline of a different kind of machine anyway")
     parser.add_argument("--env-file", default=None, metavar="FILE",
                         help="KEY=VALUE lines to judge instead of this process's environment (e.g. the job's env)")
     parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
@@ -91,13 +93,32 @@ def _local_rank(env: Mapping[str, str], env_name: str) -> int | None:
         raise InputError(f"LOCAL_RANK={value!r} in {env_name} is not a number") from None
 
 
+def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) -> None:
+    """A baseline is this machine, or one of its kind: refuse one whose GPU models differ, unless `force`."""
+    def models(of: Snapshot) -> set[str]:
+        return {gpu.name for host in of.hosts for gpu in host.gpus if gpu.name}
+
+    here, there = models(snapshot), models(baseline)
+    if here and there and not here & there:
+        message = (f"--baseline: {baseline.source or 'the baseline'} has {', '.join(sorted(there))}, the machine has "
+                   f"{', '.join(sorted(here))}: not a baseline of this kind of machine")
+        if not force:
+            raise InputError(message + " (--force to compare anyway)")
+        print(f"linkscope: note: {message} (compared anyway: --force)", file=sys.stderr)
+
+
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
     """The rules' context from the flags, and lines that say what was looked at."""
-    from linkscope.files import load_measurements
+    from linkscope.files import check_measured_on, load_measurements
     from linkscope.topo.sources import load_source
 
-    measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements
+    measurements = snapshot.measurements
+    if args.measurements:
+        measurements = load_measurements(args.measurements)
+        check_measured_on(snapshot, measurements, args.force, "--measurements")
     baseline = load_source(args.baseline) if args.baseline else None
+    if baseline is not None:
+        _check_baseline_kind(snapshot, baseline, args.force)
     env, env_name = _environment(args.env_file)
     looked_at = []
     for host in snapshot.hosts:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from linkscope.topo.compare import Difference, diff_snapshots
+from linkscope.topo.compare import Difference, diff_snapshots, shown_value
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
 
 
 def _line(difference: Difference) -> str:
-    return f"{difference.what}: {difference.before} -> {difference.after}"
+    return f"{difference.what}: {shown_value(difference.before)} -> {shown_value(difference.after)}"
 
 
 def worse_than_baseline(context: HealthContext) -> Iterator[HealthFinding]:
