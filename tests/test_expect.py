@@ -158,3 +158,20 @@ def test_a_layout_group_is_priced_on_the_nodes_its_ranks_ran_on() -> None:
     assert far is not None and near is not None and far.subject.endswith("dp0")
     assert "mlx5" in far.link and near.link == "NV18"
     assert far.expected_gbps < near.expected_gbps  # type: ignore[operator]
+
+
+def test_copies_with_p2p_off_are_judged_as_host_staged() -> None:
+    """p2pBandwidthLatencyTest's P2P=Disabled rows stage through host memory: expected from the slower GPU's
+    PCIe link at the staged share, never from the NVLink bridge the pair also has."""
+    from linkscope.topo.cost.params import HOST_PATH_FRACTION
+    from linkscope.topo.expect import expect_peer_copy
+    from linkscope.topo.links import gpu_pcie_speed
+    from linkscope.topo.model import PeerCopy
+    from linkscope.topo.samples import load_sample
+
+    host = load_sample("a100-pcie-nvbridge-4").host
+    off = expect_peer_copy(PeerCopy(0, 1, 1 << 30, 20.0, p2p_enabled=False), host)
+    on = expect_peer_copy(PeerCopy(0, 1, 1 << 30, 200.0, p2p_enabled=True), host)
+    assert off is not None and on is not None
+    assert off.expected_gbps == pytest.approx(gpu_pcie_speed(host, 0).typical_gbps * HOST_PATH_FRACTION)
+    assert off.link.startswith("host-staged PCIe") and on.link.startswith("NV")

@@ -20,6 +20,7 @@ from typing import Any
 
 from linkscope.topo.cost import CostModel, GroupPricer, collective_cost
 from linkscope.topo.cost.collectives import OPS
+from linkscope.topo.cost.params import HOST_PATH_FRACTION
 from linkscope.topo.links import DEGRADED_FRACTION, gpu_pcie_speed, link_speed
 from linkscope.topo.model import CollectiveResult, Host, HostCopy, Measurements, PeerCopy, Snapshot
 from linkscope.topo.placement import Placement
@@ -132,10 +133,15 @@ def expect_peer_copy(copy: PeerCopy, host: Host, positions: Sequence[int | None]
     except KeyError:
         return Expected("peer", subject, "unidir", copy.unidir_gbps, None, "?", judged=False,
                         note="the snapshot does not describe this pair")
-    speed = link_speed(host, link)
     judged = copy.size_bytes is None or copy.size_bytes >= COPY_JUDGE_MIN_BYTES
-    note = "no peer access: copies go through host memory" if copy.p2p_enabled is False else ""
-    return Expected("peer", subject, "unidir", copy.unidir_gbps, speed.typical_gbps, link.token, judged=judged, note=note)
+    if copy.p2p_enabled is False:
+        # P2P off (p2pBandwidthLatencyTest's "P2P=Disabled" matrix, or no peer access): every chunk is staged
+        # through host memory, so the figure is the slower GPU's PCIe link at the staged share, not the pair's link
+        staged = min((gpu_pcie_speed(host, a), gpu_pcie_speed(host, b)), key=lambda speed: speed.typical_gbps)
+        return Expected("peer", subject, "unidir", copy.unidir_gbps, staged.typical_gbps * HOST_PATH_FRACTION,
+                        f"host-staged {staged.basis}", judged=judged, note="P2P off: copies go through host memory")
+    speed = link_speed(host, link)
+    return Expected("peer", subject, "unidir", copy.unidir_gbps, speed.typical_gbps, link.token, judged=judged)
 
 
 def expect_host_copy(copy: HostCopy, host: Host, positions: Sequence[int | None] | None = None) -> Expected:
