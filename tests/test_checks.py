@@ -281,3 +281,14 @@ def test_layers_that_do_not_split_over_the_pipeline_are_megatrons_refusal() -> N
                  _check("dgx-h100", sizes=(("tp", 8), ("pp", 8)), nodes=8, model="8b")):  # 32 layers over 8
         assert "layers-not-divisible" not in _codes(fine)
     assert "layers-not-divisible" in _codes(_check("dgx-h100", sizes=(("tp", 8), ("pp", 3)), nodes=3, model="8b"))
+
+
+def test_health_findings_name_the_dimension_they_slow() -> None:
+    """A missing NIC, off-rail traffic or a narrow PCIe link on an NVLink box slow the groups that leave the
+    node (dp here), not TP inside it; lost NVLinks slow TP."""
+    report = _check("h100-cluster-mixed", sizes=(("tp", 8), ("dp", 4)), nodes=1)
+    dims = {finding.code: finding.dim for finding in report.findings}
+    assert dims["nvlink-fewer-links"] == "tp"
+    assert dims["host-nic-missing"] == "dp" and dims["host-off-rail"] == "dp" and dims["pcie-width-reduced"] == "dp"
+    one_node = _check("dgx-h100-degraded", sizes=(("tp", 8),))
+    assert {f.code: f.dim for f in one_node.findings}["pcie-width-reduced"] == ""  # no group leaves the node

@@ -47,6 +47,7 @@ from linkscope.topo.layout import (
     order_needs,
     resolve_layout,
 )
+from linkscope.topo.links import gpu_nvlink_generation
 from linkscope.topo.model import Host, LinkKind, Measurements, Snapshot
 from linkscope.topo.placement import LayoutMismatch, Placement, RankMapEntry, cluster_hosts, place_from_rank_map, place_ranks
 from linkscope.topo.severity import SEVERITIES, reaches, worst_severity
@@ -710,7 +711,7 @@ def _health(ctx: _Context, health: tuple[HealthFinding, ...]) -> list[Finding]:
         ranks = sorted({rank for key in keys for rank in ranks_at.get(key, [])})
         if not ranks:
             continue
-        dim = dims[0] if dims else ""
+        dim = _dim_slowed(ctx, dims, health_finding.code, ranks[0])
         message = f"{health_finding.message}; ranks {ranks[:8]}{'...' if len(ranks) > 8 else ''} run there"
         if dim:
             group = next(group for group in ctx.groups[dim] if ranks[0] in group)
@@ -725,6 +726,29 @@ def _health(ctx: _Context, health: tuple[HealthFinding, ...]) -> list[Finding]:
         findings.append(Finding(health_finding.code, health_finding.severity, dim, tuple(ranks[:MAX_FINDING_RANKS]),
                                 message, "", ctx.cost_s(dim) if dim else None, repaired, health_finding.fix))
     return findings
+
+
+NETWORK_FINDING_WORDS = ("nic", "rail", "peermem")
+"""Health findings about a GPU's path to the network (a NIC missing, slower or far, off-rail traffic, no GPUDirect):
+they slow the dimensions whose groups leave the node, not the ones inside it (as a narrow PCIe link does on a GPU
+whose peers are on NVLink)."""
+
+
+def _dim_slowed(ctx: _Context, dims: list[str], code: str, rank: int) -> str:
+    """The dimension a health finding on `rank`'s GPU slows: for the path to the network the first whose group
+    leaves the node (none when every group stays inside), else the first in use."""
+    network = any(word in code for word in NETWORK_FINDING_WORDS)
+    if "pcie" in code:  # a narrow PCIe link slows the GPU's NIC traffic; its peers too only where they talk over PCIe
+        host, position = ctx.placement.hosts[ctx.placement.node_of_rank[rank]], ctx.placement.gpu_of_rank[rank]
+        network = gpu_nvlink_generation(host, position) is not None
+    if not network:
+        return dims[0] if dims else ""
+    nodes = ctx.placement.node_of_rank
+    for dim in dims:
+        group = next(group for group in ctx.groups[dim] if rank in group)
+        if len({nodes[member] for member in group}) > 1:
+            return dim
+    return ""
 
 
 def _cost_with_links_repaired(ctx: _Context, dim: str, hostname: str, gpus: set[int]) -> float | None:

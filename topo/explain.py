@@ -75,7 +75,8 @@ class Fit:
     @property
     def fits(self) -> bool:
         """True when the observed time is within the shared threshold of the prediction, either way (a call much
-        faster than its links allow does not fit either: the ranks sit elsewhere, or the timing stopped early)."""
+        faster than its links allow does not fit either: the ranks sit elsewhere, the timing stopped early, or the
+        machine's links are faster than the source describes)."""
         return SLOW_FRACTION <= self.speed_ratio <= 1 / SLOW_FRACTION
 
     @property
@@ -179,7 +180,8 @@ def link_name(links: GroupLinks) -> str:
 
 def describe_fit(each: Fit) -> str:
     """`ring predicts 150.4 ms; the observed time means 12.5 GB/s on the network (model: 12.5 GB/s)`."""
-    implied = ("is shorter than its latencies alone" if each.implied_gbps is None
+    implied = (f"is shorter than it allows even with unbounded bandwidth on {link_name(each.scenario.links)} "
+               "(its other links and latencies alone take longer)" if each.implied_gbps is None
                else f"means {_gbps(each.implied_gbps)} on {link_name(each.scenario.links)}")
     return (f"{each.cost.algo} predicts {format_seconds(each.cost.time_s)}; the observed time {implied} "
             f"(model: {_gbps(each.bottleneck_gbps)})")

@@ -196,4 +196,6 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
             console.print(Text("Verdict: ok - the time fits the links this layout crosses."))
         else:
             console.print(Text(f"Verdict: faster than the links this layout crosses allow ({each.speed_ratio:.3g}x): the "
-                               "ranks do not sit where this layout puts them, or the timing stopped early.", style="bold"))
+                               "ranks do not sit where this layout puts them, the timing stopped early, or this machine's "
+                               "links are faster than the source says (a topology text does not give NIC rates).",
+                               style="bold"))
