@@ -191,3 +191,17 @@ def test_plugin_net_with_spaces_and_pxn_detail_is_kept_whole() -> None:
     ("101c0", "00000000:10:1C.0"), ("100000cb000", "00100000:CB:00.0")])
 def test_compact_bus_ids_read_like_nvidia_smi(compact: str, pci: str) -> None:
     assert bus_id_to_pci(compact) == pci
+
+
+def test_text_says_collnet_fell_back_and_counts_the_rings_not_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    """NCCL prints '3 collnet channels' and then 'Cannot initialize CollNet, using point-to-point network instead':
+    the summary says both; the third ring order is counted, not dropped silently."""
+    from pathlib import Path
+
+    from linkscope.cli import main
+
+    log = Path(__file__).parent / "fixtures" / "real" / "nccl_debug" / "a100-4node-2gpu-collnet-fallback-p2p-net.txt"
+    main(["nccl-log", str(log)])
+    out = capsys.readouterr().out
+    assert "3 CollNet channels" in out and "CollNet then failed to initialise" in out
+    assert "... 1 more ring order(s)" in out

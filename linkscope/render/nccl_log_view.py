@@ -30,16 +30,21 @@ def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: Ncc
     skipped += f", {log.edges_dropped} connections past the {len(log.edges)} kept" if log.edges_dropped else ""
     console.print(Text(f"{printable(log.name)}: NCCL {printable(log.version or 'version not shown')}, "
                        f"{log.nccl_lines} NCCL lines of {log.lines}{skipped}", style="bold"))
+    collnet_failed = any("Cannot initialize CollNet" in warning.text for warning in log.warnings)
     for comm in log.communicators:
         size = f"{comm.nranks} ranks" if comm.nranks is not None else "size not shown"
         nodes = f" on {comm.nnodes} nodes" if comm.nnodes is not None else ""
         coll, collnet, nvls = comm.channels
         counts = "".join(f", {count} {name} channels" for name, count in (("coll", coll), ("CollNet", collnet), ("NVLS", nvls))
                          if count is not None)
+        if collnet and collnet_failed:
+            counts += " (CollNet then failed to initialise: NCCL used the point-to-point network)"
         console.print(Text(f"communicator {printable(comm.key)}: {size}{nodes}, {len(comm.rings)} ring orders{counts}"))
-        for channel, order in comm.rings[:2]:
+        for channel, order in comm.rings[:RINGS_SHOWN]:
             console.print(Text(f"  ring {channel:02d}: {' '.join(str(rank) for rank in order[:64])}"
                                f"{' ...' if len(order) > 64 else ''}"))
+        if len(comm.rings) > RINGS_SHOWN:
+            console.print(Text(f"  ... {len(comm.rings) - RINGS_SHOWN} more ring order(s) (--json lists every one)"))
     _print_hosts(console, log)
     _print_transports(console, log)
     if placement is not None:
@@ -55,6 +60,10 @@ def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: Ncc
         line = Text(f"{finding.severity:<8}", style=_SEVERITY_STYLE.get(finding.severity, ""))
         line.append(f" {finding.code}: {printable(finding.message)}")
         console.print(line)
+
+
+RINGS_SHOWN = 2
+"""Ring orders printed per communicator (each can be a line of hundreds of ranks)."""
 
 
 def _print_hosts(console: Console, log: NcclLog) -> None:
