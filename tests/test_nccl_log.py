@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,8 +197,6 @@ def test_compact_bus_ids_read_like_nvidia_smi(compact: str, pci: str) -> None:
 def test_text_says_collnet_fell_back_and_counts_the_rings_not_shown(capsys: pytest.CaptureFixture[str]) -> None:
     """NCCL prints '3 collnet channels' and then 'Cannot initialize CollNet, using point-to-point network instead':
     the summary says both; the third ring order is counted, not dropped silently."""
-    from pathlib import Path
-
     from linkscope.cli import main
 
     log = Path(__file__).parent / "fixtures" / "real" / "nccl_debug" / "a100-4node-2gpu-collnet-fallback-p2p-net.txt"
@@ -205,3 +204,17 @@ def test_text_says_collnet_fell_back_and_counts_the_rings_not_shown(capsys: pyte
     out = capsys.readouterr().out
     assert "3 CollNet channels" in out and "CollNet then failed to initialise" in out
     assert "... 1 more ring order(s)" in out
+
+
+def test_shm_where_the_snapshot_says_p2p_is_unsupported_is_info(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two consumer GPUs whose topo -p2p says NS can only talk through SHM: without a machine that is a warning
+    (exit 1); laid on that machine it is what the box does at best (info, exit 0)."""
+    from linkscope.cli import main
+
+    log = str(Path(__file__).parent / "fixtures" / "real" / "nccl_debug" / "consumer-2gpu-msi-ms7d31-shm-socket.txt")
+    assert main(["nccl-log", log, "--json"]) == 1
+    alone = {f["code"]: f["severity"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert alone["intra-host-shm"] == "warning"
+    main(["nccl-log", log, "--snapshot", "sample:consumer-2gpu", "--json"])
+    placed = {f["code"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert placed["intra-host-shm"]["severity"] == "info" and "P2P is not supported" in placed["intra-host-shm"]["message"]

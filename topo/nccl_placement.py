@@ -14,7 +14,7 @@ which was used). Findings:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from linkscope.topo.formats.nccl_log_model import NcclLog, Rank, bus_id_to_pci
@@ -177,3 +177,21 @@ def _ring_findings(log: NcclLog, snapshot: Snapshot, placed: dict[tuple[str | No
 def _nvlink_only(host: Host) -> Callable[[int, int], float]:
     """A bandwidth function under which only NVLink hops count (1), so a ring with a positive bottleneck is NVLink-only."""
     return lambda a, b: 1.0 if host.link(a, b).kind is LinkKind.NVLINK else 0.0
+
+
+def judged_on_snapshot(findings: tuple[NcclFinding, ...], placement: NcclPlacement,
+                       snapshot: Snapshot) -> tuple[NcclFinding, ...]:
+    """`findings` with what the snapshot explains: SHM between GPUs the snapshot says cannot do P2P (consumer
+    cards, P2P `NS` in `nvidia-smi topo -p2p`) is what this machine does at best, so that finding is info."""
+    judged = []
+    for finding in findings:
+        if finding.code == "intra-host-shm":
+            members = set(finding.ranks)
+            pairs = [(edge.host_index, edge.gpu_src, edge.gpu_dst) for edge in placement.edges
+                     if edge.transport == "SHM" and edge.comm == finding.comm and {edge.src, edge.dst} <= members]
+            statuses = [snapshot.hosts[host].link(a, b).p2p for host, a, b in pairs]
+            if pairs and all(status is not None and not status.any_ok for status in statuses):
+                finding = replace(finding, severity="info", message=finding.message + "; expected on this machine: "
+                                  "the snapshot says P2P is not supported between these GPUs")
+        judged.append(finding)
+    return tuple(judged)

@@ -58,11 +58,12 @@ def run(args: argparse.Namespace) -> int:
     findings = nccl_findings(log)
     placement = None
     if args.snapshot is not None:
-        from linkscope.topo.nccl_placement import place_edges
+        from linkscope.topo.nccl_placement import judged_on_snapshot, place_edges
         from linkscope.topo.sources import load_source
 
-        placement = place_edges(log, load_source(args.snapshot))
-        findings += placement.findings
+        snapshot = load_source(args.snapshot)
+        placement = place_edges(log, snapshot)
+        findings = judged_on_snapshot(findings, placement, snapshot) + placement.findings
     if args.json:
         report = report_json(log, findings)
         if placement is not None:
