@@ -128,7 +128,7 @@ def test_snapshot_flags_a_ring_hop_over_sys_when_an_nvlink_ring_exists(tmp_path:
 
 def test_snapshot_text_shows_links(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["nccl-log", CONSUMER, "--snapshot", "sample:consumer-2gpu"], capsys)
-    assert code == 1 and "PHB" in out and "links ridden inside a host" in out
+    assert code == 0 and "PHB" in out  # SHM is all this box can do: info and "links ridden inside a host" in out
 
 
 def test_snapshot_that_matches_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
