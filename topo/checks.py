@@ -634,8 +634,8 @@ def _nic_far_from_gpu(ctx: _Context, cost_model: CostModel) -> list[Finding]:
     near = GroupPricer(ctx.placement, replace(cost_model, nic_path_penalty=False))
     best = sum(cost.time_s for cost in step_costs(ctx.groups, near, ctx.traffic) if cost.dim in crossing_dims)
     message = (f"{len(affected)} ranks with cross-node {'/'.join(d.upper() for d in crossing_dims)} traffic reach their "
-               f"nearest NIC through the CPU ({path_class}): e.g. GPU {host.gpus[position].index} of "
-               f"{host.hostname} to {name or 'its NIC'}, {_gbps(hop.bandwidth_gbps)}")
+               f"nearest NIC through the CPU ({path_class}): e.g. GPU {host.gpus[position].index}"
+               f"{' of ' + host.hostname if host.hostname else ''} to {name or 'its NIC'}, {_gbps(hop.bandwidth_gbps)}")
     fix = "put a NIC under each GPU's PCIe switch, or pin NCCL_IB_HCA / NCCL_NET_GDR_LEVEL and check the NIC affinity"
     return [Finding("nic-far-from-gpu", "warning", crossing_dims[0], tuple(affected[:MAX_FINDING_RANKS]), message,
                     hop.label, current or None, best or None, fix)]

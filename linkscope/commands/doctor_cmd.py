@@ -93,6 +93,11 @@ def _local_rank(env: Mapping[str, str], env_name: str) -> int | None:
         raise InputError(f"LOCAL_RANK={value!r} in {env_name} is not a number") from None
 
 
+def _numa_count(host: Host) -> int:
+    """NUMA nodes of a host: those probed, else those its GPUs' affinity names (a topology text lists no nodes)."""
+    return len(host.numa_nodes) or len({gpu.numa_node for gpu in host.gpus if gpu.numa_node is not None})
+
+
 def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) -> None:
     """A baseline is this machine, or one of its kind: refuse one whose GPU models differ, unless `force`."""
     def models(of: Snapshot) -> set[str]:
@@ -123,8 +128,8 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
     looked_at = []
     for host in snapshot.hosts:
         models = sorted({gpu.name for gpu in host.gpus if gpu.name})
-        looked_at.append(f"Host {host.hostname}: {len(host.gpus)} GPU(s){' (' + ', '.join(models) + ')' if models else ''}, "
-                         f"{len(host.nics)} NIC(s), {len(host.numa_nodes)} NUMA node(s)   [{snapshot.source or 'snapshot'}]")
+        looked_at.append(f"Host {host.hostname or '(unnamed)'}: {len(host.gpus)} GPU(s){' (' + ', '.join(models) + ')' if models else ''}, "
+                         f"{len(host.nics)} NIC(s), {_numa_count(host)} NUMA node(s)   [{snapshot.source or 'snapshot'}]")
     looked_at += [f"Note: {value}" for key, value in snapshot.meta if key == "note"]
     if snapshot.gaps:
         looked_at.append(f"Not read: {len(snapshot.gaps)} item(s) (`linkscope probe` or `show` lists them); "
