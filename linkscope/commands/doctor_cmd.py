@@ -128,7 +128,8 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
     looked_at = []
     for host in snapshot.hosts:
         models = sorted({gpu.name for gpu in host.gpus if gpu.name})
-        looked_at.append(f"Host {host.hostname or '(unnamed)'}: {len(host.gpus)} GPU(s){' (' + ', '.join(models) + ')' if models else ''}, "
+        named = f" ({', '.join(models)})" if models else ""
+        looked_at.append(f"Host {host.hostname or '(unnamed)'}: {len(host.gpus)} GPU(s){named}, "
                          f"{len(host.nics)} NIC(s), {_numa_count(host)} NUMA node(s)   [{snapshot.source or 'snapshot'}]")
     looked_at += [f"Note: {value}" for key, value in snapshot.meta if key == "note"]
     if snapshot.gaps:

@@ -18,6 +18,7 @@ from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.nccl_checks import NcclFinding, rank_hosts, same_host
 from linkscope.topo.nccl_placement import NcclPlacement
 from linkscope.topo.text import printable
+from linkscope.topo.units import counted
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_HOST_ROWS = 64
@@ -33,7 +34,7 @@ def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: Ncc
     collnet_failed = any("Cannot initialize CollNet" in warning.text for warning in log.warnings)
     for comm in log.communicators:
         size = f"{comm.nranks} ranks" if comm.nranks is not None else "size not shown"
-        nodes = f" on {comm.nnodes} nodes" if comm.nnodes is not None else ""
+        nodes = f" on {counted(comm.nnodes, 'node')}" if comm.nnodes is not None else ""
         coll, collnet, nvls = comm.channels
         counts = "".join(f", {count} {name} channels" for name, count in (("coll", coll), ("CollNet", collnet), ("NVLS", nvls))
                          if count is not None)
