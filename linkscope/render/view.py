@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
 
-from linkscope.render.matrix import link_legend, link_matrix, nic_legend
+from linkscope.render.matrix import link_legend, link_matrix, nic_legend, p2p_note
 from linkscope.render.tables import gaps_table, gpu_table, host_header, nic_table
 from linkscope.topo.model import Host, Snapshot
 
@@ -26,7 +26,11 @@ def host_view(snapshot: Snapshot, host: Host) -> RenderableType:
     parts.append(link_matrix(host))
     if host.nics:
         parts += [Text(""), nic_legend(host)]
-    parts += [Text(""), link_legend(host), Text(""), gpu_table(host), Text(""), nic_table(host)]
+    parts += [Text(""), link_legend(host)]
+    note = p2p_note(host)
+    if note is not None:
+        parts.append(note)
+    parts += [Text(""), gpu_table(host), Text(""), nic_table(host)]
     return Group(*parts)
 
 
