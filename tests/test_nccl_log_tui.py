@@ -98,3 +98,19 @@ def test_open_reads_the_log_before_the_app_starts(monkeypatch: pytest.MonkeyPatc
     assert code == 0 and len(opened) == 1 and opened[0] is not None
     code, _, err = run_cli(["open", "sample:consumer-2gpu", "--nccl-log", "/nonexistent.log"], capsys)
     assert code == 2 and "/nonexistent.log" in err
+
+
+@async_test
+async def test_pair_detail_shows_every_line_at_120x40() -> None:
+    """With an NCCL log the pair detail has seven lines (the PCIe path of both GPUs last): none is cut off."""
+    snapshot = load_sample("consumer-2gpu")
+    placement = place_edges(read_nccl_log_text((REAL / "consumer-2gpu-msi-ms7d31-shm-socket.txt").read_text(), "c"),
+                            snapshot)
+    app = build_app(snapshot=snapshot, services=FakeServices(), nccl=placement)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app)
+        await pilot.press("right")
+        await settle(app)
+        detail = app.query_one(LinkDetail)
+        lines = str(detail.render()).splitlines()
+        assert lines[-1].startswith("PCIe GPU1") and detail.content_region.height >= len(lines)

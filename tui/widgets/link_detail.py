@@ -95,6 +95,7 @@ class LinkDetail(Static):
         super().__init__(id=id, markup=False)
         self.host: Host | None = None
         self.nic_mode = False
+        self._lines = 0
 
     def watch_cell(self, cell: GridCell | None) -> None:
         """Redraw for the new cell."""
@@ -104,8 +105,11 @@ class LinkDetail(Static):
         """Recompute the text (after `host`, `cell` or `nic_mode` changed)."""
         cell, host = self.cell, self.host
         if cell is None or host is None:
-            self.update(Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link."), layout=False)
+            text = Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link.")
         elif self.nic_mode:
-            self.update(describe_gpu_nic(host, cell), layout=False)
+            text = describe_gpu_nic(host, cell)
         else:
-            self.update(describe_gpu_pair(host, cell), layout=False)
+            text = describe_gpu_pair(host, cell)
+        lines = text.plain.count("\n") + 1
+        self.update(text, layout=lines != self._lines)  # lay out again only when the height changes
+        self._lines = lines
