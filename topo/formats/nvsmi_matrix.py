@@ -158,7 +158,9 @@ def read_block(lines: Sequence[str], header: Header, vocabulary: Vocabulary, nam
         try:
             tokens, values = split_row(fields, devices, vocabulary)
         except ValueError as exc:
-            raise InputError(f"{where} {line_number}: row {label} {exc}") from None
+            last_line = not any(line.strip() for line in lines[line_number:])
+            cut = " - the text ends in this row: it looks cut short" if last_line else ""
+            raise InputError(f"{where} {line_number}: row {label} {exc}{cut}") from None
         if len(values) > len(header.value_columns):
             raise InputError(
                 f"{where} {line_number}: row {label} has {len(values)} values after the {vocabulary.kinds} "
