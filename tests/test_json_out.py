@@ -21,14 +21,11 @@ def _strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def test_estimate_of_one_rank_is_standard_json() -> None:
-    """One rank moves nothing in no time: the bandwidth has no finite value and is null, not Infinity."""
+def test_estimate_of_one_rank_is_refused() -> None:
+    """Over one rank a collective moves nothing between GPUs (no time, no bandwidth): a one-line refusal, not a
+    table of zeros and dashes."""
     outcome = run_cli(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "1", "--json"])
-    assert outcome.status == 0
-    data = _strict(outcome.out)
-    assert data["time_s"] == 0.0 and data["algbw_gbps"] is None
-    text = run_cli(["estimate", "all_reduce", "--bytes", "1G", "--ranks", "1"]).out
-    assert "inf" not in text
+    assert outcome.status == 2 and outcome.out == "" and "--ranks" in outcome.err and "minimum 2" in outcome.err
 
 
 def test_an_infinite_matrix_cell_is_refused(tmp_path: Path) -> None:
