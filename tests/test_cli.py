@@ -54,7 +54,7 @@ def test_python_dash_m_entry_point() -> None:
 @pytest.mark.parametrize(("argv", "reason"), [
     (["estimate", "all_reduce", "--ranks", "8", "--bytes", "-1G"], "--bytes: '-1G' is not a size"),
     (["estimate", "all_reduce", "--ranks", "8", "--bytes", "1G", "--intra", "-1:300"], "--intra: '-1:300' is not"),
-    (["estimate", "all_reduce", "--ranks", "-8", "--bytes", "1G"], "--ranks: value '-8' is below the minimum 1"),
+    (["estimate", "all_reduce", "--ranks", "-8", "--bytes", "1G"], "--ranks: value '-8' is below the minimum 2"),
     (["bench", "p2p", "--bytes", "-1G"], "--bytes: '-1G' is not a size"),
 ])
 def test_a_negative_value_is_refused_for_what_it_is(argv: list[str], reason: str,
