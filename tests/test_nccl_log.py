@@ -218,3 +218,14 @@ def test_shm_where_the_snapshot_says_p2p_is_unsupported_is_info(capsys: pytest.C
     main(["nccl-log", log, "--snapshot", "sample:consumer-2gpu", "--json"])
     placed = {f["code"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
     assert placed["intra-host-shm"]["severity"] == "info" and "P2P is not supported" in placed["intra-host-shm"]["message"]
+
+
+def test_a_log_from_another_machine_is_said_to_be(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 4-node A100 log laid on the 2-GPU consumer sample: its bus ids are not the sample's, so the ranks were
+    placed by device number and the note asks whether the snapshot is the right machine."""
+    from linkscope.cli import main
+
+    log = str(Path(__file__).parent / "fixtures" / "real" / "nccl_debug" / "a100-4node-2gpu-collnet-fallback-p2p-net.txt")
+    main(["nccl-log", log, "--snapshot", "sample:consumer-2gpu", "--json"])
+    notes = json.loads(capsys.readouterr().out)["placement"]["notes"]
+    assert any("are not among the snapshot's" in note and "4c000" in note for note in notes)

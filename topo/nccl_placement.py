@@ -96,6 +96,14 @@ def place_edges(log: NcclLog, snapshot: Snapshot) -> NcclPlacement:
             placed_ranks[(rank.comm, rank.rank)] = RankGpu(rank.comm, rank.rank, host_index, *located)
     if len(snapshot.hosts) == 1 and any(rank.host not in by_name for rank in log.ranks if rank.host):
         notes.append(f"every host of the log is taken to be built like {snapshot.hosts[0].hostname}")
+    foreign = sorted({rank.bus_id for rank in log.ranks if rank.bus_id is not None
+                      and (rank.comm, rank.rank) in placed_ranks
+                      and placed_ranks[(rank.comm, rank.rank)].matched_by != "bus_id"
+                      and any(gpu.pci_bus_id for gpu in snapshot.hosts[placed_ranks[(rank.comm, rank.rank)].host_index].gpus)})
+    if foreign:
+        notes.append(f"the log's GPUs (bus ids {', '.join(foreign[:4])}{' ...' if len(foreign) > 4 else ''}) are not "
+                     "among the snapshot's: ranks were placed by device number - is the snapshot the machine the "
+                     "log came from?")
     if any(item.matched_by == "cuda_dev" for item in placed_ranks.values()):
         notes.append("some ranks were matched by cudaDev (the log shows no bus id): assumes no CUDA_VISIBLE_DEVICES reordering")
     hosts = rank_hosts(log)
