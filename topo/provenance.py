@@ -44,6 +44,11 @@ def same_gpu_model(a: str, b: str) -> bool:
     return bool(short) and (long == short or long.startswith(short + " "))
 
 
+def gpu_names(snapshot: Snapshot) -> tuple[str, ...]:
+    """The GPU models of every host of `snapshot`, without repeats."""
+    return tuple(dict.fromkeys(gpu.name for host in snapshot.hosts for gpu in host.gpus if gpu.name))
+
+
 def describe(identity: MeasuredOn | None) -> str:
     """`8x NVIDIA H200 on fs-207, fs-208 (nccl-tests)` for people; `an unknown machine` when nothing is known."""
     if identity is None:

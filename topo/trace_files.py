@@ -68,11 +68,6 @@ def read_trace_file(path: str) -> RankTrace:
             raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
 
 
-def gpu_names(snapshot: Snapshot) -> tuple[str, ...]:
-    """The GPU models of every host of `snapshot`, without repeats (to say when traces ran on another kind)."""
-    return tuple(dict.fromkeys(gpu.name for host in snapshot.hosts for gpu in host.gpus if gpu.name))
-
-
 def machine_pricer(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | None = None,
                    distribution: str = "block", visible_devices: str | None = None,
                    model: CostModel | None = None) -> Pricer:

@@ -25,6 +25,7 @@ from linkscope.topo.errors import InputError
 from linkscope.topo.formats.trace import RankTrace, TraceCollective
 from linkscope.topo.links import DEGRADED_FRACTION
 from linkscope.topo.placement import Placement
+from linkscope.topo.provenance import same_gpu_model
 from linkscope.topo.severity import SEVERITIES
 from linkscope.topo.sizes import format_size_bytes
 from linkscope.topo.units import format_seconds, format_share
@@ -296,15 +297,11 @@ def _matched_calls(per_rank: dict[int, list[_Member]], skew_us: float) -> list[l
 def _other_gpu_findings(traces: Sequence[RankTrace], machine_gpus: Sequence[str]) -> list[Finding]:
     """The traces name their GPUs and none is the priced machine's: the expectations are another machine's."""
     ran_on = tuple(dict.fromkeys(name for trace in traces for name in trace.gpu_names))
-    if not ran_on or not machine_gpus or {_model(name) for name in ran_on} & {_model(name) for name in machine_gpus}:
+    if not ran_on or not machine_gpus or any(same_gpu_model(a, b) for a in ran_on for b in machine_gpus):
         return []
     return [Finding("priced-on-other-gpu", "info",
                     f"the traces ran on {', '.join(ran_on)}, the machine they are priced on has "
                     f"{', '.join(dict.fromkeys(machine_gpus))}: expected times are that machine's, not the one the job ran on")]
-
-
-def _model(name: str) -> str:
-    return name.lower().removeprefix("nvidia ").strip()
 
 
 def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[Finding]:

@@ -100,13 +100,12 @@ def _numa_count(host: Host) -> int:
 
 def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) -> None:
     """A baseline is this machine, or one of its kind: refuse one whose GPU models differ, unless `force`."""
-    def models(of: Snapshot) -> set[str]:
-        return {gpu.name for host in of.hosts for gpu in host.gpus if gpu.name}
+    from linkscope.topo.provenance import gpu_names, same_gpu_model
 
-    here, there = models(snapshot), models(baseline)
-    if here and there and not here & there:
-        message = (f"--baseline: {baseline.source or 'the baseline'} has {', '.join(sorted(there))}, the machine has "
-                   f"{', '.join(sorted(here))}: not a baseline of this kind of machine")
+    here, there = gpu_names(snapshot), gpu_names(baseline)
+    if here and there and not any(same_gpu_model(a, b) for a in here for b in there):
+        message = (f"--baseline: {baseline.source or 'the baseline'} has {', '.join(there)}, the machine has "
+                   f"{', '.join(here)}: not a baseline of this kind of machine")
         if not force:
             raise InputError(message + " (--force to compare anyway)")
         print(f"linkscope: note: {message} (compared anyway: --force)", file=sys.stderr)

@@ -126,40 +126,40 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         _add_rows(table, rows)
         console.print(table)
     if measurements.peer_copies:
-        table = Table(title="GPU peer copies")
-        for column in ("src", "dst", "p2p", "uni (GB/s)", "bi (GB/s)", "latency (us)"):
-            table.add_column(column, justify="right")
-        if compare:
-            table.add_column("link")
-            add_expected_columns(table)
-        rows = []
-        for copy, expect in zip(measurements.peer_copies, expected.peer_copies or [None] * len(measurements.peer_copies),
-                                strict=True):
-            extra = (Text(expect.link if expect else "?"), *expected_cells(expect)) if compare else ()
-            rows.append([str(copy.src), str(copy.dst), {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
-                         _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us), *extra])
-        _add_rows(table, rows)
-        console.print(table)
+        copies = [[str(copy.src), str(copy.dst), {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
+                   _fmt(copy.unidir_gbps), _fmt(copy.bidir_gbps), _fmt(copy.latency_us)] for copy in measurements.peer_copies]
+        console.print(_copies_table("GPU peer copies", ("src", "dst", "p2p", "uni (GB/s)", "bi (GB/s)", "latency (us)"),
+                                    copies, expected.peer_copies if compare else None))
     if measurements.host_copies:
-        table = Table(title="host <-> GPU copies")
-        for column in ("GPU", "direction", "GB/s"):
-            table.add_column(column, justify="right")
-        if compare:
-            table.add_column("link")
-            add_expected_columns(table)
-        rows = []
-        for host, expect in zip(measurements.host_copies, expected.host_copies or [None] * len(measurements.host_copies),
-                                strict=True):
-            extra = (Text(expect.link if expect else "?"), *expected_cells(expect)) if compare else ()
-            rows.append([str(host.gpu), host.direction, f"{host.gbps:.2f}", *extra])
-        _add_rows(table, rows)
-        console.print(table)
+        copies = [[str(host.gpu), host.direction, f"{host.gbps:.2f}"] for host in measurements.host_copies]
+        console.print(_copies_table("host <-> GPU copies", ("GPU", "direction", "GB/s"), copies,
+                                    expected.host_copies if compare else None))
     if against is not None:
         print_verdict_summary(console, expected.all(), against)
     else:
         console.print(Text("note: --expect SOURCE (or --attach) compares every row with what that machine should deliver"))
     for note in measurements.notes:
         console.print(Text(f"note: {note}"))
+
+
+def _copies_table(title: str, columns: tuple[str, ...], rows: list[list[Any]], expected: Any) -> Any:
+    """A table of copy rows; with `expected` (one expectation or None per row) the link and expectation columns."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from linkscope.render.expected import add_expected_columns, expected_cells
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right")
+    if expected is not None:
+        table.add_column("link")
+        add_expected_columns(table)
+        expectations = expected or [None] * len(rows)
+        rows = [[*row, Text(expect.link if expect else "?"), *expected_cells(expect)]
+                for row, expect in zip(rows, expectations, strict=True)]
+    _add_rows(table, rows)
+    return table
 
 
 def _fmt(value: float | None) -> str:

@@ -8,7 +8,8 @@ from typing import Any
 from linkscope.argtypes import whole_number
 from linkscope.render.progress import progress_bar
 from linkscope.topo.errors import InputError
-from linkscope.topo.trace_files import gpu_names, machine_pricer, trace_paths
+from linkscope.topo.provenance import gpu_names
+from linkscope.topo.trace_files import machine_pricer, trace_paths
 from linkscope.topo.trace_pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
 from linkscope.topo.trace_report import EXPOSED_SHARE, analyse
 

@@ -186,6 +186,7 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     groups = _groups(info)
     for ops in collected.metadata_ops.values():
         ops.sort(key=lambda op: op.start_us)
+    collected.steps.sort(key=lambda window: window[1])  # step windows by start, once for _steps and _assign_steps
     shared = _shared_ranks(groups)
     if collected.nccl_kernels:
         collectives = [_kernel_collective(kernel, collected, groups, shared) for kernel in collected.nccl_kernels]
@@ -195,7 +196,7 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     if not collectives and not collected.steps:
         raise InputError(f"{name}: a trace, but with neither ProfilerStep annotations nor collectives to read")
     steps = _steps(collected, collectives)
-    collectives = _assign_steps(collectives, steps, [end for _, _, end in sorted(collected.steps, key=lambda w: w[1])])
+    collectives = _assign_steps(collectives, steps, [end for _, _, end in collected.steps])
     return RankTrace(
         name=name, rank=_int_or_none(info.get("rank")), world_size=_int_or_none(info.get("world_size")),
         host=_str_or_none(metadata.get("host_name")), backend=_str_or_none(info.get("backend")),
@@ -392,7 +393,7 @@ def _bounded_size(size_bytes: int) -> int | None:
 def _steps(collected: _Collected, collectives: list[TraceCollective]) -> list[TraceStep]:
     # GPU work is timed on the GPU, unless the trace communicates on the CPU (gloo): then its CPU ops are the compute.
     on_device = bool(collected.nccl_kernels) or (bool(collected.gpu_compute) and not collected.gloo_ops)
-    windows = sorted(collected.steps, key=lambda item: item[1])
+    windows = collected.steps  # sorted by start
     if not on_device:
         comm_union = union([(c.start_us, c.start_us + c.duration_us) for c in collectives])
         compute_union = union(collected.cpu_compute)

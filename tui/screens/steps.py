@@ -118,7 +118,8 @@ class StepsView(Vertical):
     @work(thread=True, exclusive=True, group="traces")
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
-        from linkscope.topo.trace_files import gpu_names, machine_pricer, trace_paths
+        from linkscope.topo.provenance import gpu_names
+        from linkscope.topo.trace_files import machine_pricer, trace_paths
         from linkscope.topo.trace_pool import read_traces
         from linkscope.topo.trace_report import analyse
 
