@@ -9,9 +9,11 @@ functions) is handed in: only :mod:`probes.nvml` imports pynvml.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from linkscope.probes.nvml_recording import NvmlRecorder, recorder_from_environment
 from linkscope.topo.model import Gap
 
 ERROR_REASONS: dict[int, str] = {
@@ -97,11 +99,13 @@ class NvmlQuery:
     `query("nvmlDeviceGetName", handle, subject="gpu 3")` returns the result or None; on None,
     `last_reason` says why (`NotSupported`, `GpuIsLost`, ...). Reasons listed in `expected` are
     normal answers (a PCIe GPU has no NVLink) and leave no gap. After GpuIsLost on a GPU, further
-    calls for that GPU are skipped.
+    calls for that GPU are skipped. With `LINKSCOPE_NVML_RECORD` set (or a `recorder` given), every
+    call made and its answer or error is appended to a recording (:mod:`probes.nvml_recording`).
     """
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, recorder: NvmlRecorder | None = None) -> None:
         self.nvml = module
+        self.recorder = recorder if recorder is not None else recorder_from_environment(module)
         self.gaps: list[Gap] = []
         self.calls = 0
         self.in_flight: str | None = None
@@ -136,6 +140,8 @@ class NvmlQuery:
         method: Callable[..., Any] | None = getattr(self.nvml, function, None)
         if method is None:
             self.last_reason = "FunctionNotFound"
+            if self.recorder is not None:
+                self.recorder.record(function, args, error=AttributeError(function), reason="FunctionNotFound")
             if function not in self._missing_functions:
                 self._missing_functions.add(function)
                 self.gaps.append(Gap(function, "FunctionNotFound (not in this NVML binding)"))
@@ -143,13 +149,19 @@ class NvmlQuery:
         self.calls += 1
         self.in_flight = label
         error_class = getattr(self.nvml, "NVMLError", None)
+        started_s = time.perf_counter()
         try:
-            return method(*args)
+            result = method(*args)
+            if self.recorder is not None:
+                self.recorder.record(function, args, result, seconds=time.perf_counter() - started_s)
+            return result
         except Exception as exc:
             if error_class is not None and not isinstance(exc, error_class) and not isinstance(exc, OSError):
                 reason = f"{type(exc).__name__}: {exc}"
             else:
                 reason = self.reason_of(exc)
+            if self.recorder is not None:
+                self.recorder.record(function, args, error=exc, reason=reason, seconds=time.perf_counter() - started_s)
             self.last_reason = reason
             if reason == "GpuIsLost" and gpu is not None:
                 self.lost_gpus.add(gpu)

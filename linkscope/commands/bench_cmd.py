@@ -92,6 +92,11 @@ def _register_p2p(sub: Any) -> None:
     parser.add_argument("--copies", type=whole_number(0, 1_000_000), default=4,
                         help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
+    parser.add_argument("--pageable", action="store_true",
+                        help="also copy host<->GPU from pageable memory on the GPU's own NUMA node (what plain tensors "
+                        "use; staged by CUDA, shown beside the PCIe figure, never judged)")
+    parser.add_argument("--local", action="store_true",
+                        help="also copy within each GPU's own memory (GB/s of bytes copied; the memory moves twice that)")
     _common_options(parser)
     parser.set_defaults(run=run_p2p)
 
@@ -316,20 +321,20 @@ def run_p2p(args: argparse.Namespace) -> int:
     if count == 0:
         raise InputError("bench p2p: no CUDA GPU is present on this machine (peer copies need CUDA GPUs)")
     pairs = parse_pairs(args.pairs, count)
-    if not pairs and args.no_host:
-        raise InputError("bench p2p: one GPU and --no-host leave nothing to measure")
+    if not pairs and args.no_host and not args.pageable and not args.local:
+        raise InputError("bench p2p: one GPU and --no-host leave nothing to measure (add --local or --pageable)")
 
     def body(cancel: Any) -> int:
         from linkscope.probes.bench.api import run_peer_copies
 
         preflight = gpu_preflight(count, args.force)
-        steps = len(pairs) + (count if not args.no_host else 0)
+        steps = len(pairs) + count * (int(not args.no_host) + int(args.pageable) + int(args.local))
 
         def measured() -> BenchOutcome:
             with progress_bar(steps, f"p2p x{count}", not args.json) as update:
                 return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
                                        lambda done, _total: update(done), cancel=cancel, gpu_count=count,
-                                       notes=tuple(preflight))
+                                       notes=tuple(preflight), pageable=args.pageable, local=args.local)
 
         return _measure_then_report(measured, lambda measurements, result: _report_p2p(args, measurements, result))
 
@@ -354,6 +359,9 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
     positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
     host_rows = [_with_verdict({**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"]), "vs_local": ratio})
                  for row, ratio in zip(result["host"], vs_local(result["host"]), strict=True)]
+    pageable_rows = [_unjudged({**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"])})
+                     for row in result.get("pageable", [])]
+    local_rows = list(result.get("local_copies", []))
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
@@ -375,11 +383,16 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
             "findings": [asdict(finding) for finding in findings],
             "notes": notes,
         }
+        if pageable_rows:
+            payload["pageable"] = pageable_rows
+        if local_rows:
+            payload["local_copies"] = local_rows
         print(json_text(payload))
     else:
-        _print_p2p({**result, "host": host_rows}, copies, uni, bi, findings, notes)
+        _print_p2p({**result, "host": host_rows, "pageable": pageable_rows, "local_copies": local_rows}, copies, uni, bi,
+                   findings, notes)
     _write_output(args, measurements)
-    if not copies and not result["host"]:
+    if not copies and not result["host"] and not pageable_rows and not local_rows:
         print("linkscope: error: bench p2p: nothing could be measured (see the findings)", file=sys.stderr)
         return EXIT_FAILED
     if findings:
@@ -398,6 +411,12 @@ def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
     ratio = row["gbps"] / expected if expected else None
     judged = row["local"] and (row.get("size_bytes") is None or row["size_bytes"] >= COPY_JUDGE_MIN_BYTES)
     return {**row, "ratio": ratio, "verdict": verdict(ratio) if judged else None}
+
+
+def _unjudged(row: dict[str, Any]) -> dict[str, Any]:
+    """A pageable host-copy row with its ratio to the PCIe figure and no verdict (CUDA stages such copies)."""
+    expected = row["expected_gbps"]
+    return {**row, "ratio": row["gbps"] / expected if expected else None, "verdict": None}
 
 
 def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:
@@ -424,6 +443,7 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
 
     from linkscope.probes.bench.p2p_report import matrix
     from linkscope.render.console import table_console
+    from linkscope.topo.sizes import format_size_bytes
 
     console = table_console()
     count = len(result["devices"])
@@ -462,6 +482,24 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
                          _verdict_text(row["verdict"]),
                          Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
         console.print(host)
+    if result.get("pageable"):
+        pageable = Table(title="host <-> GPU from pageable memory (staged by CUDA: shown, not judged)")
+        for column in ("GPU", "dir", "NUMA node", "GB/s", "PCIe expect", "ratio", "data"):
+            pageable.add_column(column, justify="right" if column in ("GB/s", "PCIe expect", "ratio") else "left")
+        for row in result["pageable"]:
+            pageable.add_row(str(row["gpu"]), row["direction"], "-" if row["numa_node"] is None else str(row["numa_node"]),
+                             f"{row['gbps']:.1f}", "-" if row["expected_gbps"] is None else f"{row['expected_gbps']:.1f}",
+                             "-" if row["ratio"] is None else f"{row['ratio']:.2f}",
+                             Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
+        console.print(pageable)
+    if result.get("local_copies"):
+        local = Table(title="copy within one GPU's memory (GB/s of bytes copied; the memory reads and writes each byte)")
+        for column in ("GPU", "size", "GB/s", "data"):
+            local.add_column(column, justify="right" if column in ("size", "GB/s") else "left")
+        for row in result["local_copies"]:
+            local.add_row(str(row["gpu"]), format_size_bytes(row["size_bytes"]), f"{row['gbps']:.1f}",
+                          Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
+        console.print(local)
     for device in result["devices"]:
         console.print(Text(f"GPU {device['index']}: {device['name']} {device['pci_bus_id'] or ''}"))
     for finding in findings:

@@ -45,22 +45,25 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
 
 def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int, copies: int, host: bool, timeout_s: float,
                     on_progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
-                    gpu_count: int = 0, notes: tuple[str, ...] = ()) -> BenchOutcome:
-    """Peer copies for `pairs` (and host copies per GPU when `host`) in one worker driving every GPU."""
-    spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": copies, "host": host}
-    total = len(pairs) + (gpu_count if host else 0)
+                    gpu_count: int = 0, notes: tuple[str, ...] = (), pageable: bool = False,
+                    local: bool = False) -> BenchOutcome:
+    """Peer copies for `pairs` (and host copies per GPU when `host`; pageable host copies when `pageable`;
+    copies within each GPU when `local`) in one worker driving every GPU."""
+    spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": copies, "host": host,
+            "pageable": pageable, "local": local}
+    total = len(pairs) + gpu_count * (int(host) + int(pageable) + int(local))
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
     try:
         result = run_workers("p2p", spec, 1, timeout_s, on_progress=progress, cancel=cancel)
     except BenchError as exc:
-        kept: dict[str, list[Any]] = {"devices": [], "peer": [], "refused": [], "host": []}
+        kept: dict[str, list[Any]] = {"devices": [], "peer": [], "refused": [], "host": [], "pageable": [], "local": []}
         for kind, value in exc.kept:
-            kept[kind].append(value)
-        if not (kept["devices"] and (kept["peer"] or kept["host"])):
+            kept.setdefault(kind, []).append(value)
+        if not (kept["devices"] and (kept["peer"] or kept["host"] or kept["pageable"] or kept["local"])):
             raise
         cut = f"run cut short ({exc}): {len(kept['peer'])} pair(s), {len(kept['host'])} host row(s) measured"
         partial = {"devices": kept["devices"][-1], "peer": kept["peer"], "refused": kept["refused"],
-                   "host": kept["host"], "notes": [cut]}
+                   "host": kept["host"], "pageable": kept["pageable"], "local_copies": kept["local"], "notes": [cut]}
         return BenchOutcome(*_peer_results(partial, notes), exc)
     return BenchOutcome(*_peer_results(result, notes))
 

@@ -52,9 +52,9 @@ class CopyRuntime(Protocol):
         """A zeroed device buffer of `count` words."""
         ...
 
-    def host_pattern(self, count: int, seed: int, cpus: set[int]) -> Any:
-        """A pinned host buffer holding the pattern, first touched by a thread bound to `cpus`
-        (so its pages sit on the NUMA node of those CPUs)."""
+    def host_pattern(self, count: int, seed: int, cpus: set[int], pinned: bool = True) -> Any:
+        """A host buffer holding the pattern (pinned, or pageable when `pinned` is False), first touched
+        by a thread bound to `cpus` (so its pages sit on the NUMA node of those CPUs)."""
         ...
 
     def host_nodes(self, buffer: Any) -> set[int] | None:
@@ -169,6 +169,18 @@ def latency_us(runtime: CopyRuntime, src: int, dst: int, samples: int) -> float:
 
     enqueue()
     return median(timed_us(runtime, stream, enqueue, samples)) / LATENCY_COPIES
+
+
+def measure_local_copy(runtime: CopyRuntime, device: int, size_bytes: int, copies: int, samples: int) -> dict[str, Any]:
+    """GB/s of a copy within one GPU's memory (bytes copied per second: each byte is read once and
+    written once, so the memory moves twice this) and its data check."""
+    count = size_bytes // 4
+    source, target = runtime.pattern(device, count, 6), runtime.zeros(device, count)
+    gbps = copy_gbps(runtime, target, source, runtime.stream(device), count * 4, copies, samples)
+    verified = runtime.matches(target, 6)
+    del source, target
+    runtime.empty_cache()
+    return {"gpu": device, "size_bytes": count * 4, "gbps": gbps, "verified": verified}
 
 
 def measure_pair(runtime: CopyRuntime, src: int, dst: int, size_bytes: int, copies: int, samples: int) -> dict[str, Any]:

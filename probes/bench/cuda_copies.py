@@ -96,9 +96,9 @@ class TorchCuda:
         torch.cuda.synchronize(device)
         return buffer
 
-    def host_pattern(self, count: int, seed: int, cpus: set[int]) -> torch.Tensor:
+    def host_pattern(self, count: int, seed: int, cpus: set[int], pinned: bool = True) -> torch.Tensor:
         with _bound_to(cpus):
-            buffer = torch.empty(count, dtype=torch.int32, pin_memory=True)
+            buffer = torch.empty(count, dtype=torch.int32, pin_memory=pinned)
             write_pattern(buffer, seed)
         return buffer
 

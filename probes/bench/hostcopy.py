@@ -1,8 +1,11 @@
-"""Host<->GPU copies from pinned memory placed on a chosen NUMA node: the NUMA penalty, measured.
+"""Host<->GPU copies from pinned memory placed on a chosen NUMA node: the NUMA penalty, measured;
+and, on request, the same copies from pageable memory on the GPU's own node.
 
 The host buffer of a node is allocated and filled by a thread bound to that node's CPUs, so
 the kernel places its pages there (first touch). Buffers of every node stay allocated for the
 whole run, so a pinned-memory cache cannot hand one node's pages to another node's measurement.
+Pageable memory is what a training loop's plain tensors are: CUDA stages each copy through a
+pinned bounce buffer of its own, so it is slower than pinned and is measured, never judged.
 """
 
 from __future__ import annotations
@@ -57,19 +60,9 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
                     nodes[node] = set()
                     continue
                 placed_on[node] = _placement(runtime.host_nodes(host_buffers[node]), node, notes)
-            host = host_buffers[node]
             where = placed_on[node]
-            for direction in ("h2d", "d2h"):
-                if direction == "h2d":
-                    dst, src, seed = on_gpu, host, H2D_SEED
-                else:
-                    dst, src, seed = host, on_gpu, D2H_SEED
-                    runtime.refill(on_gpu, D2H_SEED)
-                gbps = copy_gbps(runtime, dst, src, stream, count * 4, copies, samples)
-                runtime.synchronize(index)
-                ok = runtime.matches(dst, seed)
-                if direction == "d2h":
-                    runtime.refill(host, H2D_SEED)
+            measured = _both_directions(runtime, index, on_gpu, host_buffers[node], stream, count * 4, copies, samples)
+            for direction, gbps, ok in measured:
                 rows.append({"gpu": index, "direction": direction, "numa_node": None if where < 0 else where,
                              "local": gpu_node is not None and where == gpu_node, "size_bytes": count * 4,
                              "gbps": gbps, "verified": ok})
@@ -79,6 +72,60 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
         del on_gpu
         runtime.empty_cache()
     return rows, notes
+
+
+def measure_pageable_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], size_bytes: int, copies: int,
+                            samples: int, progress: Callable[..., None], sysfs_root: str = "/",
+                            keep: Callable[[str, Any], None] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """h2d and d2h GB/s per GPU from pageable memory first touched on the GPU's own NUMA node (this
+    process's CPUs when the node is unknown or has none it may use); `keep("pageable", row)` per row."""
+    reader = SysfsReader(sysfs_root)
+    allowed = runtime.allowed_cpus()
+    node_cpus = {node.id: (parse_cpulist(node.cpus) if node.cpus else set()) & allowed for node in reader.numa_nodes()}
+    gpu_nodes = {bus_id_key(gpu.bus_id): gpu.numa_node for gpu in reader.gpus()}
+    count = size_bytes // 4
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for device in devices:
+        index = device["index"]
+        node = gpu_nodes.get(bus_id_key(device["pci_bus_id"])) if device["pci_bus_id"] else None
+        cpus = node_cpus.get(node, set()) if node is not None and node >= 0 else set()
+        if not cpus:
+            node, cpus = None, allowed
+            notes.append(f"GPU {index}: pageable copies from this process's CPUs (the GPU's own NUMA node is unknown "
+                         "or has no CPU this process may use)")
+        host = runtime.host_pattern(count, H2D_SEED, cpus, pinned=False)
+        on_gpu = runtime.zeros(index, count)
+        for direction, gbps, ok in _both_directions(runtime, index, on_gpu, host, runtime.stream(index), count * 4, copies,
+                                                   samples):
+            rows.append({"gpu": index, "direction": direction, "numa_node": node, "memory": "pageable",
+                         "size_bytes": count * 4, "gbps": gbps, "verified": ok})
+            if keep is not None:
+                keep("pageable", rows[-1])
+        progress("pageable", index)
+        del on_gpu, host
+        runtime.empty_cache()
+    return rows, notes
+
+
+def _both_directions(runtime: CopyRuntime, index: int, on_gpu: Any, host: Any, stream: Any, size_bytes: int,
+                     copies: int, samples: int) -> list[tuple[str, float, bool]]:
+    """(direction, GB/s, data verified) for h2d then d2h between a host buffer holding the H2D pattern
+    and a GPU buffer; the host buffer holds the H2D pattern again afterwards."""
+    measured = []
+    for direction in ("h2d", "d2h"):
+        if direction == "h2d":
+            dst, src, seed = on_gpu, host, H2D_SEED
+        else:
+            dst, src, seed = host, on_gpu, D2H_SEED
+            runtime.refill(on_gpu, D2H_SEED)
+        gbps = copy_gbps(runtime, dst, src, stream, size_bytes, copies, samples)
+        runtime.synchronize(index)
+        ok = runtime.matches(dst, seed)
+        if direction == "d2h":
+            runtime.refill(host, H2D_SEED)
+        measured.append((direction, gbps, ok))
+    return measured
 
 
 def _placement(pages_on: set[int] | None, wanted: int, notes: list[str]) -> int:

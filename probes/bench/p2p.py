@@ -1,5 +1,6 @@
-"""Worker side of `bench p2p`: every requested GPU pair, then the host copies of every GPU, within the
-free GPU memory; a pair CUDA refuses is listed and the others go on. The copies themselves are
+"""Worker side of `bench p2p`: every requested GPU pair, then the host copies of every GPU (and on
+request pageable host copies and copies within each GPU), within the free GPU memory; a pair CUDA
+refuses is listed and the others go on. The copies themselves are
 :mod:`probes.bench.copies`; the host side is :mod:`probes.bench.hostcopy`.
 """
 
@@ -8,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from linkscope.probes.bench.copies import CopyRuntime, measure_pair
-from linkscope.probes.bench.hostcopy import measure_host_copies
+from linkscope.probes.bench.copies import CopyRuntime, measure_local_copy, measure_pair
+from linkscope.probes.bench.hostcopy import measure_host_copies, measure_pageable_copies
 
 
 def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRuntime | None = None,
@@ -54,4 +55,15 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
         host, host_notes = measure_host_copies(runtime, devices, size_bytes, spec["copies"], spec["samples"], progress,
                                                sysfs_root, kept)
         notes.extend(host_notes)
-    return {"devices": devices, "peer": peer, "refused": refused, "host": host, "notes": notes}
+    pageable: list[dict[str, Any]] = []
+    if spec.get("pageable"):
+        pageable, pageable_notes = measure_pageable_copies(runtime, devices, size_bytes, spec["copies"], spec["samples"],
+                                                           progress, sysfs_root, kept)
+        notes.extend(pageable_notes)
+    local: list[dict[str, Any]] = []
+    for device in devices if spec.get("local") else ():
+        local.append(measure_local_copy(runtime, device["index"], size_bytes, spec["copies"], spec["samples"]))
+        kept("local", local[-1])
+        progress("local", device["index"])
+    return {"devices": devices, "peer": peer, "refused": refused, "host": host, "pageable": pageable,
+            "local_copies": local, "notes": notes}

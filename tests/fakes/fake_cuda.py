@@ -35,7 +35,7 @@ from linkscope.probes.sysfs import parse_cpulist
 from linkscope.topo.model import Host, Measurements
 
 Channel = tuple[tuple[str, int], tuple[str, int]]
-"""(("gpu", i) | ("host", numa_node), same) : where a copy reads and where it writes."""
+"""(("gpu", i) | ("host" or "pageable", numa_node), same): where a copy reads and where it writes."""
 
 
 @dataclass
@@ -57,6 +57,9 @@ class FakeBox:
     host_latency_us: float = 2.0
     local_gbps: float = 1600.0
     """Copies within one GPU."""
+    pageable_share: float = 0.45
+    """Copies from or to pageable host memory run at this share of the pinned rate (CUDA stages them
+    through a pinned bounce buffer)."""
     enqueue_us: float = 4.0
     gate_us: float = 10_000.0
     gate_scale: dict[int, float] = field(default_factory=dict)
@@ -102,12 +105,13 @@ def box_from_recording(host: Host, recording: Measurements, *, peer_access: set[
 
 @dataclass(eq=False)
 class FakeBuffer:
-    """`count` int32 words on GPU `device` (None: pinned host memory on NUMA node `node`)."""
+    """`count` int32 words on GPU `device` (None: host memory on NUMA node `node`, pinned or pageable)."""
 
     device: int | None
     count: int
     content: tuple[Any, ...]
     node: int | None = None
+    pinned: bool = True
 
 
 @dataclass(eq=False)
@@ -178,12 +182,12 @@ class FakeCuda:
     def zeros(self, device: int, count: int) -> FakeBuffer:
         return self._allocate(device, count, ("zeros",))
 
-    def host_pattern(self, count: int, seed: int, cpus: set[int]) -> FakeBuffer:
+    def host_pattern(self, count: int, seed: int, cpus: set[int], pinned: bool = True) -> FakeBuffer:
         if not cpus or not cpus <= self.allowed_cpus():
             raise OSError(errno.EINVAL, "Invalid argument")
         first = min(cpus)
         node = next(node for node, node_cpus in self.box.node_cpus.items() if first in node_cpus)
-        return FakeBuffer(None, count, ("pattern", seed), node if self.box.membind is None else self.box.membind)
+        return FakeBuffer(None, count, ("pattern", seed), node if self.box.membind is None else self.box.membind, pinned)
 
     def host_nodes(self, buffer: FakeBuffer) -> set[int] | None:
         return None if buffer.node is None else {buffer.node}
@@ -236,7 +240,9 @@ class FakeCuda:
 
     @staticmethod
     def _end(buffer: FakeBuffer) -> tuple[str, int]:
-        return ("gpu", buffer.device) if buffer.device is not None else ("host", int(buffer.node or 0))
+        if buffer.device is not None:
+            return ("gpu", buffer.device)
+        return ("host" if buffer.pinned else "pageable", int(buffer.node or 0))
 
     def gate(self, stream: FakeStream) -> None:
         self._enqueue(_Op("gate", 0.0, stream))
@@ -270,10 +276,10 @@ class FakeCuda:
                 reverse = (op.channel[1], op.channel[0])
                 if any(other.channel == reverse for other in moving):
                     gbps = min(gbps, self.box.bidir_gbps[(src, dst)] / 2)
-        elif src_kind == "host":
-            gbps = self.box.host_gbps[(dst, src, "h2d")]
+        elif src_kind != "gpu":
+            gbps = self.box.host_gbps[(dst, src, "h2d")] * (self.box.pageable_share if src_kind == "pageable" else 1.0)
         else:
-            gbps = self.box.host_gbps[(src, dst, "d2h")]
+            gbps = self.box.host_gbps[(src, dst, "d2h")] * (self.box.pageable_share if dst_kind == "pageable" else 1.0)
         return gbps * 1e3 / sharing
 
     def _latency_us(self, op: _Op) -> float:
