@@ -21,6 +21,7 @@ Writing a line never fails the probe: a value that cannot be encoded is written 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 import json
 import math
@@ -29,6 +30,9 @@ import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from linkscope.topo.errors import InputError
+from linkscope.topo.jsonio import json_text
 
 RECORD_VARIABLE = "LINKSCOPE_NVML_RECORD"
 FORMAT = "linkscope-nvml-recording"
@@ -130,7 +134,7 @@ class NvmlRecorder:
         return {"repr": repr(value)[:200]}
 
     def _write(self, line: dict[str, Any]) -> None:
-        text = json.dumps(line, ensure_ascii=True, allow_nan=False) + "\n"
+        text = json_text(line, compact=True) + "\n"
         # one write per line on a file opened for append: lines of several processes do not interleave
         descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -179,17 +183,17 @@ def recorder_from_environment(module: Any) -> NvmlRecorder | None:
 
 
 def read_recording(text: str) -> list[dict[str, Any]]:
-    """The lines of a recording, in order (blank lines skipped); ValueError names a line that is not JSON."""
+    """The lines of a recording, in order (blank lines skipped); InputError names a line that is not a JSON object."""
     lines = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
+        try:  # not read_json: NVML answers 64-bit words (20 digits), more than its bound on integers
+            item = json.loads(line, parse_constant=lambda word: None)
         except ValueError as exc:
-            raise ValueError(f"line {number} of the NVML recording is not JSON: {exc}") from None
+            raise InputError(f"NVML recording line {number}: not valid JSON ({exc})") from None
         if not isinstance(item, dict):
-            raise ValueError(f"line {number} of the NVML recording is not a JSON object")
+            raise InputError(f"NVML recording line {number}: not a JSON object")
         lines.append(item)
     return lines
 
@@ -204,3 +208,15 @@ def sessions(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dic
         elif session in found and "function" in line:
             found[session][1].append(line)
     return list(found.values())
+
+
+def nvml_facts_json(facts: Any, gaps: Sequence[Any]) -> dict[str, Any]:
+    """An `NvmlFacts` and its gaps as JSON data, without the timings (no replay reproduces them): what a
+    replay of a recording is compared with (`benchmarks/gpu/nvml_facts.py` writes it on the machine)."""
+    data = dataclasses.asdict(facts)
+    data.pop("init_s", None)
+    for gpu in data["gpus"]:
+        gpu.pop("read_s", None)
+    data["ancestors"] = sorted([a, b, str(getattr(kind, "value", kind))] for (a, b), kind in facts.ancestors.items())
+    data["p2p"] = sorted([a, b, dataclasses.asdict(status)] for (a, b), status in facts.p2p.items())
+    return {"facts": data, "gaps": [dataclasses.asdict(gap) for gap in gaps]}

@@ -386,3 +386,69 @@ def test_refused_pairs_are_findings_and_nothing_measured_is_a_failure(refuse: se
     assert captured.err == err
     data = json.loads(captured.out)
     assert {f["path"] for f in data["findings"] if f["code"] == "pair-not-measured"} == {f"{a}->{b}" for a, b in refuse}
+
+
+H200_VM = Path(__file__).parent / "fixtures" / "real" / "gpu" / "h200-580.159.04"
+
+
+def _h200_vm(tmp_path: Path) -> tuple[FakeCuda, str, Path]:
+    """The recorded H200 VM: one GPU whose NUMA node the kernel does not state (-1), one NUMA node of 16 CPUs,
+    pinned copies at the rates bench p2p measured there (55.37 / 55.32 GB/s), pageable at the measured share
+    of them (8.5 / 55.37), copies within the GPU at 2106.8 GB/s."""
+    from linkscope.topo.codec import from_jsonable
+    from linkscope.topo.model import Snapshot
+
+    snapshot_file = tmp_path / "h200.json"
+    snapshot = json.loads((H200_VM / "probe.json").read_text())["snapshot"]
+    snapshot_file.write_text(json.dumps(snapshot))
+    host = from_jsonable(Snapshot, snapshot).host
+    box = FakeBox(names=["NVIDIA H200"], bus_ids=["00000000:00:06.0"], free_bytes=[140 * 1024**3], unidir_gbps={},
+                  bidir_gbps={}, latency_us={}, peer_access=set(),
+                  host_gbps={(0, 0, "h2d"): 55.37, (0, 0, "d2h"): 55.32}, node_cpus={0: set(range(16))},
+                  local_gbps=2106.8, pageable_share=8.5 / 55.37)
+    return FakeCuda(box), str(build_sysfs(tmp_path / "sysfs", host)), snapshot_file
+
+
+def test_a_vm_of_one_numa_node_judges_its_host_copies_and_says_why(tmp_path: Path) -> None:
+    """On the H200 VM the GPU has no NUMA node in sysfs; with one node on the machine its copies are local (and
+    so judged), which the first real run showed they were not."""
+    runtime, root, _ = _h200_vm(tmp_path)
+    result = run_p2p({**_spec([], size_bytes=64 * MiB, host=True), "pageable": True, "local": True}, lambda *step: None,
+                     runtime, root)
+    assert [(row["direction"], row["numa_node"], row["local"]) for row in result["host"]] == [("h2d", 0, True),
+                                                                                                ("d2h", 0, True)]
+    assert result["host"][0]["gbps"] == pytest.approx(_through(64 * MiB, 55.37, 2.0), rel=1e-6)
+    assert [(row["direction"], row["memory"], row["numa_node"]) for row in result["pageable"]] == [
+        ("h2d", "pageable", 0), ("d2h", "pageable", 0)]
+    assert result["pageable"][0]["gbps"] == pytest.approx(_through(64 * MiB, 8.5, 2.0), rel=1e-6)
+    (local,) = result["local_copies"]
+    assert local["gbps"] == pytest.approx(_through(64 * MiB, 2106.8, 2.0), rel=1e-6) and local["verified"] is True
+    assert result["notes"] == ["GPU 0: the kernel states no NUMA node for it; the machine has one NUMA node (0), so its "
+                               "host copies count as local"]
+
+
+def test_bench_p2p_local_and_pageable_end_to_end_on_the_h200_vm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    runtime, root, snapshot_file = _h200_vm(tmp_path)
+    _engine_on(runtime, root, monkeypatch)
+    code = cli_main(["bench", "p2p", "--local", "--pageable", "--bytes", "256M", "--json", "--expect", str(snapshot_file)])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(row["direction"], row["verdict"], row["expected_gbps"]) for row in data["host"]] == [
+        ("h2d", "ok", 51.66), ("d2h", "ok", 51.66)]
+    assert [(row["direction"], row["verdict"]) for row in data["pageable"]] == [("h2d", None), ("d2h", None)]
+    assert data["pageable"][0]["ratio"] == pytest.approx(data["pageable"][0]["gbps"] / 51.66)
+    assert [row["gpu"] for row in data["local_copies"]] == [0]
+    code = cli_main(["bench", "p2p", "--local", "--pageable", "--bytes", "64M", "--expect", str(snapshot_file)])
+    text = capsys.readouterr().out
+    assert code == 0 and "pageable memory (not judged)" in text and "within one GPU" in text
+
+
+def test_one_gpu_and_no_host_copies_needs_local_or_pageable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    runtime, root, _ = _h200_vm(tmp_path)
+    _engine_on(runtime, root, monkeypatch)
+    assert cli_main(["bench", "p2p", "--no-host"]) == 2
+    assert capsys.readouterr().err == ("linkscope: error: bench p2p: one GPU and --no-host leave nothing to measure "
+                                       "(add --local or --pageable)\n")

@@ -64,8 +64,13 @@ def test_real_old_format_sizes_from_input_dims() -> None:
 
 
 def test_real_single_rank_trace_has_steps_but_no_kernels() -> None:
+    """One V100 rank on NCCL 2.17: 35 `nccl:*` annotations (25 all_reduce, 10 broadcast, counted by hand with
+    a plain JSON scan) and no NCCL kernel: every call is counted from its CPU launch, and none is timed as a
+    transfer."""
     trace = _read(REAL / "hta-1rank-nccl-2.17-collective-name.json.gz")
-    assert trace.world_size == 1 and trace.collectives == ()
+    assert trace.world_size == 1 and len(trace.collectives) == 35
+    assert sorted(Counter(call.op for call in trace.collectives).items()) == [("all_reduce", 25), ("broadcast", 10)]
+    assert all(call.launch_only and not call.on_device for call in trace.collectives)
     assert [s.step for s in trace.steps] == [101, 102, 103, 104, 105]
     assert trace.host == "twshared39868.02.pnb3.facebook.com"
 

@@ -223,7 +223,7 @@ def test_gloo_calls_are_not_priced_on_gpu_links(capsys: pytest.CaptureFixture[st
     assert all("expected_us" not in row for row in report["collectives"])
     assert "slow-collective" not in {f["code"] for f in report["findings"]}
     _, text, _ = _run(["trace", str(GLOO), "--source", "sample:dgx-h100"], capsys)
-    assert "timed on the CPU (gloo, over TCP)" in text and "longest collective calls" in text
+    assert "timed on the CPU (gloo over TCP" in text and "longest collective calls" in text
 
 
 def test_a_placement_the_machine_cannot_hold_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

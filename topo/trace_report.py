@@ -85,7 +85,7 @@ class CollectiveRow:
             "rank": self.rank, "op": call.op, "bytes": call.size_bytes, "group_size": call.group_size,
             "ranks": list(call.group_ranks) if call.group_ranks is not None else None, "group": call.group_name,
             "step": call.step, "start_us": round(call.start_us, 3), "duration_us": round(call.duration_us, 3),
-            "timed_on": "gpu" if call.on_device else "cpu", "device": call.device,
+            "timed_on": "gpu" if call.on_device else ("cpu-launch" if call.launch_only else "cpu"), "device": call.device,
             "algbw_gbps": _round(self.algbw_gbps), "busbw_gbps": _round(self.busbw_gbps),
         }
         if self.expected is not None:
@@ -158,7 +158,8 @@ class TraceReport:
         if not calls:
             return "the traces hold no collective calls"
         if not any(call.on_device for call in calls):
-            return "every call was timed on the CPU (gloo, over TCP), so no GPU link says what it should take"
+            return ("every call was timed on the CPU (gloo over TCP, or NCCL calls whose kernels are not in the trace), "
+                    "so no GPU link says what it should take")
         if not any(call.group_ranks for call in calls if call.on_device):
             return "no call names its process group's ranks (the trace has no pg_config or Process Group Ranks)"
         return "the calls whose groups are known move too few bytes for a link's bandwidth to matter"
@@ -222,7 +223,7 @@ def _check_one_job(traces: Sequence[RankTrace]) -> None:
 
 def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> CollectiveRow:
     algbw = busbw = None
-    if call.size_bytes is not None and call.duration_us > 0:
+    if call.size_bytes is not None and call.duration_us > 0 and not call.launch_only:
         algbw = call.size_bytes / (call.duration_us * 1e3)
         if call.op in BUS_OPS and call.group_size:
             busbw = algbw * bus_factor(call.op, call.group_size) if call.group_size > 1 else 0.0

@@ -33,7 +33,8 @@ def count_trace(path: str) -> dict[str, int]:
     complete = [event for event in events if isinstance(event, dict) and event.get("ph") == "X"]
     kernels = [event for event in complete if event.get("cat") == "kernel"]
     return {
-        "profiler_steps": sum(1 for event in complete if str(event.get("name", "")).startswith("ProfilerStep#")),
+        # a step appears once on the CPU and, with CUDA profiled, again as a GPU-side annotation: count numbers
+        "profiler_steps": len({event["name"] for event in complete if str(event.get("name", "")).startswith("ProfilerStep#")}),
         "gpu_kernels": len(kernels),
         "nccl_kernels": sum(1 for event in kernels if "nccl" in str(event.get("name", "")).lower()),
         "collective_cpu_ops": sum(1 for event in complete if str(event.get("name", "")).startswith(("nccl:", "gloo:"))),

@@ -8,27 +8,14 @@ recording through the fakes must give exactly the facts printed here (tests/test
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
-from typing import Any
-
-
-def facts_as_json(facts: Any, gaps: Any) -> dict[str, Any]:
-    """NvmlFacts and gaps as JSON data, without the timings (which no replay reproduces)."""
-    data = dataclasses.asdict(facts)
-    data.pop("init_s", None)
-    for gpu in data["gpus"]:
-        gpu.pop("read_s", None)
-    data["ancestors"] = sorted([a, b, str(kind.value if hasattr(kind, "value") else kind)]
-                               for (a, b), kind in facts.ancestors.items())
-    data["p2p"] = sorted([a, b, dataclasses.asdict(status)] for (a, b), status in facts.p2p.items())
-    return {"facts": data, "gaps": [dataclasses.asdict(gap) for gap in gaps]}
 
 
 def main() -> int:
     from linkscope.probes.nvml import NvmlFacts, collect, load_pynvml
     from linkscope.probes.nvml_query import NvmlQuery
+    from linkscope.probes.nvml_recording import nvml_facts_json
 
     module = load_pynvml()
     if module is None:
@@ -37,7 +24,7 @@ def main() -> int:
     facts = NvmlFacts()
     query = NvmlQuery(module)
     collect(query, facts)
-    print(json.dumps(facts_as_json(facts, query.gaps), indent=1, default=str))
+    print(json.dumps(nvml_facts_json(facts, query.gaps), indent=1, default=str))
     return 0
 
 

@@ -218,6 +218,10 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
         snapshot = _expected_on(args, notes)
     else:
         notes.append("gloo runs on CPU processes: no GPU link to expect a figure from")
+    if result["rows"] and all(row.get("nranks") == 1 for row in result["rows"]):
+        notes.append("one rank: nothing crosses a link, so no figure is judged; the times are the calls' own cost "
+                     "(an in-place all_reduce does nothing; out-of-place ops copy locally), and busbw follows "
+                     "nccl-tests' factors (broadcast and reduce keep algbw)")
     expected: list[Any] = [None] * len(result["rows"])
     if snapshot is not None:
         if args.expect is None and measurements.identity is not None:
@@ -447,9 +451,9 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
 
     console = table_console()
     count = len(result["devices"])
-    for title, attribute, fmt in (("unidirectional GB/s", "unidir_gbps", "{:.1f}"),
-                                  ("bidirectional GB/s", "bidir_gbps", "{:.1f}"),
-                                  ("small-copy latency us", "latency_us", "{:.2f}")):
+    matrices = (("unidirectional GB/s", "unidir_gbps", "{:.1f}"), ("bidirectional GB/s", "bidir_gbps", "{:.1f}"),
+                ("small-copy latency us", "latency_us", "{:.2f}"))
+    for title, attribute, fmt in matrices if copies else ():  # one GPU, or --no-host alone: no pair to show
         table = Table(title=title)
         table.add_column("from\\to")
         for dst in range(count):
@@ -483,7 +487,7 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
                          Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
         console.print(host)
     if result.get("pageable"):
-        pageable = Table(title="host <-> GPU from pageable memory (staged by CUDA: shown, not judged)")
+        pageable = Table(title="host <-> GPU, pageable memory (not judged)")
         for column in ("GPU", "dir", "NUMA node", "GB/s", "PCIe expect", "ratio", "data"):
             pageable.add_column(column, justify="right" if column in ("GB/s", "PCIe expect", "ratio") else "left")
         for row in result["pageable"]:
@@ -493,9 +497,9 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
                              Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))
         console.print(pageable)
     if result.get("local_copies"):
-        local = Table(title="copy within one GPU's memory (GB/s of bytes copied; the memory reads and writes each byte)")
-        for column in ("GPU", "size", "GB/s", "data"):
-            local.add_column(column, justify="right" if column in ("size", "GB/s") else "left")
+        local = Table(title="copy within one GPU")
+        for column in ("GPU", "size", "GB/s copied", "data"):
+            local.add_column(column, justify="right" if column in ("size", "GB/s copied") else "left")
         for row in result["local_copies"]:
             local.add_row(str(row["gpu"]), format_size_bytes(row["size_bytes"]), f"{row['gbps']:.1f}",
                           Text("ok" if row["verified"] else "CORRUPTED", style="" if row["verified"] else "bold red"))

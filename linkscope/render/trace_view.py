@@ -27,6 +27,8 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
                                               f"host {trace.host}" if trace.host else None) if part)
         console.print(Text(printable(f"{trace.name}: {who}" + (f" ({details})" if details else "") +
                                      f", {counted(len(trace.collectives), 'collective call')}"
+                                     + (" (known from their CPU launches only: no NCCL kernel in the trace)"
+                                        if trace.collectives and all(call.launch_only for call in trace.collectives) else "")
                                      + (" (a job of one rank has no peer to talk to)" if trace.world_size == 1 else "")
                                      + f", {counted(len(trace.steps), 'step')}")))
     if len(report.hosts) > 1:

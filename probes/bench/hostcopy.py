@@ -41,8 +41,7 @@ def measure_host_copies(runtime: CopyRuntime, devices: list[dict[str, Any]], siz
     rows = []
     for device in devices:
         index = device["index"]
-        node_of_gpu = gpu_nodes.get(bus_id_key(device["pci_bus_id"])) if device["pci_bus_id"] else None
-        gpu_node = node_of_gpu if node_of_gpu is not None and node_of_gpu >= 0 else None
+        gpu_node = _gpu_node(gpu_nodes, device, nodes, notes)
         targets = nodes_to_test(gpu_node, nodes, distances) if -1 not in nodes else [-1]
         if gpu_node is not None and gpu_node not in targets:
             notes.append(f"GPU {index}: its own NUMA node {gpu_node} has no CPUs this process may use; "
@@ -88,8 +87,8 @@ def measure_pageable_copies(runtime: CopyRuntime, devices: list[dict[str, Any]],
     notes: list[str] = []
     for device in devices:
         index = device["index"]
-        node = gpu_nodes.get(bus_id_key(device["pci_bus_id"])) if device["pci_bus_id"] else None
-        cpus = node_cpus.get(node, set()) if node is not None and node >= 0 else set()
+        node = _gpu_node(gpu_nodes, device, node_cpus, notes)
+        cpus = node_cpus.get(node, set()) if node is not None else set()
         if not cpus:
             node, cpus = None, allowed
             notes.append(f"GPU {index}: pageable copies from this process's CPUs (the GPU's own NUMA node is unknown "
@@ -106,6 +105,23 @@ def measure_pageable_copies(runtime: CopyRuntime, devices: list[dict[str, Any]],
         del on_gpu, host
         runtime.empty_cache()
     return rows, notes
+
+
+def _gpu_node(gpu_nodes: dict[Any, int | None], device: dict[str, Any], nodes: dict[int, set[int]],
+              notes: list[str]) -> int | None:
+    """The NUMA node of a CUDA device from sysfs; on a machine of one NUMA node, that node even where the
+    kernel states none for the GPU (numa_node -1, as in many VMs), with a note saying so."""
+    stated = gpu_nodes.get(bus_id_key(device["pci_bus_id"])) if device["pci_bus_id"] else None
+    if stated is not None and stated >= 0:
+        return stated
+    if len(nodes) == 1 and -1 not in nodes:
+        only = next(iter(nodes))
+        note = (f"GPU {device['index']}: the kernel states no NUMA node for it; the machine has one NUMA node "
+                f"({only}), so its host copies count as local")
+        if note not in notes:
+            notes.append(note)
+        return only
+    return None
 
 
 def _both_directions(runtime: CopyRuntime, index: int, on_gpu: Any, host: Any, stream: Any, size_bytes: int,

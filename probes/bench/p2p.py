@@ -59,7 +59,7 @@ def run_p2p(spec: dict[str, Any], progress: Callable[..., None], runtime: CopyRu
     if spec.get("pageable"):
         pageable, pageable_notes = measure_pageable_copies(runtime, devices, size_bytes, spec["copies"], spec["samples"],
                                                            progress, sysfs_root, kept)
-        notes.extend(pageable_notes)
+        notes.extend(note for note in pageable_notes if note not in notes)
     local: list[dict[str, Any]] = []
     for device in devices if spec.get("local") else ():
         local.append(measure_local_copy(runtime, device["index"], size_bytes, spec["copies"], spec["samples"]))

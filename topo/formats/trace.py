@@ -1,7 +1,8 @@
 """Read one rank's PyTorch profiler trace into its collectives and steps.
 
 A collective is found where the trace times it: on the GPU, the NCCL kernel (`ncclKernel_*`,
-`ncclDevKernel_*`); on the CPU (gloo), the `gloo:*` op on gloo's worker thread. Its op, size and
+`ncclDevKernel_*`); on the CPU (gloo), the `gloo:*` op on gloo's worker thread; and where a trace
+holds neither, from its `nccl:*` CPU ops (counted, timed on the CPU). Its op, size and
 process group come from the kernel's own args (newer torch), else from the CPU op that launched
 it — the launch is found through the kernel's `correlation` id, and the innermost
 `record_param_comms` / `nccl:*` / `c10d::*` op around that launch on the same thread gives the
@@ -44,6 +45,8 @@ class TraceCollective:
     step: int | None = None
     launched_us: float | None = None
     """When the CPU launched its kernel (None: timed on the CPU, or the launch is outside the trace)."""
+    launch_only: bool = False
+    """Known only from its `nccl:*` CPU op: its duration is the CPU's launch of the call, not the transfer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +193,10 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     shared = _shared_ranks(groups)
     if collected.nccl_kernels:
         collectives = [_kernel_collective(kernel, collected, groups, shared) for kernel in collected.nccl_kernels]
-    else:
+    elif collected.gloo_ops:
         collectives = [_gloo_collective(op, groups, shared) for op in collected.gloo_ops]
+    else:
+        collectives = _cpu_op_collectives(collected, groups, shared)
     collectives.sort(key=lambda c: c.start_us)
     if not collectives and not collected.steps:
         raise InputError(f"{name}: a trace, but with neither ProfilerStep annotations nor collectives to read")
@@ -289,6 +294,29 @@ def _bisect(ops: Sequence[_Op], start_us: float) -> int:
 def _gloo_collective(op: _Op, groups: dict[str, tuple[int, ...]], shared: tuple[int, ...] | None) -> TraceCollective:
     return _collective(op.args | {"_op": op.name}, op_name(op.name), op.start_us, op.end_us - op.start_us, False,
                        None, groups, shared)
+
+
+def _cpu_op_collectives(collected: _Collected, groups: dict[str, tuple[int, ...]],
+                        shared: tuple[int, ...] | None) -> list[TraceCollective]:
+    """Calls known only from their `nccl:*` CPU ops (no NCCL kernel in the trace: the kernels were not
+    profiled, or NCCL launched none, as at world size 1): counted, with the metadata of the nearest comm op
+    around or inside each (`record_param_comms`), and timed on the CPU (what the call cost the CPU, not
+    what it moved)."""
+    found = []
+    for ops in collected.metadata_ops.values():
+        outer_end = -math.inf
+        for position, op in enumerate(ops):  # sorted by start
+            if not op.name.startswith("nccl:") or op.start_us < outer_end:
+                continue
+            outer_end = op.end_us
+            near = [other for other in (*reversed(ops[max(0, position - 8):position]), *ops[position + 1:position + 8])
+                    if other.start_us <= op.end_us and other.end_us >= op.start_us
+                    and ("Collective name" in other.args or "In msg nelems" in other.args)]
+            metadata = (near[0].args if near else op.args) | {"_op": op.name}
+            call = _collective(metadata, op_name(op.name), op.start_us, op.end_us - op.start_us, False, None, groups,
+                               shared)
+            found.append(replace(call, launch_only=True))
+    return found
 
 
 def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duration_us: float, on_device: bool,
