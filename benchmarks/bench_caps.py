@@ -1,4 +1,4 @@
-"""Time the largest input each cap of topo/limits.py accepts, and the refusal of one more.
+"""Time the largest input each cap of topo/common/limits.py accepts, and the refusal of one more.
 
 Everything below a cap is linear, so the time at the cap is the worst a real input can cost; one
 past it must be refused before anything of that size is built (milliseconds).
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from caps_support import CAP_CASES  # noqa: E402
 
-from linkscope.topo.errors import InputError  # noqa: E402
+from linkscope.topo.common.errors import InputError  # noqa: E402
 
 
 def seconds(call: object, size: int) -> tuple[float, str]:

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from linkscope.topo.codec import snapshot_to_json  # noqa: E402
-from linkscope.topo.model import Snapshot  # noqa: E402
+from linkscope.topo.model.codec import snapshot_to_json  # noqa: E402
+from linkscope.topo.model.snapshot import Snapshot  # noqa: E402
 from linkscope.topo.samples import load_sample  # noqa: E402
 
 HOSTS = 1024

@@ -23,9 +23,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from linkscope.topo.codec import snapshot_to_json  # noqa: E402
 from linkscope.topo.formats.results import read_measurements  # noqa: E402
-from linkscope.topo.model import CounterSample, GpuCounters, LinkCounters, Recording, Snapshot  # noqa: E402
+from linkscope.topo.model.codec import snapshot_to_json  # noqa: E402
+from linkscope.topo.model.recording import CounterSample, GpuCounters, LinkCounters, Recording  # noqa: E402
+from linkscope.topo.model.snapshot import Snapshot  # noqa: E402
 from linkscope.topo.samples import load_sample  # noqa: E402
 
 DOCTOR_GOAL_S = 0.3

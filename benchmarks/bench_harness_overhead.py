@@ -223,7 +223,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--samples-json", type=Path, help="also write the raw samples here (us per op, per round)")
     args = parser.parse_args()
-    from linkscope.topo.sizes import format_size_bytes, parse_size_bytes
+    from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
 
     options = {"ops": args.ops.split(","), "sizes": [parse_size_bytes(text) for text in args.sizes.split(",")],
                "rounds": args.rounds, "warmup": args.warmup, "iters": args.iters, "min_row_s": args.min_row_s,

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from linkscope.topo.trace_pool import usable_cpus
+from linkscope.topo.trace.pool import usable_cpus
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """Argument types for numeric flags: ASCII digits, explicit ranges, finite numbers, one-line errors.
 
 `type=int` accepts other scripts' digits and `1_000`, and `type=float` accepts `nan` and `inf`
-(a `--timeout nan` never expires). These parse through :mod:`topo.numbers` instead, and a bad
+(a `--timeout nan` never expires). These parse through :mod:`topo.common.numbers` instead, and a bad
 value is argparse's one line naming the flag.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.numbers import parse_float, parse_int
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import parse_float, parse_int
 
 
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:

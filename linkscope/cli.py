@@ -19,8 +19,8 @@ from types import ModuleType
 from typing import NoReturn
 
 from linkscope import __version__
-from linkscope.topo.errors import InputError
-from linkscope.topo.text import printable
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.text import printable
 
 COMMAND_MODULES: tuple[str, ...] = (
     "open",

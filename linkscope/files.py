@@ -10,13 +10,14 @@ import dataclasses
 import os
 from typing import Any
 
-from linkscope.topo.codec import measurements_from_json, measurements_to_json, snapshot_to_json
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.text import printable
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.model import Measurements, Snapshot
-from linkscope.topo.sources import read_stdin_text, read_text_file
-from linkscope.topo.text import printable
-from linkscope.topo.validate import validate_measurements
+from linkscope.topo.formats.source import read_stdin_text, read_text_file
+from linkscope.topo.model.codec import measurements_from_json, measurements_to_json, snapshot_to_json
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.model.validate import validate_measurements
 
 
 def write_text_file(path: str, text: str) -> None:
@@ -140,7 +141,7 @@ def check_measured_on(snapshot: Snapshot, measurements: Measurements, force: boo
     another host of the same kind, unknown identity or a forced mismatch is a note on stderr."""
     import sys
 
-    from linkscope.topo.provenance import check_identity
+    from linkscope.topo.model.provenance import check_identity
 
     verdict = check_identity(measurements.identity, snapshot)
     if verdict.refused and not force:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from linkscope.topo.model import Snapshot
-from linkscope.topo.sources import load_source
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.model.snapshot import Snapshot
 
 SOURCE_HELP = "snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine"
 

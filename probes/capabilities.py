@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from linkscope.topo.model import Gap
+from linkscope.topo.model.host import Gap
 
 NCCL_DISTRIBUTIONS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
 """pip packages that ship the NCCL library torch loads."""

@@ -28,10 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from linkscope.topo.cluster import combine_hosts
-from linkscope.topo.codec import from_jsonable, to_jsonable
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Gap, Snapshot
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.machine.cluster import combine_hosts
+from linkscope.topo.model.codec import from_jsonable, to_jsonable
+from linkscope.topo.model.host import Gap
+from linkscope.topo.model.snapshot import Snapshot
 
 FAKE_ENV = "LINKSCOPE_COLLECT_FAKE"
 NAME_ENV = "LINKSCOPE_NODE_NAME"

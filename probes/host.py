@@ -1,4 +1,4 @@
-"""`probe_host()`: this machine as a :class:`~topo.model.Snapshot`, from NVML and sysfs, read-only.
+"""`probe_host()`: this machine as a :class:`~topo.model.snapshot.Snapshot`, from NVML and sysfs, read-only.
 
 NVML runs in a worker thread (while sysfs is read) with a time budget: a call that hangs is abandoned when the
 budget runs out and recorded as a gap, with everything read before it kept. Without NVML (no
@@ -7,7 +7,7 @@ sysfs sees, plus a note that says why the rest is missing.
 
 Which source wins: GPU identity, NVLink ports and P2P status come from NVML; PCI paths, NUMA
 nodes and NICs from sysfs. A non-NVLink pair's class comes from the sysfs PCI paths
-(:func:`topo.pcipath.classify_pci_pair`, the same rule as nvidia-smi's legend) when both GPUs
+(:func:`topo.machine.pcipath.classify_pci_pair`, the same rule as nvidia-smi's legend) when both GPUs
 have one, otherwise from `nvmlDeviceGetTopologyCommonAncestor`; when both exist and disagree,
 the disagreement is recorded as a gap.
 """
@@ -27,9 +27,10 @@ from linkscope.probes.capabilities import SoftwareFacts, read_software
 from linkscope.probes.nvml import NvmlFacts, NvmlGpu, collect, load_pynvml
 from linkscope.probes.nvml_query import NvmlQuery, ProbeAbandoned
 from linkscope.probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
-from linkscope.topo.links import nvlink_pair_count
-from linkscope.topo.model import Capabilities, Gap, Gpu, Host, Link, LinkKind, Snapshot, Versions
-from linkscope.topo.pcipath import classify_pci_pair
+from linkscope.topo.machine.links import nvlink_pair_count
+from linkscope.topo.machine.pcipath import classify_pci_pair
+from linkscope.topo.model.host import Capabilities, Gap, Gpu, Host, Link, LinkKind, Versions
+from linkscope.topo.model.snapshot import Snapshot
 
 SLOW_START_S = 1.0
 """`nvmlInit` or a GPU's first touch slower than this means no persistence daemon, and is reported."""

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from linkscope.topo.links import nearest_nics
-from linkscope.topo.model import Host, MigDevice
+from linkscope.topo.machine.links import nearest_nics
+from linkscope.topo.model.host import Host, MigDevice
 
 VisibleDevices = list[int] | list[str]
 

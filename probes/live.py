@@ -33,7 +33,7 @@ from typing import Any
 from linkscope.probes.nvlink import FI_NVLINK_GET_STATE, FI_NVLINK_LINK_COUNT, MAX_NVLINKS, nvlink_up
 from linkscope.probes.nvml import load_pynvml
 from linkscope.probes.nvml_query import NvmlQuery, field_value
-from linkscope.topo.model import Gap
+from linkscope.topo.model.host import Gap
 
 FI_NVLINK_TX_KIB = 138
 """`NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX`: cumulative payload KiB sent on a link (scope = link)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from linkscope.probes.nvml_query import NvmlQuery, decode, field_value, int_or_none
-from linkscope.topo.model import Gap, NvLinkPort
+from linkscope.topo.model.host import Gap, NvLinkPort
 
 REMOTE_TYPES: dict[int, str] = {0: "gpu", 1: "ibmc", 2: "switch"}
 """`nvmlIntNvLinkDeviceType_t` as NvLinkPort.remote_type words."""

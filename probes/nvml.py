@@ -21,7 +21,7 @@ from typing import Any
 from linkscope.probes.nvlink import read_nvlinks
 from linkscope.probes.nvml_query import ERROR_REASONS, NvmlQuery, decode, int_or_none, mask_to_numbers
 from linkscope.probes.sysfs import format_cpulist
-from linkscope.topo.model import LinkKind, MigDevice, NvLinkPort, P2PStatus
+from linkscope.topo.model.host import LinkKind, MigDevice, NvLinkPort, P2PStatus
 
 TOPOLOGY_KINDS: dict[int, LinkKind] = {
     0: LinkKind.SELF,
@@ -40,7 +40,7 @@ P2P_CAPS: tuple[tuple[str, int], ...] = (("read", 0), ("write", 1), ("nvlink", 2
 """P2P capability indices (`NVML_P2P_CAPS_INDEX_*`) and the P2PStatus field each fills. Written as
 numbers on purpose: pynvml's `NVML_P2P_CAPS_INDEX_READ` is the tuple `(0,)` (a stray comma), which
 ctypes would reject. Index 4 (`..._PCI`, formerly `_PROP`, `nvidia-smi topo -p2p p`) has no field in
-:class:`~topo.model.P2PStatus` yet, so it is not read."""
+:class:`~topo.model.host.P2PStatus` yet, so it is not read."""
 
 FABRIC_STATES: dict[int, str] = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 """`nvmlGpuFabricState_t`: whether the NVSwitch fabric manager has registered the GPU."""

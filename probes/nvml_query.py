@@ -1,7 +1,7 @@
 """The one wrapper through which every NVML call goes, and the decoding of NVML's answers.
 
 :class:`NvmlQuery` turns an NVML error (NotSupported, NoPermission, FunctionNotFound, GpuIsLost,
-...) into a recorded :class:`~topo.model.Gap` and a missing value and counts calls; the helpers
+...) into a recorded :class:`~topo.model.host.Gap` and a missing value and counts calls; the helpers
 decode strings, affinity masks and field values. The pynvml module (or a fake with the same
 functions) is handed in: only :mod:`probes.nvml` imports pynvml.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from linkscope.probes.nvml_recording import NvmlRecorder, recorder_from_environment
-from linkscope.topo.model import Gap
+from linkscope.topo.model.host import Gap
 
 ERROR_REASONS: dict[int, str] = {
     1: "Uninitialized",

@@ -31,8 +31,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
 
 RECORD_VARIABLE = "LINKSCOPE_NVML_RECORD"
 FORMAT = "linkscope-nvml-recording"

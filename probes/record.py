@@ -16,7 +16,9 @@ from typing import Any, Protocol
 
 from linkscope.probes.live import GpuLive, LinkRate, LiveReading
 from linkscope.probes.nvml import NvmlQuery
-from linkscope.topo.model import CounterSample, Gap, GpuCounters, Host, LinkCounters, Recording, Snapshot
+from linkscope.topo.model.host import Gap, Host
+from linkscope.topo.model.recording import CounterSample, GpuCounters, LinkCounters, Recording
+from linkscope.topo.model.snapshot import Snapshot
 
 NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
 """`nvmlClockType_t`: SM and memory clock domains."""

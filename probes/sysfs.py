@@ -2,7 +2,7 @@
 
 Everything is read below a root directory that is a parameter (`/` on a real machine, a
 `tmp_path` tree in tests), never needs root, and never writes. An unreadable file becomes a
-:class:`~topo.model.Gap` and the rest goes on. Shell equivalents: `numactl -H`, `lspci -t`,
+:class:`~topo.model.host.Gap` and the rest goes on. Shell equivalents: `numactl -H`, `lspci -t`,
 `ibstat`, `ip link`.
 """
 
@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from linkscope.topo.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
-from linkscope.topo.cpulist import parse_cpulist as parse_cpulist
-from linkscope.topo.model import Gap, Nic, NumaNode
+from linkscope.topo.common.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
+from linkscope.topo.common.cpulist import parse_cpulist as parse_cpulist
+from linkscope.topo.model.host import Gap, Nic, NumaNode
 
 NVIDIA_VENDOR_ID = 0x10DE
 DISPLAY_CLASS = 0x03

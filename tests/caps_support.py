@@ -1,4 +1,4 @@
-"""Inputs exactly at each cap of topo/limits.py (and one past it), shared by the caps tests and
+"""Inputs exactly at each cap of topo/common/limits.py (and one past it), shared by the caps tests and
 benchmarks/bench_caps.py (which times the largest accepted input of each)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from linkscope.topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_SIZE_BYTES, MAX_WORLD_RANKS
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_SIZE_BYTES, MAX_WORLD_RANKS
 
 
 @dataclass(frozen=True)
@@ -59,15 +59,15 @@ def _world_from_hostfile(ranks: int) -> Any:
 
 
 def _nranks(count: int) -> Any:
-    from linkscope.topo.model import CollectiveResult, Measurements
-    from linkscope.topo.validate import validate_measurements
+    from linkscope.topo.model.measurements import CollectiveResult, Measurements
+    from linkscope.topo.model.validate import validate_measurements
 
     row = CollectiveResult("all_reduce", 1024, "float", 10.0, 0.1, 0.1, count)
     return validate_measurements(Measurements("test", collectives=(row,)))
 
 
 def _size_bytes(size: int) -> Any:
-    from linkscope.topo.sizes import parse_size_bytes
+    from linkscope.topo.common.sizes import parse_size_bytes
 
     return parse_size_bytes(str(size), "--bytes")
 
@@ -77,7 +77,7 @@ def _estimate_ranks(ranks: int) -> Any:
 
     status = main(["estimate", "all_reduce", "--bytes", "1G", "--ranks", str(ranks), "--nodes", "8", "--json"])
     if status != 0:
-        from linkscope.topo.errors import InputError
+        from linkscope.topo.common.errors import InputError
 
         raise InputError(f"estimate --ranks {ranks}: exit {status}")
     return status

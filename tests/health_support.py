@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from linkscope.topo.health import HealthContext, HealthFinding, run_health
-from linkscope.topo.model import CounterSample, Gpu, GpuCounters, Host, Recording, Snapshot
+from linkscope.topo.health.finding import HealthContext, HealthFinding
+from linkscope.topo.health.rules import run_health
+from linkscope.topo.model.host import Gpu, Host
+from linkscope.topo.model.recording import CounterSample, GpuCounters, Recording
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
 
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import pytest
 
 from linkscope.cli import main
-from linkscope.topo.model import Gpu, Host, Link, Nic, Snapshot, parse_link_token
+from linkscope.topo.model.host import Gpu, Host, Link, Nic, parse_link_token
+from linkscope.topo.model.snapshot import Snapshot
 
 
 def host_from_matrix(rows: Sequence[str], name: str = "box", gpu_name: str = "NVIDIA A100-SXM4-80GB",

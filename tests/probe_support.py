@@ -6,7 +6,8 @@ from pathlib import Path
 
 from linkscope.probes.capabilities import SoftwareFacts
 from linkscope.probes.host import probe_host
-from linkscope.topo.model import Host, Snapshot
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.snapshot import Snapshot
 
 from fakes import FakeNvml, build_sysfs
 

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from linkscope.probes.bench.spec import CollectiveSpec, layout_groups, parse_ops, size_sweep
-from linkscope.topo.busbw import algbw_gbps, bus_factor
-from linkscope.topo.codec import measurements_from_json
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.busbw import algbw_gbps, bus_factor
+from linkscope.topo.model.codec import measurements_from_json
 
 from bench_support import ROOT, cli_main, cli_process
 
@@ -180,7 +180,7 @@ def test_algbw_is_bytes_per_microsecond_over_1000() -> None:
 
 
 def test_spec_round_trips_through_the_codec() -> None:
-    from linkscope.topo.codec import from_jsonable, to_jsonable
+    from linkscope.topo.model.codec import from_jsonable, to_jsonable
 
     spec = CollectiveSpec(ops=("all_reduce",), sizes_bytes=(8,), dtype="float32", warmup=1, iters=1, backend="gloo",
                           world_size=2, dims=layout_groups(None, 2))
@@ -314,7 +314,7 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
     import argparse
 
     from linkscope.commands import bench_cmd
-    from linkscope.topo.model import CollectiveResult, Measurements
+    from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
     mib = 1 << 20
     results = tuple(CollectiveResult("all_reduce", mib, "float32", 10.0, busbw, busbw, 2, wrong=0, ranks=ranks,

@@ -19,8 +19,8 @@ from linkscope.probes.bench.p2p_report import (
 )
 from linkscope.probes.bench.preflight import GpuState, problems, states_in_use
 from linkscope.probes.bench.timing import median
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import PeerCopy
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.measurements import PeerCopy
 from linkscope.topo.samples import load_sample
 
 from bench_support import cli_main
@@ -251,7 +251,7 @@ def _report(result: dict[str, object], as_json: bool) -> int:
     import argparse
 
     from linkscope.commands.bench_cmd import _report_p2p
-    from linkscope.topo.model import HostCopy, Measurements
+    from linkscope.topo.model.measurements import HostCopy, Measurements
 
     copies = tuple(PeerCopy(**row) for row in result["peer"])  # type: ignore[attr-defined]
     measurements = Measurements("linkscope bench p2p", peer_copies=copies,

@@ -15,7 +15,7 @@ import pytest
 from linkscope.probes.bench.copies import measure_pair
 from linkscope.probes.bench.p2p import run_p2p
 from linkscope.topo.formats.p2p_matrices import read_nvbandwidth, read_p2p_bandwidth_latency_test
-from linkscope.topo.model import Measurements, PeerCopy
+from linkscope.topo.model.measurements import Measurements, PeerCopy
 from linkscope.topo.samples import load_sample
 
 from bench_support import cli_main
@@ -395,8 +395,8 @@ def _h200_vm(tmp_path: Path) -> tuple[FakeCuda, str, Path]:
     """The recorded H200 VM: one GPU whose NUMA node the kernel does not state (-1), one NUMA node of 16 CPUs,
     pinned copies at the rates bench p2p measured there (55.37 / 55.32 GB/s), pageable at the measured share
     of them (8.5 / 55.37), copies within the GPU at 2106.8 GB/s."""
-    from linkscope.topo.codec import from_jsonable
-    from linkscope.topo.model import Snapshot
+    from linkscope.topo.model.codec import from_jsonable
+    from linkscope.topo.model.snapshot import Snapshot
 
     snapshot_file = tmp_path / "h200.json"
     snapshot = json.loads((H200_VM / "probe.json").read_text())["snapshot"]

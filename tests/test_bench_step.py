@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.topo.trace_files import read_trace_file, trace_paths
+from linkscope.topo.trace.files import read_trace_file, trace_paths
 
 from bench_support import cli_main
 

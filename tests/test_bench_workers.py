@@ -16,7 +16,7 @@ import pytest
 
 from linkscope.probes.bench import runner
 from linkscope.probes.bench.spec import CollectiveSpec, layout_groups
-from linkscope.topo.codec import to_jsonable
+from linkscope.topo.model.codec import to_jsonable
 
 from bench_support import alive, cli_process, descendants
 

@@ -1,4 +1,4 @@
-"""Each cap of topo/limits.py: the largest input is accepted (in linear time), one more is one line naming the cap."""
+"""Each cap of topo/common/limits.py: the largest input is accepted (in linear time), one more is one line naming the cap."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from caps_support import CAP_CASES, CapCase
 from fuzz_support import run_cli
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 
 @pytest.mark.parametrize("case", CAP_CASES, ids=[case.name for case in CAP_CASES])

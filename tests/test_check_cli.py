@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.topo.codec import measurements_to_json
-from linkscope.topo.model import CollectiveResult, Measurements
+from linkscope.topo.model.codec import measurements_to_json
+from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
 from layout_support import assert_one_line_error, run_cli
 
@@ -135,7 +135,7 @@ def test_suggest_says_when_nothing_is_better(capsys: pytest.CaptureFixture[str])
     [(16810.4, "16,810 s"), (427.6, "427.6 s"), (6.277e-3, "6.277 ms"), (15e-6, "15 us"), (None, "-")],
 )
 def test_durations_read_plainly(seconds: float | None, text: str) -> None:
-    from linkscope.topo.units import format_seconds
+    from linkscope.topo.common.units import format_seconds
 
     assert format_seconds(seconds) == text
 

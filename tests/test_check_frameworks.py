@@ -7,9 +7,10 @@ import math
 
 import pytest
 
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.layout import megatron_refusal, resolve_layout
-from linkscope.topo.suggest import candidate_layouts
+from linkscope.topo.checks.suggest import candidate_layouts
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.layout.groups import megatron_refusal
+from linkscope.topo.layout.spec import resolve_layout
 
 from layout_support import assert_one_line_error, run_cli
 

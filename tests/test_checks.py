@@ -8,12 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.checks import CheckReport, CheckRequest, Finding, check_layout
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Snapshot
-from linkscope.topo.placement import RankMapEntry
+from linkscope.topo.checks.check import check_layout
+from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.checks.request import CheckRequest
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.layout.placement import RankMapEntry
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
-from linkscope.topo.sources import load_source
 
 
 def _check(sample: str | Snapshot, suggest: bool = False, **fields: object) -> CheckReport:
@@ -236,7 +238,8 @@ def test_any_layout_gives_a_report_or_one_input_error(sample: str, tp: int, pp: 
 def test_the_report_carries_each_groups_priced_ring() -> None:
     """The ring the costs assume travels with the report (the app draws it): NVLink-only on the DGX-1
     hybrid cube mesh, and chains per node, nodes in order, for a group across nodes."""
-    from linkscope.topo.checks import CheckRequest, check_layout
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
     from linkscope.topo.cost.groups import block_order_ring
     from linkscope.topo.samples import load_sample
 

@@ -6,14 +6,16 @@ import dataclasses
 
 import pytest
 
-from linkscope.topo.checks import CheckRequest, check_layout
-from linkscope.topo.cluster import combine_hosts, domain_hosts, gpu_rails, merge_domain, nvlink_domains
-from linkscope.topo.cluster_health import cluster_findings
-from linkscope.topo.codec import from_jsonable
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Gap, Host, LinkKind, NvLinkPort, Snapshot, Versions
-from linkscope.topo.placement import RankMapEntry, cluster_hosts
-from linkscope.topo.plan import plan_layout
+from linkscope.topo.checks.check import check_layout
+from linkscope.topo.checks.plan import plan_layout
+from linkscope.topo.checks.request import CheckRequest
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.health.cluster import cluster_findings
+from linkscope.topo.layout.placement import RankMapEntry, cluster_hosts
+from linkscope.topo.machine.cluster import combine_hosts, domain_hosts, gpu_rails, merge_domain, nvlink_domains
+from linkscope.topo.model.codec import from_jsonable
+from linkscope.topo.model.host import Gap, Host, LinkKind, NvLinkPort, Versions
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
 
 NVL72 = load_sample("gb200-nvl72")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from linkscope.probes.cluster_collect import FAKE_ENV, NAME_ENV, ProbeRun, launch_from_env
-from linkscope.topo.codec import measurements_from_json
-from linkscope.topo.errors import InputError
-from linkscope.topo.sources import load_source
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.model.codec import measurements_from_json
 
 from cluster_support import ROOT, as_text, finish, free_port, listening, node_env, port_is_free, torchrun_nodes
 

@@ -1,11 +1,12 @@
-"""`topo.compare`: the facts of a host, what differs between two, and the odd host among many."""
+"""`topo.machine.compare`: the facts of a host, what differs between two, and the odd host among many."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from linkscope.topo.compare import Member, diff_snapshots, host_facts, members_of, odd_one_out
-from linkscope.topo.model import Measurements, PeerCopy, Snapshot
+from linkscope.topo.machine.compare import Member, diff_snapshots, host_facts, members_of, odd_one_out
+from linkscope.topo.model.measurements import Measurements, PeerCopy
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
 
 from health_support import with_host

@@ -6,12 +6,15 @@ import math
 
 import pytest
 
-from linkscope.topo.cost import CostModel, GroupPricer, calibrate, collective_cost, load_cost_overrides, uniform_links
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import CollectiveResult, Measurements, PeerCopy
-from linkscope.topo.placement import Placement
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.units import format_gbps
+from linkscope.topo.cost.calibrate import calibrate
+from linkscope.topo.cost.collectives import collective_cost, uniform_links
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel, load_cost_overrides
+from linkscope.topo.layout.placement import Placement
+from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
 from linkscope.topo.samples import load_sample
-from linkscope.topo.units import format_gbps
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix
 

@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-from linkscope.topo.cost import CostModel, GroupPricer, collective_cost, uniform_links
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.cost.channels import disjoint_rings
-from linkscope.topo.cost.collectives import GroupLinks, algorithm_times
-from linkscope.topo.cost.params import HOST_MEMORY_GBPS, HOST_PATH_FRACTION, NVLS_ALLREDUCE_FRACTION
-from linkscope.topo.errors import InputError
-from linkscope.topo.links import pcie_speed
-from linkscope.topo.model import Host, P2PStatus
-from linkscope.topo.placement import Placement
+from linkscope.topo.cost.collectives import GroupLinks, algorithm_times, collective_cost, uniform_links
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import HOST_MEMORY_GBPS, HOST_PATH_FRACTION, NVLS_ALLREDUCE_FRACTION, CostModel
+from linkscope.topo.layout.placement import Placement
+from linkscope.topo.machine.links import pcie_speed
+from linkscope.topo.model.host import Host, P2PStatus
 from linkscope.topo.samples import load_sample
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix

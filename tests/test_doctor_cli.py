@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.topo.codec import snapshot_to_json
+from linkscope.topo.model.codec import snapshot_to_json
 from linkscope.topo.samples import load_sample
 
 from health_support import with_gpu, with_host

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.sizes import parse_size_bytes
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.sizes import parse_size_bytes
 
 from layout_support import assert_one_line_error, run_cli
 

@@ -1,4 +1,4 @@
-"""Expected next to measured (topo.expect): the shared verdict, and expectations on real fixtures."""
+"""Expected next to measured (topo.cost.expect): the shared verdict, and expectations on real fixtures."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from linkscope.probes.bench.p2p_report import copy_findings, pair_cells
-from linkscope.topo.cost import CostModel, GroupPricer, collective_cost
-from linkscope.topo.expect import (
+from linkscope.topo.cost.collectives import collective_cost
+from linkscope.topo.cost.expect import (
     COPY_JUDGE_MIN_BYTES,
     FAR_BELOW_FRACTION,
     SLOW_FRACTION,
@@ -18,11 +18,13 @@ from linkscope.topo.expect import (
     row_expectations,
     verdict,
 )
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.links import DEGRADED_FRACTION, link_speed, pcie_speed
-from linkscope.topo.model import CollectiveResult, HostCopy, Measurements, PeerCopy
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.machine.links import DEGRADED_FRACTION, link_speed, pcie_speed
+from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.samples import load_sample
-from linkscope.topo.sources import load_source
 from linkscope.tui.link_cells import gpu_cells
 
 from bench_support import FIXTURES
@@ -102,7 +104,7 @@ def test_nccl_tests_without_p2p_on_its_own_pcie_box_is_far_below_and_says_why() 
 
 def test_collective_expectation_is_the_cost_model_on_the_groups_links() -> None:
     """The expected busbw is what GroupPricer + collective_cost give for those ranks on that machine."""
-    from linkscope.topo.placement import Placement
+    from linkscope.topo.layout.placement import Placement
 
     snapshot = load_sample("dgx-a100")
     measured = _read(A100_SENDRECV)
@@ -163,10 +165,10 @@ def test_a_layout_group_is_priced_on_the_nodes_its_ranks_ran_on() -> None:
 def test_copies_with_p2p_off_are_judged_as_host_staged() -> None:
     """p2pBandwidthLatencyTest's P2P=Disabled rows stage through host memory: expected from the slower GPU's
     PCIe link at the staged share, never from the NVLink bridge the pair also has."""
+    from linkscope.topo.cost.expect import expect_peer_copy
     from linkscope.topo.cost.params import HOST_PATH_FRACTION
-    from linkscope.topo.expect import expect_peer_copy
-    from linkscope.topo.links import gpu_pcie_speed
-    from linkscope.topo.model import PeerCopy
+    from linkscope.topo.machine.links import gpu_pcie_speed
+    from linkscope.topo.model.measurements import PeerCopy
     from linkscope.topo.samples import load_sample
 
     host = load_sample("a100-pcie-nvbridge-4").host

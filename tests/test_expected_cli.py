@@ -9,10 +9,10 @@ import pathlib
 import pytest
 
 from linkscope.probes.bench.results import bench_identity, measurements_from_rows
-from linkscope.topo.expect import expectations
+from linkscope.topo.cost.expect import expectations
 from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.formats.source import load_source
 from linkscope.topo.samples import load_sample
-from linkscope.topo.sources import load_source
 
 from bench_support import FIXTURES, cli_main
 
@@ -107,7 +107,7 @@ def test_bench_collectives_report_has_expected_fields(tmp_path: pathlib.Path, ca
 
 def test_bench_attach_refuses_another_kind_after_the_run(tmp_path: pathlib.Path) -> None:
     from linkscope.commands.bench_cmd import _write_output
-    from linkscope.topo.errors import InputError
+    from linkscope.topo.common.errors import InputError
 
     out = tmp_path / "box.json"
     measurements = read_measurements(NVBANDWIDTH_H100.read_text(), "nvb")

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from linkscope.commands.estimate_sweep import sweep_rows, sweep_sizes
-from linkscope.topo.cost import uniform_links
-from linkscope.topo.errors import InputError
-from linkscope.topo.explain import explain, implied_gbps, parse_duration_s, what_if_scenarios
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.cost.collectives import uniform_links
+from linkscope.topo.cost.explain import explain, implied_gbps, parse_duration_s, what_if_scenarios
 
 from bench_support import cli_main
 

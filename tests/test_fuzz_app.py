@@ -14,7 +14,7 @@ from fuzz_support import SAMPLES, mutated_json
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 from tui_support import settle
 
@@ -36,7 +36,7 @@ async def _visit_every_tab(snapshot: object) -> None:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_the_app_renders_every_snapshot_the_loader_accepts(data: st.DataObject) -> None:
-    from linkscope.topo.sources import parse_source_text
+    from linkscope.topo.formats.source import parse_source_text
 
     sample = data.draw(st.sampled_from(sorted(SAMPLES.glob("*.json"))))
     mutated = data.draw(mutated_json(json.loads(sample.read_text())))

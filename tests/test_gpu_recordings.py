@@ -21,8 +21,8 @@ from linkscope.probes.host import probe_host
 from linkscope.probes.nvml import NvmlFacts, collect
 from linkscope.probes.nvml_query import NvmlQuery
 from linkscope.probes.nvml_recording import NvmlRecorder, nvml_facts_json, read_recording, sessions
-from linkscope.topo.codec import from_jsonable
-from linkscope.topo.model import Snapshot
+from linkscope.topo.model.codec import from_jsonable
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
 
 from fakes import build_sysfs

@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.health.environment import parse_env_file
-from linkscope.topo.model import Link, LinkKind, Measurements, P2PStatus, PeerCopy
+from linkscope.topo.model.host import Link, LinkKind, P2PStatus
+from linkscope.topo.model.measurements import Measurements, PeerCopy
 from linkscope.topo.samples import load_sample, sample_names
 
 from health_support import codes, health, one, recording_of, with_capabilities, with_gpu, with_host

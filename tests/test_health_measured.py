@@ -44,7 +44,7 @@ def test_a_pair_below_expected_is_found(fraction: float, severity: str) -> None:
 
 
 def test_doctor_reports_it_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from linkscope.topo.codec import measurements_to_json
+    from linkscope.topo.model.codec import measurements_to_json
 
     measured, _ = _degraded(0.3)
     path = tmp_path / "measured.json"

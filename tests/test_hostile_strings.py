@@ -98,8 +98,8 @@ async def test_the_app_shows_no_control_character(tmp_path: Path) -> None:
     the terminal stream hold no control character but Textual's own colour and cursor sequences."""
     import dataclasses
 
-    from linkscope.topo.model import CollectiveResult, Measurements, PeerCopy
-    from linkscope.topo.sources import load_source
+    from linkscope.topo.formats.source import load_source
+    from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
     from linkscope.tui.app import TABS, build_app
 
     snapshot = load_source(str(hostile_snapshot_file(tmp_path, ALL_PAYLOADS)))

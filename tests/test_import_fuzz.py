@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
 from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo
 from linkscope.topo.formats.p2p_matrices import read_nvbandwidth, read_p2p_bandwidth_latency_test
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.sources import parse_source_text
+from linkscope.topo.formats.source import parse_source_text
 
 READERS: dict[str, Callable[[str, str], object]] = {
     "nccl-tests": read_nccl_tests,

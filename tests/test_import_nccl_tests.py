@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from linkscope.topo.codec import measurements_from_json
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nccl_tests import looks_like_nccl_tests, read_nccl_tests
-from linkscope.topo.model import CollectiveResult, Measurements
+from linkscope.topo.model.codec import measurements_from_json
+from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
 from bench_support import FIXTURES, cli_main
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.p2p_matrices import (
     looks_like_nvbandwidth,
     looks_like_p2p_bandwidth_latency_test,
     read_nvbandwidth,
     read_p2p_bandwidth_latency_test,
 )
-from linkscope.topo.model import Measurements, PeerCopy
+from linkscope.topo.model.measurements import Measurements, PeerCopy
 
 from bench_support import FIXTURES, cli_main
 

@@ -9,7 +9,7 @@ import pytest
 from linkscope.topo.formats.nccl_tests import read_nccl_tests
 from linkscope.topo.formats.p2p_matrices import read_p2p_bandwidth_latency_test
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.model import CollectiveResult, Measurements
+from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
 from bench_support import FIXTURES, cli_main
 

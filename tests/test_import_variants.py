@@ -19,10 +19,10 @@ from variant_support import (
     prefixed,
 )
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.model import Measurements
-from linkscope.topo.sources import parse_source_text
+from linkscope.topo.formats.source import parse_source_text
+from linkscope.topo.model.measurements import Measurements
 
 from bench_support import FIXTURES
 

@@ -1,4 +1,5 @@
-"""Import boundaries: the core stays pure and the command line stays light."""
+"""The rules of the house: the core stays pure, the command line stays light, rooms import downwards only,
+no symbolic links and no bare `import topo`."""
 
 from __future__ import annotations
 
@@ -94,3 +95,95 @@ def test_only_probes_nvml_imports_pynvml_and_only_bench_imports_torch() -> None:
         if "torch" in imports:
             assert relative.startswith(("probes/bench/", "probes/capabilities", "probes/cluster_collect")), \
                     f"{relative} imports torch"
+
+
+ROOMS: tuple[tuple[str, ...], ...] = (
+    ("common",),
+    ("model",),
+    ("machine",),
+    ("samples", "layout"),
+    ("formats",),
+    ("cost",),
+    ("health",),
+    ("checks", "nccl", "trace"),
+)
+"""The rooms of topo/, lowest first: a room imports only from itself and from rooms of earlier rows, so rooms of
+one row never import each other."""
+
+_ROOM_ROW = {room: row for row, rooms in enumerate(ROOMS) for room in rooms}
+
+
+def _imported_names(path: pathlib.Path) -> set[str]:
+    """The modules a file imports (absolute imports), wherever in the file the import stands."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _topo_imports(path: pathlib.Path) -> set[str]:
+    """The topo rooms a module imports (`linkscope.topo.<room>...`)."""
+    return {name.split(".")[2] for name in _imported_names(path) if name.startswith("linkscope.topo.")}
+
+
+def test_every_topo_module_lives_in_a_room_and_the_rooms_are_listed() -> None:
+    top_level = sorted(path.name for path in (ROOT / "topo").glob("*.py"))
+    assert top_level == ["__init__.py"], f"modules at topo/'s top level: put them in a room: {top_level}"
+    rooms = sorted(path.parent.name for path in (ROOT / "topo").glob("*/__init__.py"))
+    assert rooms == sorted(_ROOM_ROW), "every room of topo/ is in ROOMS, once"
+
+
+def test_rooms_import_only_rooms_below_them() -> None:
+    offenders = []
+    for room, row in _ROOM_ROW.items():
+        for path in sorted((ROOT / "topo" / room).rglob("*.py")):
+            above = {other for other in _topo_imports(path) - {room} if _ROOM_ROW.get(other, len(ROOMS)) >= row}
+            if above:
+                offenders.append(f"{path.relative_to(ROOT)} imports {sorted(above)}")
+    assert not offenders, offenders
+
+
+def _repository_files() -> list[pathlib.Path]:
+    """Every file of the checkout that git tracks or would track (ignored build outputs left out)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=False)
+    if listed.returncode != 0:  # not a git checkout (an unpacked archive): every file but the usual outputs
+        skipped = {".git", ".venv", "build", "dist", ".mypy_cache", ".ruff_cache", ".pytest_cache", "__pycache__"}
+        return [path for path in ROOT.rglob("*") if not skipped & set(path.relative_to(ROOT).parts)]
+    return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+
+
+def test_no_symbolic_link_anywhere_in_the_repository() -> None:
+    """pyproject's package-dir maps linkscope.topo, .probes and .tui onto the folders: a checkout without link
+    support (Windows' default, some CI caches) builds the same wheel."""
+    links = [path.relative_to(ROOT).as_posix() for path in _repository_files() if path.is_symlink()]
+    assert not links, links
+
+
+def test_nothing_imports_topo_probes_or_tui_bare() -> None:
+    """`import topo` works from the repository root by accident and nowhere else (and loads a module twice, as
+    `topo.x` and `linkscope.topo.x`): every import names the installed package."""
+    offenders = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] in (".venv", "build", "dist") or path.is_symlink():
+            continue
+        bad = {name.split(".")[0] for name in _imported_names(path)} & set(LAYERS)
+        if bad:
+            offenders.append(f"{relative.as_posix()}: {sorted(bad)}")
+    assert not offenders, offenders
+    loaded = _modules_after("import linkscope.cli, linkscope.topo.checks.check, linkscope.probes.host, linkscope.tui.app")
+    assert not {name.split(".")[0] for name in loaded} & set(LAYERS)
+
+
+MAX_MODULE_LINES = 470
+"""Small modules with one purpose: a module past this many lines is two modules."""
+
+
+def test_no_module_of_the_core_is_too_long() -> None:
+    long = [f"{path.relative_to(ROOT)}: {count}" for path in sorted((ROOT / "topo").rglob("*.py"))
+            if (count := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert not long, long

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fuzz_support import REAL, ROOT, run_cli
 
-from linkscope.topo.jsonio import json_text, read_json
+from linkscope.topo.common.jsonio import json_text, read_json
 
 
 def _strict(text: str) -> Any:
@@ -58,7 +58,7 @@ def test_the_writer_writes_no_finite_value_as_null(value: float) -> None:
      ("[-Infinity]", "Infinity"), ("[1e400]", "out of range")],
 )
 def test_the_reader_turns_decoder_limits_into_one_line(text: str, fragment: str) -> None:
-    from linkscope.topo.errors import InputError
+    from linkscope.topo.common.errors import InputError
 
     with pytest.raises(InputError, match=fragment):
         read_json(text, "f.json")
@@ -76,8 +76,8 @@ def test_every_command_prints_through_the_safe_console() -> None:
 
 
 def test_json_is_written_by_one_writer() -> None:
-    """`json.dump(s)` anywhere in the product but topo/jsonio.py could write NaN or Infinity."""
-    allowed = {"topo/jsonio.py", "probes/bench/worker.py", "probes/bench/runner.py"}  # worker <-> spawner messages
+    """`json.dump(s)` anywhere in the product but topo/common/jsonio.py could write NaN or Infinity."""
+    allowed = {"topo/common/jsonio.py", "probes/bench/worker.py", "probes/bench/runner.py"}  # worker <-> spawner messages
     offenders = [str(path.relative_to(ROOT)) for path in _python_files("topo", "linkscope", "tui", "probes")
                  if re.search(r"\bjson\.dumps?\(", path.read_text()) and str(path.relative_to(ROOT)) not in allowed]
     assert offenders == []

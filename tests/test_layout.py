@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.layout import DIMENSIONS, build_groups, parse_mesh, parse_order, parse_sizes, resolve_layout
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.layout.groups import build_groups
+from linkscope.topo.layout.spec import DIMENSIONS, parse_mesh, parse_order, parse_sizes, resolve_layout
 
 
 def test_megatron_documented_example() -> None:

@@ -17,15 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.layout import (
-    DIMENSIONS,
-    build_groups,
-    megatron_refusal,
-    order_needs,
-    parse_mesh,
-    resolve_layout,
-)
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.layout.groups import build_groups, megatron_refusal, order_needs
+from linkscope.topo.layout.spec import DIMENSIONS, parse_mesh, resolve_layout
 
 
 def reference_groups(order: list[str], sizes: dict[str, int], along: set[str]) -> list[list[int]]:

@@ -9,11 +9,11 @@ import pathlib
 
 import pytest
 
-from linkscope.topo.codec import measurements_from_json, measurements_to_json, snapshot_from_json, to_jsonable
 from linkscope.topo.formats.measured_on import measured_on
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.model import MeasuredOn, Measurements, PeerCopy
-from linkscope.topo.provenance import DIFFERENT, OTHER_HOST, SAME, UNKNOWN, check_identity, same_gpu_model
+from linkscope.topo.model.codec import measurements_from_json, measurements_to_json, snapshot_from_json, to_jsonable
+from linkscope.topo.model.measurements import MeasuredOn, Measurements, PeerCopy
+from linkscope.topo.model.provenance import DIFFERENT, OTHER_HOST, SAME, UNKNOWN, check_identity, same_gpu_model
 from linkscope.topo.samples import load_sample
 
 from bench_support import FIXTURES, cli_main

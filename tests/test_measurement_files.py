@@ -10,7 +10,7 @@ import pytest
 
 from linkscope.cli import main
 from linkscope.files import load_measurements
-from linkscope.topo.codec import snapshot_from_json
+from linkscope.topo.model.codec import snapshot_from_json
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 NVBANDWIDTH = REAL / "p2p" / "h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"

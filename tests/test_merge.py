@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from linkscope.cli import main
-from linkscope.topo.codec import snapshot_to_json
-from linkscope.topo.model import Gap
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.model.codec import snapshot_to_json
+from linkscope.topo.model.host import Gap
 from linkscope.topo.samples import load_sample
-from linkscope.topo.sources import load_source
 
 
 def _write_host(path: Path, sample: str, hostname: str, gaps: tuple[Gap, ...] = ()) -> Path:
@@ -100,7 +100,7 @@ def test_merge_of_1024_synthetic_hosts(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_measurements_of_a_host_file_are_named_not_silently_dropped(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from linkscope.topo.model import Measurements
+    from linkscope.topo.model.measurements import Measurements
 
     measured = tmp_path / "a.json"
     snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements(source="nvbandwidth"))

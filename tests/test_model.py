@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from linkscope.topo.codec import (
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.codec import (
     from_jsonable,
     measurements_from_json,
     measurements_to_json,
@@ -14,23 +15,20 @@ from linkscope.topo.codec import (
     snapshot_to_json,
     to_jsonable,
 )
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import (
+from linkscope.topo.model.host import (
     Capabilities,
-    CollectiveResult,
     Gap,
     Gpu,
     Host,
     Link,
     LinkKind,
-    Measurements,
     NvLinkPort,
     P2PStatus,
-    PeerCopy,
-    Snapshot,
     Versions,
     parse_link_token,
 )
+from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
+from linkscope.topo.model.snapshot import Snapshot
 
 
 def _two_gpu_snapshot() -> Snapshot:

@@ -11,7 +11,7 @@ import pytest
 
 from linkscope.topo.formats.nccl_log import read_nccl_log_stream
 from linkscope.topo.formats.nccl_log_model import NcclLog, bus_id_to_pci
-from linkscope.topo.nccl_checks import nccl_findings, rank_hosts, same_host
+from linkscope.topo.nccl.checks import nccl_findings, rank_hosts, same_host
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"
 

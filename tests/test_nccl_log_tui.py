@@ -9,7 +9,7 @@ from test_nccl_log_cli import H100_SHM
 from textual.widgets import Static
 
 from linkscope.topo.formats.nccl_log import read_nccl_log_text
-from linkscope.topo.nccl_placement import NcclPlacement, place_edges
+from linkscope.topo.nccl.placement import NcclPlacement, place_edges
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
 from linkscope.tui.link_cells import gpu_cells

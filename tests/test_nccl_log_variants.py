@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nccl_log import MAX_LINE_BYTES, read_nccl_log_stream, read_nccl_log_text
 from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.nccl_checks import nccl_findings, rank_hosts, same_host
-from linkscope.topo.nccl_placement import place_edges
+from linkscope.topo.nccl.checks import nccl_findings, rank_hosts, same_host
+from linkscope.topo.nccl.placement import place_edges
 from linkscope.topo.samples import load_sample
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "nccl_debug"

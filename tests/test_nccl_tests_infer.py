@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.busbw import bus_factor
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nccl_tests import read_nccl_tests
 from linkscope.topo.formats.nccl_tests_infer import RowFacts, ranks_from_ratio
+from linkscope.topo.model.busbw import bus_factor
 
 from bench_support import FIXTURES, cli_main
 

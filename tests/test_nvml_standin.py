@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from linkscope.probes.identity import identity_table
-from linkscope.topo.codec import from_jsonable
-from linkscope.topo.links import link_speed
-from linkscope.topo.model import LinkKind, Snapshot
+from linkscope.topo.machine.links import link_speed
+from linkscope.topo.model.codec import from_jsonable
+from linkscope.topo.model.host import LinkKind
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import sample_names
 
 from fakes.fake_nvml import (
@@ -229,7 +230,8 @@ def test_fabric_state_is_masked_to_its_one_byte(real: dict[str, Any]) -> None:
 
 
 def test_an_idle_gpu_training_pcie_down_is_not_a_fault(real: dict[str, Any]) -> None:
-    from linkscope.topo.checks import CheckRequest, check_layout
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
 
     idle, busy = snapshot_of(real["idle-pcie"]), snapshot_of(real["pcie-l40s-8-probe"])
     assert {gpu.pcie_gen_current for gpu in idle.host.gpus} == {1}

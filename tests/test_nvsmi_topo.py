@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
 from linkscope.topo.formats.nvsmi_matrix import LINK_TOKENS
 from linkscope.topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
-from linkscope.topo.model import LinkKind, P2PStatus, Snapshot, parse_link_token
-from linkscope.topo.sources import load_source
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
+from linkscope.topo.model.host import LinkKind, P2PStatus, parse_link_token
+from linkscope.topo.model.snapshot import Snapshot
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 REAL_TOPO = sorted((REAL / "topo").glob("*.txt"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo
 
 HEADER = "        GPU0    GPU1    GPU2    CPU Affinity\n"

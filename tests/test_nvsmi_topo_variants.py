@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from linkscope.topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
-from linkscope.topo.model import LinkKind, P2PStatus, Snapshot
+from linkscope.topo.model.host import LinkKind, P2PStatus
+from linkscope.topo.model.snapshot import Snapshot
 
 from nvsmi_topo_support import dgx_like, render_topo
 

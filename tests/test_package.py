@@ -1,6 +1,7 @@
-"""One installed package: the wheel holds `linkscope` and nothing else at the top level, with the
-samples and the app's stylesheet inside it, so installing linkscope next to other distributions
-named `tui`, `probes` or `topo` clashes with nothing."""
+"""One installed package: the wheel holds `linkscope` and nothing else at the top level, every module of
+topo/, probes/ and tui/ under it (pyproject's package-dir, no links), with the samples and the app's
+stylesheet, so installing linkscope next to other distributions named `tui`, `probes` or `topo` clashes
+with nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,32 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"linkscope": "linkscope", "linkscope.topo": "topo", "linkscope.probes": "probes", "linkscope.tui": "tui"}
+"""Each part of the installed package and the repository folder it is built from."""
+
+
+def _installed_names() -> set[str]:
+    """Every file the wheel must hold, as the wheel names it (`linkscope/topo/model/host.py`)."""
+    names: set[str] = set()
+    for package, folder in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*"):
+            relative = path.relative_to(ROOT / folder)
+            if path.suffix in (".py", ".json", ".tcss", ".typed") and "__pycache__" not in relative.parts \
+                    and not (package == "linkscope" and relative.parts[0] in FOLDERS.values()):
+                names.add(f"{package.replace('.', '/')}/{relative.as_posix()}")
+    return names
+
+
+def test_pyproject_lists_every_package_and_maps_the_folders() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == FOLDERS
+    folders = {f"{package}.{'.'.join(init.parent.relative_to(ROOT / folder).parts)}".rstrip(".")
+               for package, folder in FOLDERS.items() for init in (ROOT / folder).rglob("__init__.py")}
+    assert sorted(setuptools["packages"]) == sorted(folders), "a new folder of modules goes into pyproject's packages"
 
 
 def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
@@ -20,9 +46,9 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top == {"linkscope"}
-    for inside in ("linkscope/topo/model.py", "linkscope/probes/bench/worker.py", "linkscope/tui/app.py",
-                   "linkscope/tui/linkscope.tcss", "linkscope/topo/samples/dgx-h100.json", "linkscope/cli.py"):
-        assert inside in names, inside
+    missing = sorted(_installed_names() - set(names))
+    assert not missing, missing
+    assert "linkscope/topo/samples/dgx-h100.json" in names and "linkscope/tui/linkscope.tcss" in names
 
 
 def _dummy_distribution(where: Path, name: str) -> Path:
@@ -44,8 +70,8 @@ def test_installing_beside_packages_named_tui_and_probes_leaves_both_working(tmp
     pip = [str(python), "-m", "pip", "install", "-q", "--no-deps"]
     subprocess.run([*pip, *others], check=True, timeout=300, capture_output=True)
     subprocess.run([*pip, str(ROOT)], check=True, timeout=300, capture_output=True)
-    probe = ("import tui, probes, linkscope.tui.app, linkscope.probes.bench.worker, linkscope.topo.model; "
-             "print(tui.WHO, '|', probes.WHO, '|', linkscope.topo.model.__name__)")
+    probe = ("import tui, probes, linkscope.tui.app, linkscope.probes.bench.worker, linkscope.topo.model.snapshot; "
+             "print(tui.WHO, '|', probes.WHO, '|', linkscope.topo.model.snapshot.__name__)")
     done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "the other tui | the other probes | linkscope.topo.model"
+    assert done.stdout.strip() == "the other tui | the other probes | linkscope.topo.model.snapshot"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.topo.links import gpu_pcie_speed, link_speed
-from linkscope.topo.model import LinkKind
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.machine.links import gpu_pcie_speed, link_speed
+from linkscope.topo.model.host import LinkKind
 from linkscope.topo.samples import load_sample
-from linkscope.topo.sources import load_source
 
 TOPO = Path(__file__).parent / "fixtures" / "real" / "topo"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.placement import (
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.layout.placement import (
     LayoutMismatch,
     RankMapEntry,
     cluster_hosts,

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.plan import memory_per_gpu_bytes, plan_layout
+from linkscope.topo.checks.plan import memory_per_gpu_bytes, plan_layout
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.layout.volumes import pipeline_bubble, preset, step_traffic
 from linkscope.topo.samples import load_sample
-from linkscope.topo.volumes import pipeline_bubble, preset, step_traffic
 
 from layout_support import assert_one_line_error, run_cli
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from linkscope.commands import probe_cmd
-from linkscope.topo.codec import snapshot_from_json
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.codec import snapshot_from_json
 from linkscope.topo.samples import load_sample
 
 from probe_support import probe_fake

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from linkscope.probes.host import probe_host
-from linkscope.topo.model import LinkKind, Snapshot
+from linkscope.topo.model.host import LinkKind
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml, build_sysfs

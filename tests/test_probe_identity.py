@@ -152,7 +152,7 @@ def test_rows_carry_bus_id_uuid_numa_and_cpus() -> None:
 def test_mig_devices_are_probed_and_listed_in_the_identity_json(tmp_path: Path) -> None:
     """A MIG-enabled GPU's MIG devices come from NVML into the snapshot and the `probe --json` identity rows."""
     from linkscope.commands.probe_cmd import identity_json
-    from linkscope.topo.model import Snapshot
+    from linkscope.topo.model.snapshot import Snapshot
 
     from fakes import FakeNvml
     from fakes.nvml_standin.scenario import with_mig

@@ -24,7 +24,7 @@ from linkscope.probes.nvml_query import (
     field_value,
     mask_to_numbers,
 )
-from linkscope.topo.model import LinkKind
+from linkscope.topo.model.host import LinkKind
 from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml, build_sysfs

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.rankmap import expand_hostlist, parse_tasks_per_node, read_rank_map
-from linkscope.topo.placement import RankMapEntry
+from linkscope.topo.layout.placement import RankMapEntry
 
 
 @pytest.mark.parametrize(

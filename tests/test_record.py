@@ -12,9 +12,10 @@ import pytest
 
 from linkscope.files import write_text_file_atomic
 from linkscope.probes.record import ClockReader, RecordUnavailable, record_snapshot, replay_readings
-from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
-from linkscope.topo.errors import InputError
-from linkscope.topo.health import HealthContext, run_health
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.health.finding import HealthContext
+from linkscope.topo.health.rules import run_health
+from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
 from linkscope.topo.samples import load_sample
 
 from fakes import FakeNvml, build_sysfs

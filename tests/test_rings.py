@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from linkscope.topo.cost.params import CostModel
-from linkscope.topo.model import Host
-from linkscope.topo.rings import best_chain, best_ring, ring_hops
+from linkscope.topo.machine.rings import best_chain, best_ring, ring_hops
+from linkscope.topo.model.host import Host
 from linkscope.topo.samples import load_sample
 
 from layout_support import NVLINK_PAIRS_4, host_from_matrix

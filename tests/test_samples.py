@@ -7,13 +7,13 @@ from collections import Counter
 
 import pytest
 
-from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Host, LinkKind
-from linkscope.topo.pcipath import classify_pci_pair
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.machine.pcipath import classify_pci_pair
+from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
+from linkscope.topo.model.host import Host, LinkKind
 from linkscope.topo.samples import load_sample, sample_description, sample_names
 from linkscope.topo.samples.build import build_sample, data_dir, main, sample_json
-from linkscope.topo.sources import load_source
 
 from samples_support import fixture_gpu_rows
 

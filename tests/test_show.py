@@ -12,8 +12,9 @@ import pytest
 
 from linkscope.cli import main
 from linkscope.render.tables import index_ranges
-from linkscope.topo.codec import snapshot_to_json
-from linkscope.topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, Snapshot
+from linkscope.topo.model.codec import snapshot_to_json
+from linkscope.topo.model.host import Gap, Gpu, Host, Link, LinkKind, Nic
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample, sample_names
 
 from samples_support import REAL_TOPO_DIR, fixture_gpu_rows

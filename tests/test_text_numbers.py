@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.numbers import parse_float, parse_int
-from linkscope.topo.text import printable, printable_block, strip_escapes
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import parse_float, parse_int
+from linkscope.topo.common.text import printable, printable_block, strip_escapes
 
 HOSTILE = [
     "\x1b[2J\x1b[H", "\x1b]0;owned\x07", "\x1b]52;c;ZWNobyBoaQ==\x07", "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\",
@@ -65,21 +65,21 @@ def test_float_values() -> None:
 
 
 def test_counted_nouns_agree_with_their_number() -> None:
-    from linkscope.topo.units import counted
+    from linkscope.topo.common.units import counted
 
     assert (counted(1, "NIC"), counted(12, "NIC"), counted(0, "GPU pair")) == ("1 NIC", "12 NICs", "0 GPU pairs")
     assert counted(2, "NVLink") == "2 NVLinks" and counted(1, "NVLink") == "1 NVLink"
 
 
 def test_share_never_rounds_something_to_nothing() -> None:
-    from linkscope.topo.units import format_share
+    from linkscope.topo.common.units import format_share
 
     assert [format_share(f) for f in (0.47, 0.004, 0.0, 1.0)] == ["47%", "0.4%", "0%", "100%"]
 
 
 @pytest.mark.parametrize("text", ["1,,2", "1,", ",1", " , "])
 def test_comma_lists_refuse_empty_items(text: str) -> None:
-    from linkscope.topo.numbers import comma_items
+    from linkscope.topo.common.numbers import comma_items
 
     with pytest.raises(InputError):
         comma_items(text, "--x")

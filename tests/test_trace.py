@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from trace_support import TraceBuilder
 
 from linkscope.cli import main
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats import trace_stream
-from linkscope.topo.formats.trace import read_rank_trace, subtract, union
+from linkscope.topo.formats.trace import read_rank_trace
+from linkscope.topo.formats.trace_steps import subtract, union
 from linkscope.topo.formats.trace_stream import read_trace_events
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "traces"
@@ -245,7 +246,7 @@ def test_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_arbitrary_bytes_give_a_result_or_one_line(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "t.json"
     path.write_bytes(data)
-    from linkscope.topo.trace_files import read_trace_file
+    from linkscope.topo.trace.files import read_trace_file
 
     try:
         read_trace_file(str(path))

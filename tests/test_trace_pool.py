@@ -14,12 +14,12 @@ import pytest
 from trace_support import TraceBuilder
 
 from linkscope.cli import main
-from linkscope.topo import trace_pool
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text, read_json
-from linkscope.topo.trace_codec import rank_trace_from_json, rank_trace_to_json
-from linkscope.topo.trace_files import read_trace_file
-from linkscope.topo.trace_pool import PARALLEL_MIN_BYTES, default_jobs, read_traces
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text, read_json
+from linkscope.topo.trace import pool as trace_pool
+from linkscope.topo.trace.codec import rank_trace_from_json, rank_trace_to_json
+from linkscope.topo.trace.files import read_trace_file
+from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, default_jobs, read_traces
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "traces"
 
@@ -100,7 +100,7 @@ def test_an_interrupt_leaves_no_worker_behind(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         read_traces(paths, jobs=2, on_read=interrupt)
     assert not [child for child in psutil.Process().children(recursive=True)
-                if "linkscope.topo.trace_pool" in " ".join(child.cmdline())]
+                if "linkscope.topo.trace.pool" in " ".join(child.cmdline())]
 
 
 def test_workers_only_when_the_traces_are_large(tmp_path: Path) -> None:

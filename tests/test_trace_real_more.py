@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from linkscope.cli import main
-from linkscope.topo.formats.trace import RankTrace, read_rank_trace
+from linkscope.topo.formats.trace import read_rank_trace
+from linkscope.topo.formats.trace_events import RankTrace
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "traces"
 RANK0 = REAL / "hta-rank0-of-128-sampled-no-pg.json.gz"

@@ -9,7 +9,9 @@ import time
 import pytest
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
-from linkscope.topo.model import Host, Measurements, PeerCopy, Snapshot
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.measurements import Measurements, PeerCopy
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample, sample_names
 from linkscope.tui.app import TABS, build_app
 from linkscope.tui.messages import RingChosen
@@ -559,7 +561,7 @@ async def test_a_findings_message_and_fix_show_whole_at_80_columns() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> None:
     """A 31-size sweep draws its bars inside the plot at 80 and 120 columns (no bar row wraps onto the next line)."""
-    from linkscope.topo.model import CollectiveResult
+    from linkscope.topo.model.measurements import CollectiveResult
     from linkscope.tui.widgets.bandwidth_plot import BandwidthPlot
 
     rows = tuple(CollectiveResult("all_reduce", 1 << exponent, "float", 10.0, exponent * 5.0, exponent * 9.0, 8)

@@ -7,10 +7,12 @@ import json
 
 import pytest
 
-from linkscope.topo.checks import CheckRequest, check_layout
-from linkscope.topo.model import Link, LinkKind, Measurements, PeerCopy
+from linkscope.topo.checks.check import check_layout
+from linkscope.topo.checks.request import CheckRequest
+from linkscope.topo.checks.suggest import Suggestion
+from linkscope.topo.model.host import Link, LinkKind
+from linkscope.topo.model.measurements import Measurements, PeerCopy
 from linkscope.topo.samples import load_sample
-from linkscope.topo.suggest import Suggestion
 from linkscope.tui.app import merge_measurements
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
 from linkscope.tui.link_cells import gpu_cells, nic_cells
@@ -124,7 +126,7 @@ def test_bench_points() -> None:
     """Peer copies average per size; collectives keep the best busbw per size of one op."""
     copies = (PeerCopy(0, 1, size_bytes=8, unidir_gbps=1.0), PeerCopy(1, 0, size_bytes=8, unidir_gbps=3.0))
     assert peer_copy_points(copies) == ((8, 2.0),)
-    from linkscope.topo.model import CollectiveResult
+    from linkscope.topo.model.measurements import CollectiveResult
 
     results = (
         CollectiveResult("all_reduce", 8, "float32", 1.0, 1.0, 2.0, 2),

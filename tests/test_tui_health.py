@@ -7,7 +7,7 @@ import dataclasses
 
 from textual.widgets import DataTable, Static
 
-from linkscope.topo.model import CounterSample, GpuCounters, LinkCounters, Recording
+from linkscope.topo.model.recording import CounterSample, GpuCounters, LinkCounters, Recording
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
 from linkscope.tui.screens.monitor import MonitorView

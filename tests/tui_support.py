@@ -10,20 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkscope.probes.live import GpuLive, LinkRate, LiveReading
-from linkscope.topo.checks import CheckReport
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import (
-    Gpu,
-    Host,
-    Link,
-    LinkKind,
-    Measurements,
-    Nic,
-    NumaNode,
-    P2PStatus,
-    PeerCopy,
-    Snapshot,
-)
+from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.host import Gpu, Host, Link, LinkKind, Nic, NumaNode, P2PStatus
+from linkscope.topo.model.measurements import Measurements, PeerCopy
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.local_services import LocalServices
 from linkscope.tui.services import (
     BenchProgress,

@@ -18,11 +18,12 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPane
 
-from linkscope.topo.cluster import host_position, nvlink_domains
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Measurements, Snapshot
-from linkscope.topo.nccl_placement import NcclPlacement
-from linkscope.topo.text import printable
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.text import printable
+from linkscope.topo.machine.cluster import host_position, nvlink_domains
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.local_services import LocalServices
 from linkscope.tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from linkscope.tui.screens.bench import BenchView

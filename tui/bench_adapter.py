@@ -10,8 +10,9 @@ import importlib.util
 import threading
 from collections.abc import Callable
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Measurements, Snapshot
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.services import BenchProgress, BenchRequest, Unavailable
 
 TIMEOUT_S = 900.0

@@ -7,10 +7,10 @@ import shlex
 
 from rich.text import Text
 
-from linkscope.topo.checks import CheckReport
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.model import Snapshot
-from linkscope.topo.suggest import Suggestion
+from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.checks.suggest import Suggestion
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.services import LayoutForm
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from linkscope.topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
-from linkscope.topo.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
-from linkscope.topo.model import Host, Link, LinkKind, Measurements, Nic, PeerCopy, parse_link_token
+from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from linkscope.topo.machine.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
+from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
+from linkscope.topo.model.measurements import Measurements, PeerCopy
 
 SLOW_TRANSPORTS = frozenset({"SHM", "NET"})
 P2P_LINK_KINDS = frozenset({LinkKind.NVLINK, LinkKind.PIX, LinkKind.PXB})
@@ -49,7 +50,7 @@ class GridCell:
 
     @property
     def verdict(self) -> str | None:
-        """`ok`, `slow` or `far below` (:func:`topo.expect.verdict`, shared with the command line); None when not
+        """`ok`, `slow` or `far below` (:func:`topo.cost.expect.verdict`, shared with the command line); None when not
         measured, or measured with copies too small to judge."""
         judged = self.measured_size_bytes is None or self.measured_size_bytes >= COPY_JUDGE_MIN_BYTES
         return verdict(self.ratio) if judged else None

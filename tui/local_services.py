@@ -6,8 +6,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from linkscope.topo.checks import CheckReport, CheckRequest, check_layout
-from linkscope.topo.model import Measurements, Snapshot
+from linkscope.topo.checks.check import check_layout
+from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.checks.request import CheckRequest
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.services import BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
 
 
@@ -20,7 +23,7 @@ class LocalServices:
             from linkscope.probes.host import probe_host
 
             return probe_host()
-        from linkscope.topo.sources import load_source
+        from linkscope.topo.formats.source import load_source
 
         return load_source(source)
 
@@ -62,7 +65,7 @@ class LocalServices:
         return run_request(snapshot, request, progress, cancel)
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
-        """Call `topo.checks.check_layout`."""
+        """Call `topo.checks.check.check_layout`."""
         request = CheckRequest(
             sizes=form.sizes,
             order=form.order,

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from linkscope.probes.live import LiveReading
-from linkscope.topo.checks import CheckReport
-from linkscope.topo.model import Measurements, Snapshot
-from linkscope.topo.suggest import Suggestion
+from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.checks.suggest import Suggestion
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.services import BenchProgress, LayoutForm
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from linkscope.probes.live import LiveReading
-from linkscope.topo.checks import CheckReport
-from linkscope.topo.model import Measurements, Snapshot
+from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
 
 
 class Unavailable(Exception):
@@ -112,5 +113,5 @@ class Services(Protocol):
         ...
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
-        """Expand and check a rank layout (`topo.checks.check_layout`); `suggest` also searches a better one."""
+        """Expand and check a rank layout (`topo.checks.check.check_layout`); `suggest` also searches a better one."""
         ...

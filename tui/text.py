@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from rich.text import Text
 
-from linkscope.topo.text import printable
+from linkscope.topo.common.text import printable
 
 T = TypeVar("T")
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from linkscope.argtypes import seconds, whole_number
 from linkscope.render.progress import progress_bar
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.runner import BenchOutcome
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.limits import MAX_GPUS_PER_HOST
-from linkscope.topo.text import printable
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
+from linkscope.topo.common.text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_COPIES = 64
@@ -209,7 +209,7 @@ def _report_collectives(args: argparse.Namespace, measurements: Any, result: dic
     from dataclasses import replace
 
     from linkscope.probes.bench.results import stragglers
-    from linkscope.topo.expect import row_expectations
+    from linkscope.topo.cost.expect import row_expectations
 
     notes = list(result["notes"])
     slow_groups = stragglers(result["rows"])
@@ -274,7 +274,7 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
 
     from linkscope.render.console import table_console
     from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
-    from linkscope.topo.sizes import format_size_bytes
+    from linkscope.topo.common.sizes import format_size_bytes
 
     table = Table(title="collectives: time averaged over ranks, GB/s, busbw by nccl-tests' factors", box=box.SIMPLE_HEAD)
     for column in ("op", "size", "dtype", "group", "time us", "algbw", "busbw", "wrong"):
@@ -311,7 +311,7 @@ def run_p2p(args: argparse.Namespace) -> int:
     """Peer copies: needs CUDA; one worker drives every GPU, then matrices with expected speeds."""
     from linkscope.probes.bench.p2p_report import parse_pairs
     from linkscope.probes.bench.preflight import cuda_device_count, gpu_preflight
-    from linkscope.topo.sizes import parse_size_bytes
+    from linkscope.topo.common.sizes import parse_size_bytes
 
     # the flags first: a wrong one is said before torch is imported (seconds)
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
@@ -409,7 +409,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
 
 def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
     """A host-copy row with `ratio` (GB/s over expected) and its `verdict` (local copies of judged size only)."""
-    from linkscope.topo.expect import COPY_JUDGE_MIN_BYTES, verdict
+    from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, verdict
 
     expected = row["expected_gbps"]
     ratio = row["gbps"] / expected if expected else None
@@ -425,7 +425,7 @@ def _unjudged(row: dict[str, Any]) -> dict[str, Any]:
 
 def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:
     """Typical host<->GPU bandwidth of CUDA device `gpu`'s PCIe link, from the snapshot."""
-    from linkscope.topo.links import gpu_pcie_speed
+    from linkscope.topo.machine.links import gpu_pcie_speed
 
     position = positions[gpu] if gpu < len(positions) else None
     if host is None or position is None:
@@ -447,7 +447,7 @@ def _print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings:
 
     from linkscope.probes.bench.p2p_report import matrix
     from linkscope.render.console import table_console
-    from linkscope.topo.sizes import format_size_bytes
+    from linkscope.topo.common.sizes import format_size_bytes
 
     console = table_console()
     count = len(result["devices"])
@@ -529,7 +529,7 @@ def _reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
     from rich.table import Table
 
     from linkscope.render.console import table_console
-    from linkscope.topo.sizes import format_size_bytes
+    from linkscope.topo.common.sizes import format_size_bytes
 
     table = Table(title=f"all_reduce per call (us, slowest rank): reused group vs a new group per call, "
                   f"{spec.backend} x{spec.world_size}", box=box.SIMPLE_HEAD)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 
 def register_step(sub: Any) -> None:
@@ -100,7 +100,7 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     if spec.profile_dir:
         notes.append(f"profiler traces per mode under {spec.profile_dir} (linkscope trace DIR/MODE)")
     if args.json:
-        from linkscope.topo.jsonio import json_text
+        from linkscope.topo.common.jsonio import json_text
 
         print(json_text({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
                               "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
@@ -112,8 +112,8 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     from rich.text import Text
 
     from linkscope.render.console import table_console
-    from linkscope.topo.sizes import format_size_bytes
-    from linkscope.topo.units import format_share
+    from linkscope.topo.common.sizes import format_size_bytes
+    from linkscope.topo.common.units import format_share
 
     console = table_console()
     console.print(Text(f"{spec.layers} x Linear({spec.width}, {spec.width}): {spec.parameters:,} parameters, "

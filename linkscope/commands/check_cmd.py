@@ -4,7 +4,7 @@ Exit status: 0 no finding at or above `--fail-on` (default warning), 1 there is 
 The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of ranks) and
 `findings` (each `code`, `severity`, `dim`, `ranks`, `message`, plus `link`, `cost_s`,
 `best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside, and `calibration`
-(what fitting the model to the measurements changed, :mod:`topo.calibration_report`) when measurements were used.
+(what fitting the model to the measurements changed, :mod:`topo.cost.calibration_report`) when measurements were used.
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from typing import Any
 
 from linkscope.files import check_measured_on, load_measurements
 from linkscope.source import add_source_argument, open_source
-from linkscope.topo.checks import SEVERITIES, CheckReport, CheckRequest, check_layout
+from linkscope.topo.checks.check import check_layout
+from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.checks.request import CheckRequest
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.cost.params import CostModel
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.layout import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
-from linkscope.topo.placement import DISTRIBUTIONS, parse_visible_devices
-from linkscope.topo.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
+from linkscope.topo.layout.placement import DISTRIBUTIONS, parse_visible_devices
+from linkscope.topo.layout.spec import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
+from linkscope.topo.layout.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
+from linkscope.topo.model.findings import SEVERITIES
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -106,7 +109,7 @@ def request_from_args(args: argparse.Namespace, default_slots: int) -> CheckRequ
         if args.nodes != 1 or args.distribution != "block" or visible is not None:
             raise InputError("--rank-map places every rank itself: drop --nodes, --distribution and --visible-devices")
         from linkscope.topo.formats.rankmap import read_rank_map
-        from linkscope.topo.sources import read_text_file
+        from linkscope.topo.formats.source import read_text_file
 
         rank_map = read_rank_map(read_text_file(args.rank_map), args.rank_map, default_slots)
     return CheckRequest(
@@ -133,7 +136,7 @@ def cost_model_from_args(args: argparse.Namespace) -> CostModel | None:
     if path is None:
         return None
     from linkscope.topo.cost.params import load_cost_overrides
-    from linkscope.topo.sources import read_text_file
+    from linkscope.topo.formats.source import read_text_file
 
     return load_cost_overrides(read_text_file(path), path)
 
@@ -192,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     changes = []
     if measurements is not None:
         check_measured_on(snapshot, measurements, args.force or not args.measurements, "--measurements")
-        from linkscope.topo.calibration_report import calibration_changes
+        from linkscope.topo.cost.calibration_report import calibration_changes
 
         changes = calibration_changes(measurements, snapshot, request.cost_model)
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)

@@ -11,9 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.text import printable
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import printable
 
 EPILOG = """\
 examples (N nodes, HOST0 the first node's address):
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     """Collect; on rank 0 write the file and summarise. Exit 0, or 1 when some node gave no snapshot."""
     from linkscope.files import check_writable, replace_text_file
     from linkscope.probes.cluster_collect import collect_cluster, launch_from_env
-    from linkscope.topo.codec import snapshot_to_json
+    from linkscope.topo.model.codec import snapshot_to_json
 
     for name in ("probe_timeout", "rendezvous_timeout"):
         if not getattr(args, name) > 0:

@@ -13,10 +13,10 @@ import gc
 import sys
 from typing import Any
 
-from linkscope.topo.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out, shown_value
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.model import Snapshot
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.machine.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out, shown_value
+from linkscope.topo.model.snapshot import Snapshot
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _load(spec: str) -> Snapshot:
-    from linkscope.topo.sources import load_source
+    from linkscope.topo.formats.source import load_source
 
     return load_source(spec)
 

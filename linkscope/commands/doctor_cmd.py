@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from linkscope.source import add_source_argument, open_source
-from linkscope.topo.errors import InputError
-from linkscope.topo.health import HealthContext, HealthFinding, run_health
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.model import Host, Snapshot
-from linkscope.topo.severity import SEVERITIES, reaches
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.health.finding import HealthContext, HealthFinding
+from linkscope.topo.health.rules import run_health
+from linkscope.topo.model.findings import SEVERITIES, reaches
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.snapshot import Snapshot
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -68,8 +70,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def _environment(env_file: str | None) -> tuple[dict[str, str], str]:
     if env_file is None:
         return dict(os.environ), "this process's environment"
+    from linkscope.topo.formats.source import read_text_file
     from linkscope.topo.health.environment import parse_env_file
-    from linkscope.topo.sources import read_text_file
 
     return parse_env_file(read_text_file(env_file), env_file), env_file
 
@@ -100,7 +102,7 @@ def _numa_count(host: Host) -> int:
 
 def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) -> None:
     """A baseline is this machine, or one of its kind: refuse one whose GPU models differ, unless `force`."""
-    from linkscope.topo.provenance import gpu_names, same_gpu_model
+    from linkscope.topo.model.provenance import gpu_names, same_gpu_model
 
     here, there = gpu_names(snapshot), gpu_names(baseline)
     if here and there and not any(same_gpu_model(a, b) for a in here for b in there):
@@ -114,7 +116,7 @@ def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) ->
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
     """The rules' context from the flags, and lines that say what was looked at."""
     from linkscope.files import check_measured_on, load_measurements
-    from linkscope.topo.sources import load_source
+    from linkscope.topo.formats.source import load_source
 
     measurements = snapshot.measurements
     if args.measurements:

@@ -16,6 +16,10 @@ from typing import Any
 
 from linkscope.argtypes import whole_number
 from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
+from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
 from linkscope.topo.cost.collectives import (
     ALGORITHMS,
     OPS,
@@ -25,10 +29,6 @@ from linkscope.topo.cost.collectives import (
     parse_alpha_beta,
     uniform_links,
 )
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.limits import MAX_HOSTS, MAX_WORLD_RANKS
-from linkscope.topo.sizes import format_size_bytes, parse_size_bytes
 
 DEFAULT_INTRA = "1:300"
 """NVLink 3 (A100) as in the DOMAIN worked example: 1 us per hop, 300 GB/s."""
@@ -113,8 +113,8 @@ def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str
     cluster, a multi-host NVLink domain counting as one node), where they sit, and how many nodes they span."""
     from linkscope.topo.cost.groups import GroupPricer
     from linkscope.topo.cost.params import CostModel
-    from linkscope.topo.placement import LayoutMismatch, cluster_hosts, place_ranks
-    from linkscope.topo.sources import load_source
+    from linkscope.topo.formats.source import load_source
+    from linkscope.topo.layout.placement import LayoutMismatch, cluster_hosts, place_ranks
 
     snapshot = load_source(spec)
     hosts, classes = cluster_hosts(snapshot, nodes)
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from linkscope.render.console import console as safe_console
-    from linkscope.topo.units import format_seconds
+    from linkscope.topo.common.units import format_seconds
 
     title = f"{op} of {format_size_bytes(size_bytes)} over {args.ranks} ranks on {nodes} node(s)"
     table = Table(title=Text(title), title_justify="left", show_edge=False)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.topo.busbw import bus_factor
-from linkscope.topo.cost import GroupLinks, collective_cost
-from linkscope.topo.errors import InputError
-from linkscope.topo.sizes import format_size_bytes, geometric_sizes, parse_size_bytes
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.sizes import format_size_bytes, geometric_sizes, parse_size_bytes
+from linkscope.topo.cost.collectives import GroupLinks, collective_cost
+from linkscope.topo.model.busbw import bus_factor
 
 SWEEP_FACTOR = 2
 """Sizes double from MIN to MAX, as nccl-tests' `-f 2`."""
@@ -56,7 +56,7 @@ def run_sweep_if_asked(args: argparse.Namespace, op: str, links: GroupLinks) -> 
         raise InputError("--sweep replaces --bytes: give one of them")
     rows = sweep_rows(op, links, sweep_sizes(args.sweep))
     if args.json:
-        from linkscope.topo.jsonio import json_text
+        from linkscope.topo.common.jsonio import json_text
 
         print(json_text({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}))
     else:
@@ -84,7 +84,7 @@ def sweep_rows(op: str, links: GroupLinks, sizes: list[int]) -> list[dict[str, A
 
 def sweep_lines(op: str, ranks: int, nodes: int, rows: list[dict[str, Any]]) -> list[str]:
     """The table (time per algorithm, the cheapest) and the plot (busbw bars per algorithm), as text lines."""
-    from linkscope.topo.units import format_seconds
+    from linkscope.topo.common.units import format_seconds
 
     names = [name for name in ("ring", "tree", "hierarchical") if any(name in row["algorithms"] for row in rows)]
     lines = [f"{op} over {ranks} ranks on {nodes} node(s): time per call", ""]

@@ -1,6 +1,6 @@
 """`linkscope explain OP --bytes SIZE --ranks N --time T [SOURCE]`: which links explain an observed time.
 
-The cost model run backwards (:mod:`topo.explain`). JSON (`--json`): `op`, `size_bytes`, `ranks`,
+The cost model run backwards (:mod:`topo.cost.explain`). JSON (`--json`): `op`, `size_bytes`, `ranks`,
 `observed_s`, `observed_busbw_gbps`, `best` and `scenarios` (each `scenario`, `link`, `algo`,
 `predicted_s`, `speed_ratio`, `verdict`, `fits`, `bottleneck_gbps`, `implied_gbps`) and, with a SOURCE,
 `layout` (the same fields for the links the placed ranks cross, plus `placement`).
@@ -14,9 +14,10 @@ import argparse
 from typing import Any
 
 from linkscope.commands.estimate_cmd import DEFAULT_INTER, DEFAULT_INTRA, _op_name
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.cost.collectives import ALGORITHMS
-from linkscope.topo.errors import InputError
-from linkscope.topo.explain import (
+from linkscope.topo.cost.explain import (
     Fit,
     Scenario,
     describe_fit,
@@ -27,8 +28,7 @@ from linkscope.topo.explain import (
     parse_duration_s,
     what_if_scenarios,
 )
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.placement import DISTRIBUTIONS, parse_visible_devices
+from linkscope.topo.layout.placement import DISTRIBUTIONS, parse_visible_devices
 
 DEFAULT_PCIE = "2:25.8"
 """A PCIe Gen4 x16 path as peer copies reach it (~82% of 31.5 GB/s), 2 us per hop."""
@@ -101,8 +101,9 @@ def _intermixed(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentPa
 def _layout_fit(args: argparse.Namespace, op: str, size_bytes: int, observed_s: float) -> tuple[Fit, str]:
     """The ranks placed on SOURCE, priced against the observed time, and the placement in words."""
     from linkscope.source import open_source
-    from linkscope.topo.cost import CostModel, GroupPricer
-    from linkscope.topo.placement import cluster_hosts, place_ranks
+    from linkscope.topo.cost.groups import GroupPricer
+    from linkscope.topo.cost.params import CostModel
+    from linkscope.topo.layout.placement import cluster_hosts, place_ranks
 
     snapshot = open_source(args.source)
     if not snapshot.hosts or not snapshot.host.gpus:
@@ -121,8 +122,8 @@ def _layout_fit(args: argparse.Namespace, op: str, size_bytes: int, observed_s: 
 
 def run(args: argparse.Namespace) -> int:
     """Explain the observed time; print the fits (or JSON)."""
+    from linkscope.topo.common.sizes import parse_size_bytes
     from linkscope.topo.cost.collectives import parse_alpha_beta
-    from linkscope.topo.sizes import parse_size_bytes
 
     if len(args.words) > 2:
         raise InputError(f"explain: expected OP [SOURCE], got {' '.join(args.words)!r}")
@@ -162,8 +163,8 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
     from rich.text import Text
 
     from linkscope.render.console import console as safe_console
-    from linkscope.topo.sizes import format_size_bytes
-    from linkscope.topo.units import format_seconds
+    from linkscope.topo.common.sizes import format_size_bytes
+    from linkscope.topo.common.units import format_seconds
 
     console = safe_console()
     console.print(Text(f"{op} of {format_size_bytes(size_bytes)} over {ranks} ranks in {format_seconds(observed_s)}: "

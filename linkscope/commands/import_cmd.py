@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.topo.expect import RowExpectations, row_expectations
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.model import Measurements
-from linkscope.topo.text import printable
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import printable
+from linkscope.topo.cost.expect import RowExpectations, row_expectations
+from linkscope.topo.model.measurements import Measurements
 
 
 def register(subparsers: Any) -> None:
@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
     from linkscope.files import check_measured_on, load_measurements, open_output, write_measurements
-    from linkscope.topo.codec import to_jsonable
-    from linkscope.topo.model import SCHEMA_VERSION
+    from linkscope.topo.model.codec import to_jsonable
+    from linkscope.topo.model.snapshot import SCHEMA_VERSION
 
     attached = open_output(args)
     measurements = load_measurements(args.file, args.op)
@@ -85,8 +85,8 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
 
     from linkscope.render.console import table_console
     from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
-    from linkscope.topo.provenance import describe
-    from linkscope.topo.sizes import format_size_bytes
+    from linkscope.topo.common.sizes import format_size_bytes
+    from linkscope.topo.model.provenance import describe
 
     console = table_console()
     console.print(Text(measurements.source, style="bold"))

@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -50,10 +50,10 @@ def _schema_of(text: str) -> object:
 def run(args: argparse.Namespace) -> int:
     """Read, check and join the files; write the cluster snapshot atomically."""
     from linkscope.files import check_writable, replace_text_file
-    from linkscope.topo.cluster import combine_hosts
-    from linkscope.topo.codec import snapshot_from_json, snapshot_to_json
-    from linkscope.topo.model import SCHEMA_VERSION
-    from linkscope.topo.sources import read_text_file
+    from linkscope.topo.formats.source import read_text_file
+    from linkscope.topo.machine.cluster import combine_hosts
+    from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
+    from linkscope.topo.model.snapshot import SCHEMA_VERSION
 
     check_writable(args.output)
     snapshots = []

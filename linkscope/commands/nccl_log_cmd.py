@@ -13,9 +13,9 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.topo.checks import SEVERITIES
+from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.jsonio import json_text
+from linkscope.topo.model.findings import SEVERITIES
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -52,14 +52,14 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
-    from linkscope.topo.nccl_checks import nccl_findings, report_json
+    from linkscope.topo.nccl.checks import nccl_findings, report_json
 
     log = read_log_argument(args.file)
     findings = nccl_findings(log)
     placement = None
     if args.snapshot is not None:
-        from linkscope.topo.nccl_placement import judged_on_snapshot, place_edges
-        from linkscope.topo.sources import load_source
+        from linkscope.topo.formats.source import load_source
+        from linkscope.topo.nccl.placement import judged_on_snapshot, place_edges
 
         snapshot = load_source(args.snapshot)
         placement = place_edges(log, snapshot)
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def read_log_argument(path: str) -> NcclLog:
     """Read FILE (or `-`, with a size limit) as an NCCL log; every failure is one InputError line."""
-    from linkscope.topo.errors import InputError
+    from linkscope.topo.common.errors import InputError
     from linkscope.topo.formats.nccl_log import MAX_STDIN_BYTES, read_nccl_log_stream
 
     if path == "-":

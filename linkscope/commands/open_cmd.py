@@ -13,8 +13,8 @@ from typing import Any
 
 from linkscope.files import check_measured_on, load_measurements, with_measurements
 from linkscope.source import add_source_argument
-from linkscope.topo.errors import InputError
-from linkscope.topo.sources import load_source
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.formats.source import load_source
 
 TAB_NAMES = ("links", "topology", "ranks", "bench", "monitor", "steps")
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if traces and tab == "links":
         tab = "steps"
     if traces:
-        from linkscope.topo.trace_files import trace_paths
+        from linkscope.topo.trace.files import trace_paths
 
         trace_paths(traces)  # a missing file or an empty directory is one line now, not a message in the app
     if source == "-":
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         if snapshot is None:
             raise InputError("--nccl-log: name the SOURCE the job ran on (a snapshot, topo text or sample:NAME)")
         from linkscope.commands.nccl_log_cmd import read_log_argument
-        from linkscope.topo.nccl_placement import place_edges
+        from linkscope.topo.nccl.placement import place_edges
 
         nccl = place_edges(read_log_argument(args.nccl_log), snapshot)
     problem = terminal_problem()

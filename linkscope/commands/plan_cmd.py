@@ -12,10 +12,10 @@ from typing import Any
 
 from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
 from linkscope.source import add_source_argument, open_source
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.layout import DIMENSIONS
-from linkscope.topo.text import printable_block
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import printable_block
+from linkscope.topo.layout.spec import DIMENSIONS
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan and print the worksheet."""
-    from linkscope.topo.plan import plan_layout
+    from linkscope.topo.checks.plan import plan_layout
 
     pinned = {dim: getattr(args, dim) for dim in DIMENSIONS if getattr(args, dim) is not None}
     for dim, value in pinned.items():

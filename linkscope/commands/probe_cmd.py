@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from linkscope.probes.identity import IdentityTable
-    from linkscope.topo.model import Snapshot
+    from linkscope.topo.model.snapshot import Snapshot
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -114,7 +114,7 @@ def _numa_view(snapshot: Snapshot) -> RenderableType:
     from rich.table import Table
     from rich.text import Text
 
-    from linkscope.topo.sizes import format_size_bytes
+    from linkscope.topo.common.sizes import format_size_bytes
 
     host = snapshot.host
     if not host.numa_nodes:
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.files import write_text_file
     from linkscope.probes.host import DEFAULT_BUDGET_S, probe_host
     from linkscope.probes.identity import identity_table
-    from linkscope.topo.codec import snapshot_to_json, to_jsonable
+    from linkscope.topo.model.codec import snapshot_to_json, to_jsonable
 
     budget_s = DEFAULT_BUDGET_S if args.budget is None else args.budget
     if not 0 < budget_s < float("inf"):  # nan and inf too

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.files import check_writable, write_text_file_atomic
     from linkscope.probes.nvml import load_pynvml
     from linkscope.probes.record import RecordUnavailable, record_snapshot
-    from linkscope.topo.codec import snapshot_to_json
+    from linkscope.topo.model.codec import snapshot_to_json
 
     _check_times(args.seconds, args.interval)
     check_writable(args.output)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.topo.jsonio import json_text
+from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.samples import sample_description, sample_names
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 from linkscope.render import gpu_nic_tokens, matrix_tokens
 from linkscope.source import add_source_argument, open_source
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import json_text
-from linkscope.topo.model import Gpu, Host, Snapshot
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.model.host import Gpu, Host
+from linkscope.topo.model.snapshot import Snapshot
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -88,7 +89,7 @@ def host_json(host: Host) -> dict[str, Any]:
 
 def show_json(snapshot: Snapshot) -> dict[str, Any]:
     """The `show --json` object: the first host at the top level, every host under `hosts`."""
-    from linkscope.topo.cluster_health import cluster_findings
+    from linkscope.topo.health.cluster import cluster_findings
 
     hosts = [host_json(host) for host in snapshot.hosts]
     shown: dict[str, Any] = {
@@ -105,8 +106,8 @@ def show_json(snapshot: Snapshot) -> dict[str, Any]:
 
 def measurements_json(snapshot: Snapshot) -> dict[str, Any] | None:
     """The `measurements` object of `show --json`: source, identity and every row next to its expectation."""
-    from linkscope.topo.codec import to_jsonable
-    from linkscope.topo.expect import expectations
+    from linkscope.topo.cost.expect import expectations
+    from linkscope.topo.model.codec import to_jsonable
 
     measurements = snapshot.measurements
     if measurements is None:
@@ -147,8 +148,8 @@ def _print_measurements(console: Any, snapshot: Snapshot) -> None:
     from rich.text import Text
 
     from linkscope.render.expected import expected_table, print_verdict_summary
-    from linkscope.topo.expect import expectations
-    from linkscope.topo.provenance import describe
+    from linkscope.topo.cost.expect import expectations
+    from linkscope.topo.model.provenance import describe
 
     assert snapshot.measurements is not None
     rows = expectations(snapshot.measurements, snapshot)

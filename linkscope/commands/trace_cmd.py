@@ -7,11 +7,11 @@ from typing import Any
 
 from linkscope.argtypes import whole_number
 from linkscope.render.progress import progress_bar
-from linkscope.topo.errors import InputError
-from linkscope.topo.provenance import gpu_names
-from linkscope.topo.trace_files import machine_pricer, trace_paths
-from linkscope.topo.trace_pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
-from linkscope.topo.trace_report import EXPOSED_SHARE, analyse
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.provenance import gpu_names
+from linkscope.topo.trace.files import machine_pricer, trace_paths
+from linkscope.topo.trace.pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
+from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         machine_gpus = gpu_names(snapshot)
     report = analyse(traces, pricer, args.exposed_share, machine_gpus)
     if args.json:
-        from linkscope.topo.jsonio import json_text
+        from linkscope.topo.common.jsonio import json_text
 
         print(json_text(report.to_json(), indent=None))
     else:

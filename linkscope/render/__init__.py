@@ -1,6 +1,6 @@
 """Console rendering of a snapshot's hosts with rich: link matrix, legend, GPU and NIC tables.
 
-Each renderer is a function that takes a :class:`topo.model.Host` (or a snapshot) and returns a
+Each renderer is a function that takes a :class:`topo.model.host.Host` (or a snapshot) and returns a
 rich renderable, so `show`, `probe` and others print the same views. This module itself imports
 no rich: it holds the token helpers the JSON output shares, and the style of each link class.
 Untrusted strings (host and device names from files) are always rendered as plain `Text`.
@@ -8,8 +8,8 @@ Untrusted strings (host and device names from files) are always rendered as plai
 
 from __future__ import annotations
 
-from linkscope.topo.links import LINK_CLASS
-from linkscope.topo.model import Host, parse_link_token
+from linkscope.topo.machine.links import LINK_CLASS
+from linkscope.topo.model.host import Host, parse_link_token
 
 UNKNOWN_TOKEN = "?"
 """Shown for a pair the snapshot does not describe (a link or GPU x NIC entry missing from a file)."""

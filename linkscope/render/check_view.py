@@ -6,11 +6,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from linkscope.topo.checks import CheckReport, Finding
-from linkscope.topo.layout import GROUP_NAMES
-from linkscope.topo.sizes import format_size_bytes
-from linkscope.topo.text import printable
-from linkscope.topo.units import format_seconds
+from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.common.text import printable
+from linkscope.topo.common.units import format_seconds
+from linkscope.topo.layout.spec import GROUP_NAMES
 
 SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 """Rich style of each finding severity."""

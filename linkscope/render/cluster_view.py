@@ -1,6 +1,6 @@
 """The cluster part of `linkscope show` for a multi-host snapshot: one row per host (GPUs, NVLinks
 up, narrowest PCIe link, NICs carrying GPU traffic, driver, NVLink domain) and the cross-host
-findings of :mod:`topo.cluster_health` (the odd node out)."""
+findings of :mod:`topo.health.cluster` (the odd node out)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from linkscope.topo.cluster_health import host_summaries
+from linkscope.topo.health.cluster import host_summaries
 from linkscope.topo.health.finding import HealthFinding
-from linkscope.topo.model import Snapshot
+from linkscope.topo.model.snapshot import Snapshot
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

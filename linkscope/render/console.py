@@ -3,7 +3,7 @@
 Host, GPU, NIC and version names from a file or snapshot may carry escape sequences (clear the
 screen, set the window title, write the clipboard with OSC 52, plant a hyperlink). Rather than
 trusting each renderer to remember, :class:`SafeConsole` passes every text segment it renders
-through :func:`topo.text.printable_block` (escape sequences removed, other controls shown as
+through :func:`topo.common.text.printable_block` (escape sequences removed, other controls shown as
 `\\xNN`); only the colours rich itself emits reach the terminal. Markup is off, so a `[link=...]`
 in a name is printed as it is. Commands get their console from :func:`console`, never `Console()`.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from linkscope.topo.text import UNPRINTABLE_IN_BLOCK, printable_block
+from linkscope.topo.common.text import UNPRINTABLE_IN_BLOCK, printable_block
 
 PIPED_TABLE_WIDTH = 120
 """Width of wide result tables when stdout is not a terminal (logs, pipes)."""

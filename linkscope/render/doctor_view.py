@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from linkscope.render.check_view import SEVERITY_STYLES
-from linkscope.topo.health import HealthFinding
+from linkscope.topo.health.finding import HealthFinding
 
 
 def health_finding_view(finding: HealthFinding, qualified: bool = False) -> RenderableType:

@@ -1,5 +1,5 @@
 """Expected next to measured on the console: the cells each result table adds, a table of its own,
-and the lines that say what calibration changed. Every command renders :mod:`topo.expect` through here."""
+and the lines that say what calibration changed. Every command renders :mod:`topo.cost.expect` through here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from linkscope.topo.expect import Expected, summary
+from linkscope.topo.cost.expect import Expected, summary
 
 VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold red"}
 

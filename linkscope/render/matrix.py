@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render import UNKNOWN_TOKEN, gpu_nic_tokens, matrix_tokens, token_style
-from linkscope.topo.links import LinkSpeed, link_speed
-from linkscope.topo.model import Host, LinkKind, parse_link_token
-from linkscope.topo.text import printable
+from linkscope.topo.common.text import printable
+from linkscope.topo.machine.links import LinkSpeed, link_speed
+from linkscope.topo.model.host import Host, LinkKind, parse_link_token
 
 TOKEN_MEANINGS: dict[LinkKind, str] = {
     LinkKind.SELF: "self",
@@ -167,7 +167,7 @@ def p2p_note(host: Host) -> Text | None:
     """The GPU pairs `nvidia-smi topo -p2p` says cannot copy peer to peer (None when every pair read can, or none
     was read): their traffic is staged through host memory, whatever the legend says of their link."""
     from linkscope.topo.cost.params import HOST_PATH_FRACTION
-    from linkscope.topo.links import gpu_pcie_speed
+    from linkscope.topo.machine.links import gpu_pcie_speed
 
     off = [link for link in host.links if link.p2p is not None and not link.p2p.any_ok]
     if not off:

@@ -14,11 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
+from linkscope.topo.common.text import printable
+from linkscope.topo.common.units import counted
 from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.nccl_checks import NcclFinding, rank_hosts, same_host
-from linkscope.topo.nccl_placement import NcclPlacement
-from linkscope.topo.text import printable
-from linkscope.topo.units import counted
+from linkscope.topo.nccl.checks import NcclFinding, rank_hosts, same_host
+from linkscope.topo.nccl.placement import NcclPlacement
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_HOST_ROWS = 64

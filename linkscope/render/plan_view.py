@@ -9,10 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.check_view import finding_view
-from linkscope.topo.layout import GROUP_NAMES
-from linkscope.topo.plan import Plan
-from linkscope.topo.sizes import format_size_bytes
-from linkscope.topo.units import format_seconds
+from linkscope.topo.checks.plan import Plan
+from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.common.units import format_seconds
+from linkscope.topo.layout.spec import GROUP_NAMES
 
 RISK_STYLES = {"ok": "green", "medium": "yellow", "high": "bold red"}
 

@@ -11,9 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render import gpu_nic_tokens, token_style
-from linkscope.topo.links import network_speed
-from linkscope.topo.model import PCIE_KINDS_NEAR_TO_FAR, Gap, Gpu, Host, Snapshot
-from linkscope.topo.text import printable
+from linkscope.topo.common.text import printable
+from linkscope.topo.machine.links import network_speed
+from linkscope.topo.model.host import PCIE_KINDS_NEAR_TO_FAR, Gap, Gpu, Host
+from linkscope.topo.model.snapshot import Snapshot
 
 WARN_STYLE = "bold red"
 

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
-from linkscope.topo.sizes import format_size_bytes
-from linkscope.topo.text import printable
-from linkscope.topo.trace_report import CollectiveRow, TraceReport
-from linkscope.topo.units import counted, format_share
+from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.common.text import printable
+from linkscope.topo.common.units import counted, format_share
+from linkscope.topo.trace.report import CollectiveRow, TraceReport
 
 TOP_COLLECTIVES = 8
 

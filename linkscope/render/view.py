@@ -10,7 +10,8 @@ from rich.text import Text
 
 from linkscope.render.matrix import link_legend, link_matrix, nic_legend, p2p_note
 from linkscope.render.tables import gaps_table, gpu_table, host_header, nic_table
-from linkscope.topo.model import Host, Snapshot
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.snapshot import Snapshot
 
 MAX_HOSTS_IN_FULL = 8
 """A cluster larger than this shows in full only its first host and the hosts findings name."""
@@ -40,7 +41,7 @@ def snapshot_view(snapshot: Snapshot) -> RenderableType:
     shown = list(snapshot.hosts)
     if len(snapshot.hosts) > 1:
         from linkscope.render.cluster_view import cluster_view
-        from linkscope.topo.cluster_health import cluster_findings
+        from linkscope.topo.health.cluster import cluster_findings
 
         findings = cluster_findings(snapshot)
         parts += [cluster_view(snapshot, findings), Text("")]

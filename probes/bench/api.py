@@ -15,8 +15,8 @@ from linkscope.probes.bench.results import bench_identity, measurements_from_row
 from linkscope.probes.bench.runner import BenchError, BenchOutcome, run_workers
 from linkscope.probes.bench.spec import CollectiveSpec
 from linkscope.probes.bench.step_spec import StepSpec
-from linkscope.topo.codec import to_jsonable
-from linkscope.topo.model import HostCopy, Measurements, PeerCopy
+from linkscope.topo.model.codec import to_jsonable
+from linkscope.topo.model.measurements import HostCopy, Measurements, PeerCopy
 
 PEER_FIELDS = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency_us", "p2p_enabled", "verified")
 

@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 from linkscope.probes.bench.spec import DTYPE_BYTES, PER_RANK_OPS, CollectiveSpec, GroupSpec, op_elements
 from linkscope.probes.bench.timing import BatchClock, CpuClock, CudaEventClock
-from linkscope.topo.busbw import algbw_gbps, busbw_gbps
+from linkscope.topo.model.busbw import algbw_gbps, busbw_gbps
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 EXACT_INTEGER_LIMIT: dict[str, int] = {"float32": 2**24, "bfloat16": 256, "float16": 2048}

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
-from linkscope.topo.links import LinkSpeed, link_speed
-from linkscope.topo.model import Host, LinkKind, PeerCopy, parse_link_token
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from linkscope.topo.machine.links import LinkSpeed, link_speed
+from linkscope.topo.model.host import Host, LinkKind, parse_link_token
+from linkscope.topo.model.measurements import PeerCopy
 
 _PAIR = re.compile(r"\s*(\d+)\s*-\s*(\d+)\s*\Z")
 _BUS_ID = re.compile(r"\s*(?:([0-9a-fA-F]+):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\s*\Z")
@@ -86,7 +87,7 @@ class PairCell:
 
     @property
     def verdict(self) -> str | None:
-        """The shared verdict of the ratio (:func:`topo.expect.verdict`)."""
+        """The shared verdict of the ratio (:func:`topo.cost.expect.verdict`)."""
         return verdict(self.ratio)
 
 
@@ -137,7 +138,7 @@ class CopyFinding:
 
 
 SLOW_MIN_BYTES = COPY_JUDGE_MIN_BYTES
-"""Smallest copy judged for speed (the rule of :mod:`topo.expect`)."""
+"""Smallest copy judged for speed (the rule of :mod:`topo.cost.expect`)."""
 
 
 def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_rows: Sequence[dict[str, Any]],
@@ -147,7 +148,7 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
     Data that did not arrive intact is an error. A warning for GPUs joined by NVLink that CUDA
     gives no peer access (copies then go through host memory), and, for copies of SLOW_MIN_BYTES
     or more, for a pair whose verdict against what its link typically delivers is not `ok` (below
-    topo.expect.SLOW_FRACTION) and for such a copy from the GPU's own NUMA node against its PCIe link (remote nodes are
+    topo.cost.expect.SLOW_FRACTION) and for such a copy from the GPU's own NUMA node against its PCIe link (remote nodes are
     expected to be slower). A pair CUDA refused to copy is a warning too.
     """
     findings = [CopyFinding("pair-not-measured", "warning", f"{row['src']}->{row['dst']}",

@@ -1,4 +1,4 @@
-"""Worker rows (the JSON rows `bench collectives --json` prints) -> :class:`topo.model.Measurements`.
+"""Worker rows (the JSON rows `bench collectives --json` prints) -> :class:`topo.model.measurements.Measurements`.
 
 No torch: the command line and the torchrun worker both use this to write results.
 """
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from linkscope.probes.bench.spec import CollectiveSpec
-from linkscope.topo.expect import COLLECTIVE_JUDGE_MIN_BYTES, is_below
-from linkscope.topo.model import CollectiveResult, MeasuredOn, Measurements
+from linkscope.topo.cost.expect import COLLECTIVE_JUDGE_MIN_BYTES, is_below
+from linkscope.topo.model.measurements import CollectiveResult, MeasuredOn, Measurements
 
 
 def collective_from_row(row: dict[str, Any]) -> CollectiveResult:
@@ -75,7 +75,7 @@ STRAGGLER_MIN_BYTES = COLLECTIVE_JUDGE_MIN_BYTES
 
 def stragglers(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (dimension, op, size of STRAGGLER_MIN_BYTES or more) run in several groups at once: the
-    slowest group, when its busbw against the fastest group's earns a verdict below `ok` (topo.expect) (a slower link
+    slowest group, when its busbw against the fastest group's earns a verdict below `ok` (topo.cost.expect) (a slower link
     or contention in that group)."""
     runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for row in rows:

@@ -23,7 +23,7 @@ def run_reuse_experiment(spec_data: dict[str, Any], rank: int, local_rank: int, 
 
     from linkscope.probes.bench.spec import DTYPE_BYTES, CollectiveSpec
     from linkscope.probes.bench.worker import gather_json
-    from linkscope.topo.codec import from_jsonable
+    from linkscope.topo.model.codec import from_jsonable
 
     spec = from_jsonable(CollectiveSpec, spec_data)
     device = torch.device("cuda", local_rank) if spec.backend == "nccl" else torch.device("cpu")

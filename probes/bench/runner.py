@@ -38,7 +38,7 @@ from linkscope.probes.bench.worker import (
     error_file,
     kept_file,
 )
-from linkscope.topo.model import Measurements
+from linkscope.topo.model.measurements import Measurements
 
 TERM_GRACE_S = 3.0
 """How long workers get between SIGTERM and SIGKILL."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from linkscope.topo.busbw import BUS_FACTOR_OPS as OPS
-from linkscope.topo.errors import InputError
-from linkscope.topo.layout import DIMENSIONS, build_groups, parse_sizes, resolve_layout
-from linkscope.topo.numbers import comma_items
-from linkscope.topo.sizes import geometric_sizes, parse_size_bytes
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import comma_items
+from linkscope.topo.common.sizes import geometric_sizes, parse_size_bytes
+from linkscope.topo.layout.groups import build_groups
+from linkscope.topo.layout.spec import DIMENSIONS, parse_sizes, resolve_layout
+from linkscope.topo.model.busbw import BUS_FACTOR_OPS as OPS
 
 BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 """Collectives `bench collectives` runs (the default `--ops`)."""

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from linkscope.probes.bench.step_spec import StepSpec
-from linkscope.topo.formats.trace import clip, total, union
+from linkscope.topo.formats.trace_steps import clip, total, union
 
 ACCOUNTING_HOOKS = "hooks"
 """Communication timed by DDP hook futures (exact on gloo)."""
@@ -36,7 +36,7 @@ def run_step_experiment(spec_data: dict[str, Any], rank: int, local_rank: int, p
     import torch
 
     from linkscope.probes.bench.worker import gather_json
-    from linkscope.topo.codec import from_jsonable
+    from linkscope.topo.model.codec import from_jsonable
 
     spec = from_jsonable(StepSpec, spec_data)
     device = torch.device("cuda", local_rank) if spec.backend == "nccl" else torch.device("cpu")

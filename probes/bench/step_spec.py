@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.numbers import comma_items, parse_float
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import comma_items, parse_float
 
 MODES: tuple[str, ...] = ("no-overlap", "ddp", "ddp-no-sync")
 DEFAULT_BUCKET_CAPS_MB: tuple[float, ...] = (1.0, 5.0, 25.0, 100.0)

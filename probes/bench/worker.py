@@ -84,7 +84,7 @@ def run_collectives(spec_data: dict[str, Any], rank: int, local_rank: int, progr
     from linkscope.probes.bench import collectives as coll
     from linkscope.probes.bench.results import order_rows
     from linkscope.probes.bench.spec import CollectiveSpec
-    from linkscope.topo.codec import from_jsonable
+    from linkscope.topo.model.codec import from_jsonable
 
     spec = from_jsonable(CollectiveSpec, spec_data)
     device = torch.device("cuda", local_rank) if spec.backend == "nccl" else torch.device("cpu")
@@ -283,8 +283,8 @@ def _torchrun(argv: list[str]) -> int:
     """Multi-node entry: rendezvous from torchrun's environment, rank 0 prints rows and writes `-o`."""
     from linkscope.probes.bench.results import measurements_from_rows
     from linkscope.probes.bench.spec import add_collective_arguments, spec_from_args
-    from linkscope.topo.codec import measurements_to_json, to_jsonable
-    from linkscope.topo.errors import InputError
+    from linkscope.topo.common.errors import InputError
+    from linkscope.topo.model.codec import measurements_to_json, to_jsonable
 
     parser = argparse.ArgumentParser(prog="python -m linkscope.probes.bench.worker collectives",
                                      description="Collective sweep under torchrun (one process per GPU, every node).")

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkscope.probes.sysfs import parse_cpulist
-from linkscope.topo.model import Host, Measurements
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.measurements import Measurements
 
 Channel = tuple[tuple[str, int], tuple[str, int]]
 """(("gpu", i) | ("host" or "pageable", numa_node), same): where a copy reads and where it writes."""

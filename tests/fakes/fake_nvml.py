@@ -28,8 +28,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from linkscope.topo.model import Gpu, Host, LinkKind, NvLinkPort, Snapshot
-from linkscope.topo.pcipath import classify_pci_pair
+from linkscope.topo.machine.pcipath import classify_pci_pair
+from linkscope.topo.model.host import Gpu, Host, LinkKind, NvLinkPort
+from linkscope.topo.model.snapshot import Snapshot
 
 # nvmlReturn_t codes (nvml.h)
 NVML_SUCCESS = 0

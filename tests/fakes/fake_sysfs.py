@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from linkscope.topo.model import Host
+from linkscope.topo.model.host import Host
 
 NVIDIA_VENDOR = "0x10de"
 MELLANOX_VENDOR = "0x15b3"

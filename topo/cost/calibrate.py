@@ -14,8 +14,9 @@ from dataclasses import replace
 from linkscope.topo.cost.collectives import collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
-from linkscope.topo.model import Host, Measurements
-from linkscope.topo.placement import Placement
+from linkscope.topo.layout.placement import Placement
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.measurements import Measurements
 
 CALIBRATION_MIN_BYTES = 64 * 1024 * 1024
 """Only collectives at least this large calibrate bandwidth (smaller ones are latency-bound)."""

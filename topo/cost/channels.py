@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from linkscope.topo.rings import Ring, best_ring, ring_hops
+from linkscope.topo.machine.rings import Ring, best_ring, ring_hops
 
 
 @dataclass(frozen=True)

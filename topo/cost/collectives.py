@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from linkscope.topo.busbw import bus_factor
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.params import (
     COLLNET_LATENCY_US,
     COLLNET_NET_FRACTION,
@@ -33,8 +34,7 @@ from linkscope.topo.cost.params import (
     NVLS_LATENCY_US,
     NVLS_NET_LATENCY_US,
 )
-from linkscope.topo.errors import InputError
-from linkscope.topo.units import format_gbps
+from linkscope.topo.model.busbw import bus_factor
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet", "hierarchical", "auto")

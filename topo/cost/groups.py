@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from linkscope.topo.cost.channels import RingSet, disjoint_rings
 from linkscope.topo.cost.collectives import GroupLinks
 from linkscope.topo.cost.params import HOST_MEMORY_GBPS, NVLS_ALLREDUCE_FRACTION, CostModel, Hop
-from linkscope.topo.links import nvlink_generation
-from linkscope.topo.model import Host, LinkKind, Snapshot
-from linkscope.topo.placement import Placement, cluster_hosts, place_ranks
-from linkscope.topo.rings import Ring, best_chain, best_ring, ring_hops
+from linkscope.topo.layout.placement import Placement, cluster_hosts, place_ranks
+from linkscope.topo.machine.links import nvlink_generation
+from linkscope.topo.machine.rings import Ring, best_chain, best_ring, ring_hops
+from linkscope.topo.model.host import Host, LinkKind
+from linkscope.topo.model.snapshot import Snapshot
 
 Signature = tuple[tuple[int, tuple[int, ...]], ...]
 """Per node of a group, sorted: (host class, sorted GPU positions)."""

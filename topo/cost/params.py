@@ -6,8 +6,8 @@ Moving b bytes over a hop costs `alpha + b / beta`. Defaults, and where they com
   constants (src/graph/topo.h, used by tuning.cc): 20 GB/s per link on V100 and A100, 20.6 on
   H100, 40 on B200. They match measured ring all_reduce busbw (A100 ~230, H100 ~370 GB/s).
 - PCIe beta = the typical copy rate of the slower GPU's PCIe link, reduced for paths through
-  the CPU and across sockets (:func:`topo.links.link_speed`).
-- Network beta = the typical rate of the GPU's nearest NIC port (:func:`topo.links.network_speed`),
+  the CPU and across sockets (:func:`topo.machine.links.link_speed`).
+- Network beta = the typical rate of the GPU's nearest NIC port (:func:`topo.machine.links.network_speed`),
   reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch, unless an NVLink peer
   sits under the NIC's switch: NCCL's PXN then relays the traffic over NVLink instead of the CPU.
 - PCIe pairs without peer-to-peer (nvidia-smi topo -p2p `NS`, GeForce cards, most VMs): NCCL's SHM
@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.links import PCIE_PATH_FACTOR, link_speed, network_speed, nvlink_generation
-from linkscope.topo.model import Host, Link, LinkKind, parse_link_token
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.machine.links import PCIE_PATH_FACTOR, link_speed, network_speed, nvlink_generation
+from linkscope.topo.model.host import Host, Link, LinkKind, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
 """Per-link NVLink bandwidth NCCL assumes for rings, by NVLink generation (topo.h SM70/80/90/100)."""
@@ -118,7 +118,7 @@ class CostModel:
     default_nic_gbit: float = DEFAULT_NIC_GBIT
     nic_path_penalty: bool = True
     """Charge a GPU whose nearest NIC is not under its PCIe switch (PHB/NODE/SYS) for the longer path."""
-    sources: tuple[str, ...] = ("defaults: NCCL ring constants, topo.links",)
+    sources: tuple[str, ...] = ("defaults: NCCL ring constants, topo.machine.links",)
     """Where the parameters came from, for people reading the output."""
 
     def _scaled(self, link_class: str, gbps: float) -> float:

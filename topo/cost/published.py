@@ -19,9 +19,9 @@ from linkscope.topo.cost.collectives import Cost, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.results import read_measurements
-from linkscope.topo.model import Host, LinkKind, P2PStatus
-from linkscope.topo.placement import Placement
-from linkscope.topo.sources import load_source, read_text_file
+from linkscope.topo.formats.source import load_source, read_text_file
+from linkscope.topo.layout.placement import Placement
+from linkscope.topo.model.host import Host, LinkKind, P2PStatus
 
 TOLERANCE = 0.20
 """Predicted busbw within this share of the published figure."""

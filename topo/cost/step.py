@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
-from linkscope.topo.volumes import Traffic
+from linkscope.topo.layout.volumes import Traffic
 
 
 @dataclass(frozen=True)

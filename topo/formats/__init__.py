@@ -1,8 +1,2 @@
-"""Readers of other tools' text output and of rank-map inputs."""
-
-from linkscope.topo.numbers import parse_float
-
-
-def non_negative_number(word: str, where: str) -> float:
-    """`word` as a finite number >= 0; InputError `<where> '<word>' is not ...` otherwise."""
-    return parse_float(word, where, minimum=0)
+"""Readers of other tools' output, one module per tool (streaming where inputs are large), rank maps, and
+the one way a SOURCE opens (:mod:`~topo.formats.source`). Pasted text goes through :mod:`~topo.formats.lines`."""

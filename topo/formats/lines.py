@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from linkscope.topo.text import strip_escapes
+from linkscope.topo.common.text import strip_escapes
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from linkscope.topo.formats.lines import clean_lines
-from linkscope.topo.model import MeasuredOn
+from linkscope.topo.model.measurements import MeasuredOn
 
 _NCCL_RANK = re.compile(
     r"^#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+(?P<device>\d+)\s+"

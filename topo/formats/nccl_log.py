@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.lines import iter_clean_lines
+from linkscope.topo.formats.nccl_log_lines import UNREADABLE
 from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.formats.nccl_log_reader import UNREADABLE, LogReader
+from linkscope.topo.formats.nccl_log_reader import LogReader
 
 MAX_LINE_BYTES = 64 * 1024
 """Longer lines are skipped (counted) without being held whole."""

@@ -1,7 +1,7 @@
 """What an NCCL_DEBUG=INFO log says, as frozen values: ranks, connections, communicators, messages.
 
-Read by :mod:`topo.formats.nccl_log`; checked by :mod:`topo.nccl_checks`; laid on a machine by
-:mod:`topo.nccl_placement`.
+Read by :mod:`topo.formats.nccl_log`; checked by :mod:`topo.nccl.checks`; laid on a machine by
+:mod:`topo.nccl.placement`.
 """
 
 from __future__ import annotations

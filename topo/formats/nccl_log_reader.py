@@ -6,70 +6,51 @@ with the distinct ranks, connections and messages, each table capped, never with
 
 from __future__ import annotations
 
-import functools
 import re
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.lines import Line
-from linkscope.topo.formats.nccl_log_model import TRANSPORTS, Communicator, Edge, Message, NcclLog, Rank
+from linkscope.topo.formats.nccl_log_lines import (
+    BUS_ID,
+    CHANNEL_COUNTS,
+    COLLNET,
+    COMM,
+    COMM_ID,
+    COMM_SUFFIX,
+    CONNECTION_START,
+    CUT_PREFIX,
+    ENV,
+    ERROR_TRACE,
+    INIT,
+    INIT_END,
+    LEADING,
+    MARKER,
+    MAX_RANK,
+    PREFIX,
+    PREFIX_WINDOW,
+    RING_NEIGHBOURS,
+    RING_ORDER,
+    SEPARATORS,
+    SIZE_KEY,
+    TREE_ITEM,
+    TREES,
+    UNREADABLE,
+    VERSION,
+    bracket_fact,
+    channel_triple,
+    parse_connection,
+    transport_class,
+)
+from linkscope.topo.formats.nccl_log_model import Communicator, Edge, Message, NcclLog, Rank
 
 MAX_KEPT_MESSAGES = 200
 """Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
-MAX_RANK = 10_000_000
 MAX_MESSAGE_CHARS = 400
 """Longest error text kept from a framework's line."""
 MAX_EDGES = 1_000_000
 """Distinct connections kept (an all-to-all of 1,024 ranks is about this many); later ones are counted only."""
 MAX_PARSED_LINES = 100_000
 """Distinct connection messages whose parse is remembered."""
-UNREADABLE = "\x00"
-"""Marks a raw line that could not be decoded or was too long (NUL never survives the binary check)."""
-
-_MARKER = re.compile(r"NCCL (INFO|WARN) ?")
-_PREFIX = re.compile(
-    r"(?:(?P<host>[\w.<>-]{1,255}):(?P<pid>\d{1,10}):\d{1,10} )?\[(?P<dev>\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?\Z"
-)
-_SIZE_KEY = " ranks"
-"""A communicator whose commId the log never shows is keyed by its size, e.g. `16 ranks`."""
-_SEPARATORS = "|]>):"
-"""What may stand right before NCCL's prefix besides whitespace (log viewers' and launchers' separators)."""
-_PREFIX_WINDOW = 400
-"""How far before `NCCL INFO` NCCL's own prefix is looked for (keeps the search linear on long lines)."""
-_LEADING = re.compile(r"([\w.<>-]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?NCCL (INFO|WARN) ?")
-_VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
-_INIT = re.compile(
-    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<nranks>\d{1,7}) cudaDev (?P<cuda>\d{1,4})"
-    r"(?: nvmlDev (?P<nvml>\d{1,4}))?"
-)
-_INIT_END = re.compile(r" - (?:Init|Destroy|Abort) (?:START|COMPLETE)")
-"""How a whole init, destroy or abort line ends."""
-_BUS_ID = re.compile(r" busId ([0-9a-fA-F]{1,16})\b")
-_COMM_ID = re.compile(r" commId (0x[0-9a-fA-F]{1,16})\b")
-"""The communicator's hash, the same on every rank (ncclCommSplit prints parent, color and key before it)."""
-_COMM = re.compile(
-    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
-)
-_CONNECTION = re.compile(
-    r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
-    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
-)
-_COLLNET = re.compile(
-    r"Coll(?:Net)? (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
-)
-_RING_ORDER = re.compile(r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,4})? :(?P<order>(?: +\d{1,7}){1,65536})\Z")
-_TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,7}->-?\d{1,7}){1,1024})\Z")
-_TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
-_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
-_ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
-_CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL(?! INFO| WARN)")
-"""NCCL's prefix followed by neither level: the line was cut there or overwritten by another process."""
-_CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll)(?: \d|\Z)")
-_COMM_SUFFIX = re.compile(r" comm (0x[0-9a-fA-F]{1,16}) nRanks (\d{1,7})(?: busId ([0-9a-fA-F]{1,16}))?\Z")
-"""What newer versions append to connection and Trees lines: the communicator they belong to."""
-_CHANNEL_COUNTS = re.compile(
-    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?\d{1,4} p2p channels"
-)
-_RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
 
 
 class _Tally:
@@ -126,7 +107,7 @@ class LogReader:
         cleaning is read here at once; the cleaner gets only the other lines that may matter."""
         self.lines += 1
         if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
-            leading = _LEADING.match(raw)
+            leading = LEADING.match(raw)
             if leading is not None:
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
                 return False
@@ -159,29 +140,29 @@ class LogReader:
             return
         if "NCCL" not in text:
             return
-        leading = _LEADING.match(text)
+        leading = LEADING.match(text)
         if leading is not None:
             self.feed_prefixed(text, leading, line.number)
             return
-        marker = _MARKER.search(text)
+        marker = MARKER.search(text)
         if marker is None:
-            version = _VERSION.search(text) if self.version is None else None
+            version = VERSION.search(text) if self.version is None else None
             if version is not None:
                 self.version = version.group(1)
                 self.nccl_lines += 1
-            elif _CUT_PREFIX.search(text):
+            elif CUT_PREFIX.search(text):
                 self.skip(line.number)  # NCCL's prefix, then the line cut off or overwritten
             elif "NCCL error" in text:  # what the framework raised, e.g. `DistBackendError: NCCL error in: ...`
                 self.note(self.errors, text.strip()[:MAX_MESSAGE_CHARS], line.host, line.number)
             return
-        if _MARKER.search(text, marker.end()) is not None:
+        if MARKER.search(text, marker.end()) is not None:
             self.skip(line.number)  # two processes' lines fused into one
             return
-        prefix = _PREFIX.search(text, max(0, marker.start() - _PREFIX_WINDOW), marker.start())
+        prefix = PREFIX.search(text, max(0, marker.start() - PREFIX_WINDOW), marker.start())
         if prefix is None and marker.start() > 0:
             return  # `NCCL INFO` inside other text (a message quoting NCCL), not a line NCCL wrote
         start = prefix.start() if prefix is not None else marker.start()
-        if start > 0 and not (text[start - 1].isspace() or text[start - 1] in _SEPARATORS):
+        if start > 0 and not (text[start - 1].isspace() or text[start - 1] in SEPARATORS):
             self.skip(line.number)  # glued to other output: where NCCL's line starts is a guess
             return
         self.nccl_lines += 1
@@ -205,14 +186,14 @@ class LogReader:
         first = message[:1]
         self.suffix = None
         if first in ("C", "R", "T") and " nRanks " in message:
-            suffix = _COMM_SUFFIX.search(message)
+            suffix = COMM_SUFFIX.search(message)
             if suffix is not None:
                 self.suffix = (suffix.group(1).lower(), int(suffix.group(2)), suffix.group(3))
                 message = message[:suffix.start()]
         if first in ("C", "R"):
             if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
                 return
-            if _CONNECTION_START.match(message) and not _RING_NEIGHBOURS.match(message):
+            if CONNECTION_START.match(message) and not RING_NEIGHBOURS.match(message):
                 self.skip(number)
             return
         if first == "T" and message.startswith("Trees"):
@@ -223,23 +204,23 @@ class LogReader:
             return
         if first == "N":
             if message.startswith("NCCL version"):
-                version = _VERSION.match(message)
+                version = VERSION.match(message)
                 if version is not None and self.version is None:
                     self.version = version.group(1)
                 return
             if message.startswith("NCCL_"):
-                env = _ENV.match(message)
+                env = ENV.match(message)
                 if env is not None:
                     self.env.setdefault(env.group(1), env.group(2))
                 return
         if first.isdigit() and " coll channels" in message:
-            counts = _CHANNEL_COUNTS.match(message)
+            counts = CHANNEL_COUNTS.match(message)
             known = self.process_comms.get((host, pid))
             if counts is not None and known:
                 self.channel_counts.setdefault(known[-1][0], tuple(
                     int(value) if value is not None else None for value in counts.groups()))
             return
-        if " -> " in message and _ERROR_TRACE.match(message):
+        if " -> " in message and ERROR_TRACE.match(message):
             self.note(self.errors, message.strip(), host, number)
 
     def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
@@ -249,7 +230,7 @@ class LogReader:
             pointer, nranks, bus = self.suffix
             self.suffix = None
             if printer < nranks and highest < nranks:
-                key = self.pointer_comm.setdefault((host, pid, pointer), f"{nranks}{_SIZE_KEY}")
+                key = self.pointer_comm.setdefault((host, pid, pointer), f"{nranks}{SIZE_KEY}")
                 self.comm_sizes.setdefault(key, (nranks, None))
                 known = self.process_comms.setdefault((host, pid), [])
                 if (key, printer, nranks) not in known:
@@ -276,11 +257,11 @@ class LogReader:
                 entry[key] = value
 
     def communicator(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
-        init = _INIT.search(message)
-        if init is not None and _INIT_END.search(message, init.end()) is None:
+        init = INIT.search(message)
+        if init is not None and INIT_END.search(message, init.end()) is None:
             self.skip(number)  # an init line cut short: its commId may be what is missing
             return
-        comm_line = _COMM.search(message) if init is None else None
+        comm_line = COMM.search(message) if init is None else None
         match = init or comm_line
         if match is None:
             return
@@ -289,14 +270,14 @@ class LogReader:
             return
         pointer = match.group("ptr").lower()
         key = self.pointer_comm.get((host, pid, pointer))
-        found_id = _COMM_ID.search(message, match.end()) if init is not None else None
+        found_id = COMM_ID.search(message, match.end()) if init is not None else None
         if found_id is not None:
             comm_id = found_id.group(1).lower()
-            if key is not None and key != comm_id and key.endswith(_SIZE_KEY):
+            if key is not None and key != comm_id and key.endswith(SIZE_KEY):
                 self.aliases.setdefault(key, set()).add(comm_id)
             key = comm_id
         if key is None:
-            key = f"{nranks}{_SIZE_KEY}"
+            key = f"{nranks}{SIZE_KEY}"
         self.pointer_comm[(host, pid, pointer)] = key
         known = self.process_comms.setdefault((host, pid), [])
         if (key, rank, nranks) not in known:
@@ -305,7 +286,7 @@ class LogReader:
         nnodes = int(comm_line.group("nnodes")) if comm_line is not None else old_size[1]
         self.comm_sizes[key] = (nranks, nnodes)
         if init is not None:
-            found_bus = _BUS_ID.search(message, init.end())
+            found_bus = BUS_ID.search(message, init.end())
             bus = found_bus.group(1) if found_bus is not None else None
             self.learn(key, rank, host=host, pid=pid, cuda_dev=int(init.group("cuda")),
                        nvml_dev=int(init.group("nvml")) if init.group("nvml") else None,
@@ -316,7 +297,7 @@ class LogReader:
     def connection(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> bool:
         parsed = self.parsed.get(message)
         if parsed is None:
-            parsed = _parse_connection(message)
+            parsed = parse_connection(message)
             if len(self.parsed) < MAX_PARSED_LINES:
                 self.parsed[message] = parsed
         if parsed:
@@ -338,14 +319,14 @@ class LogReader:
                 entry["cuda_dev"] = dev
             for rank, bracket in ((src, src_bracket), (dst, dst_bracket)):
                 if bracket is not None:
-                    name, value = _bracket_fact(bracket)
+                    name, value = bracket_fact(bracket)
                     entry = self.rank_entry(comm, rank)
                     if name not in entry:
                         entry[name] = value
             self.edges[key] = number
             return True
-        collnet = _COLLNET.match(message)
-        if collnet is not None and _transport(collnet.group("detail")) is not None:
+        collnet = COLLNET.match(message)
+        if collnet is not None and transport_class(collnet.group("detail")) is not None:
             rank = int(collnet.group("rank"))
             comm = self.comm_of(host, pid, rank, rank)
             self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
@@ -366,7 +347,7 @@ class LogReader:
     def ring_order(self, message: str, host: str | None, pid: int | None) -> bool:
         if "->" in message:
             return False
-        match = _RING_ORDER.match(message)
+        match = RING_ORDER.match(message)
         if match is None:
             return False
         order = tuple(int(word) for word in match.group("order").split())
@@ -381,10 +362,10 @@ class LogReader:
         return True
 
     def tree(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
-        if _TREES.match(message) is None:
+        if TREES.match(message) is None:
             self.skip(number)
             return
-        items = _TREE_ITEM.findall(message)
+        items = TREE_ITEM.findall(message)
         rank = int(items[0][4])
         comm = self.comm_of(host, pid, rank, rank)
         self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
@@ -434,7 +415,7 @@ class LogReader:
             raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
         ranks = tuple(sorted((_rank(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
                              key=lambda item: (item.comm or "", item.rank)))
-        edges = tuple(Edge(comm, src, dst, channel, _transport(detail) or "", detail, side, number)
+        edges = tuple(Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
                       for (comm, src, dst, channel, side, detail), number in self.edges.items())
         comm_keys = sorted({key for key in self.comm_sizes} | {comm for comm, _ in self.rings if comm is not None})
         communicators = tuple(
@@ -445,7 +426,7 @@ class LogReader:
                 rings=tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm == key)),
                 trees=tuple(sorted((rank, channel, children, parent)
                                    for (comm, rank, channel), (children, parent) in self.trees.items() if comm == key)),
-                channels=_three(self.channel_counts.get(key, ())),
+                channels=channel_triple(self.channel_counts.get(key, ())),
             )
             for key in comm_keys
         )
@@ -462,37 +443,6 @@ class LogReader:
             lines=self.lines, nccl_lines=self.nccl_lines,
             skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
         )
-
-
-def _parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:
-    """(src, dst, channel, side, detail, src bracket, dst bracket) of a connection line, or () when it is none."""
-    match = _CONNECTION.match(message)
-    if match is None:
-        return ()
-    src, dst = int(match.group("src")), int(match.group("dst"))
-    if max(src, dst) > MAX_RANK or _transport(match.group("detail")) is None:
-        return ()
-    return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
-            match.group("sb"), match.group("db"))
-
-
-def _three(counts: tuple[int | None, ...]) -> tuple[int | None, int | None, int | None]:
-    padded = (*counts, None, None, None)
-    return padded[0], padded[1], padded[2]
-
-
-def _bracket_fact(bracket: str) -> tuple[str, object]:
-    """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
-    if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():
-        return "device_index", int(bracket)
-    return "bus_id", bracket.lower()
-
-
-@functools.lru_cache(maxsize=4096)
-def _transport(detail: str) -> str | None:
-    """The transport class a detail names (`P2P/IPC/read` -> P2P), or None for a word NCCL does not print."""
-    word = detail.split("/", 1)[0].strip().upper()
-    return word if word in TRANSPORTS else None
 
 
 def _rank(comm: str | None, rank: int, facts: dict[str, object]) -> Rank:

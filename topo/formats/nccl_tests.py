@@ -1,4 +1,4 @@
-"""Reader of nccl-tests output (`all_reduce_perf` and friends) into :class:`topo.model.Measurements`.
+"""Reader of nccl-tests output (`all_reduce_perf` and friends) into :class:`topo.model.measurements.Measurements`.
 
 Reads logs as people paste them: through the line-cleaning front end (launcher and logging
 prefixes, escapes, quotes), with or without the `# nThread ...` / `# Using devices` preamble,
@@ -19,27 +19,13 @@ import heapq
 import re
 from dataclasses import dataclass, field
 
-from linkscope.topo.busbw import bus_factor
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import is_decimal, is_integer
 from linkscope.topo.formats.lines import Line, clean_lines, iter_clean_lines
-from linkscope.topo.formats.nccl_tests_infer import (
-    BYTES_PER_ELEMENT,
-    SIGNATURES,
-    RowFacts,
-    candidate_ops,
-    ranks_from_ratio,
-)
-from linkscope.topo.formats.nccl_tests_rows import (
-    NCCL_LOG,
-    NCCL_TYPES,
-    Columns,
-    Row,
-    header_columns,
-    read_rows,
-    row_columns,
-)
-from linkscope.topo.model import CollectiveResult, Measurements
-from linkscope.topo.numbers import is_decimal, is_integer
+from linkscope.topo.formats.nccl_tests_infer import BYTES_PER_ELEMENT, SIGNATURES, RowFacts, candidate_ops, ranks_from_ratio
+from linkscope.topo.formats.nccl_tests_rows import NCCL_LOG, NCCL_TYPES, Columns, Row, header_columns, read_rows, row_columns
+from linkscope.topo.model.busbw import bus_factor
+from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
 __all__ = ["PERF_TO_OP", "known_op",
            "launcher_processes", "looks_like_nccl_tests", "read_nccl_tests"]

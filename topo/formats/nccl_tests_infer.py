@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from linkscope.topo.busbw import bus_factor
+from linkscope.topo.model.busbw import bus_factor
 
 BYTES_PER_ELEMENT: dict[str, int] = {
     "int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,

@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.formats import non_negative_number
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import is_integer, non_negative_number, parse_float, parse_int
 from linkscope.topo.formats.lines import Line
-from linkscope.topo.numbers import is_integer, parse_float, parse_int
 
 NCCL_TYPES: dict[str, str] = {
     "float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",

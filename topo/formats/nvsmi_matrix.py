@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 NOT_AVAILABLE = "N/A"
 

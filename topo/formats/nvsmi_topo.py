@@ -22,7 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import is_integer
 from linkscope.topo.formats.lines import clean_lines
 from linkscope.topo.formats.nvsmi_matrix import (
     LINK_TOKENS,
@@ -33,8 +34,8 @@ from linkscope.topo.formats.nvsmi_matrix import (
     parse_header,
     read_block,
 )
-from linkscope.topo.model import Gap, Gpu, Host, Link, LinkKind, Nic, P2PStatus, Snapshot, parse_link_token
-from linkscope.topo.numbers import is_integer
+from linkscope.topo.model.host import Gap, Gpu, Host, Link, LinkKind, Nic, P2PStatus, parse_link_token
+from linkscope.topo.model.snapshot import Snapshot
 
 FORMAT_NAME = "nvidia-smi topo -m"
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.formats import non_negative_number
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import is_integer, non_negative_number, parse_int
 from linkscope.topo.formats.lines import Line, clean_lines
-from linkscope.topo.model import HostCopy, Measurements, PeerCopy
-from linkscope.topo.numbers import is_integer, parse_int
+from linkscope.topo.model.measurements import HostCopy, Measurements, PeerCopy
 
 _NVB_RUNNING = re.compile(r"^Running (?:benchmark )?(\w+)\.?\s*$")
 _NVB_TITLE = re.compile(

@@ -14,12 +14,12 @@ import itertools
 import re
 from typing import Any
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.jsonio import read_json
-from linkscope.topo.limits import MAX_GPUS_PER_HOST, MAX_HOSTLIST_CHARS, MAX_HOSTS, MAX_WORLD_RANKS, check_cap
-from linkscope.topo.numbers import is_integer, parse_int
-from linkscope.topo.placement import RankMapEntry
-from linkscope.topo.text import printable
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import read_json
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_HOSTLIST_CHARS, MAX_HOSTS, MAX_WORLD_RANKS, check_cap
+from linkscope.topo.common.numbers import is_integer, parse_int
+from linkscope.topo.common.text import printable
+from linkscope.topo.layout.placement import RankMapEntry
 
 _BRACKET = re.compile(r"\[([^\]]*)\]")
 _TASKS = re.compile(r"[ \t]*([0-9]{1,18})(?:\(x([0-9]{1,18})\))?[ \t]*\Z")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Measurements
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.measurements import Measurements
 
 FORMATS = ("nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest")
 """The tools whose output `read_measurements` reads."""

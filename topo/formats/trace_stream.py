@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 
 MAX_TRACE_CHARS = 1 << 30
 """Largest trace read (characters after decompression): 1 GiB, above the traces of a few profiled steps."""

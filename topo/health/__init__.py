@@ -1,10 +1,6 @@
-"""Health rules over a snapshot: degraded links, platform settings and environment that slow collectives.
+"""Health rules over a snapshot: degraded links, platform settings and environment that slow collectives,
+and the odd node of a cluster.
 
-`run_health(HealthContext(snapshot, ...))` returns :class:`HealthFinding` s; the rules are listed in
-:mod:`topo.health.rules`.
+`run_health(HealthContext(snapshot, ...))` (:mod:`topo.health.rules`) returns the findings of every rule in
+its RULES registry; a rule is a function `HealthContext -> Iterable[HealthFinding]` (:mod:`topo.health.finding`).
 """
-
-from linkscope.topo.health.finding import HealthContext, HealthFinding, Rule
-from linkscope.topo.health.rules import RULES, run_health
-
-__all__ = ["RULES", "HealthContext", "HealthFinding", "Rule", "run_health"]

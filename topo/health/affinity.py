@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from linkscope.topo.cpulist import format_cpulist, parse_cpulist
+from linkscope.topo.common.cpulist import format_cpulist, parse_cpulist
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
-from linkscope.topo.links import nearest_nics
-from linkscope.topo.model import Gpu, Host
+from linkscope.topo.machine.links import nearest_nics
+from linkscope.topo.model.host import Gpu, Host
 
 
 def _gpu_cpus(host: Host, gpu: Gpu) -> set[int] | None:

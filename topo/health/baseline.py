@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from linkscope.topo.compare import Difference, diff_snapshots, shown_value
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
+from linkscope.topo.machine.compare import Difference, diff_snapshots, shown_value
 
 
 def _line(difference: Difference) -> str:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from linkscope.topo.errors import InputError
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.health.finding import HealthContext, HealthFinding, index_list
 from linkscope.topo.health.platform import is_rdma_nic
-from linkscope.topo.links import nearest_nics
-from linkscope.topo.model import Host, LinkKind
+from linkscope.topo.machine.links import nearest_nics
+from linkscope.topo.model.host import Host, LinkKind
 
 PATH_LEVELS: tuple[str, ...] = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 """NCCL path levels, nearest first (NODE is spelt PHB in older releases and counts as between PHB and SYS)."""

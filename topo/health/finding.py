@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from linkscope.topo.model import Gpu, Measurements, Snapshot
+from linkscope.topo.model.host import Gpu
+from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.model.snapshot import Snapshot
 
 MAX_EVIDENCE = 12
 """A finding lists at most this many evidence lines (the last says how many more there were)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linkscope.topo.expect import FAR_BELOW_FRACTION, SLOW_FRACTION, Expected, row_expectations
+from linkscope.topo.cost.expect import FAR_BELOW_FRACTION, SLOW_FRACTION, Expected, row_expectations
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
 
 _GPU = re.compile(r"GPU(\d+)")

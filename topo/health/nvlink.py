@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
-from linkscope.topo.model import Host, LinkKind
+from linkscope.topo.model.host import Host, LinkKind
 
 FABRIC_READY = "Completed"
 """The NVSwitch fabric state (`nvidia-smi -q`, Fabric) of a GPU the fabric manager has registered."""

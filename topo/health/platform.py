@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines, index_list
-from linkscope.topo.model import Host, Link, LinkKind, Nic
+from linkscope.topo.model.host import Host, Link, LinkKind, Nic
 
 PASSTHROUGH = "identity"
 """IOMMU default-domain type of `iommu=pt`: devices' DMA is not translated."""

@@ -17,7 +17,7 @@
 | `env-*` | warning / info | NCCL_* or CUDA_VISIBLE_DEVICES settings that change NCCL's paths |
 | `worse-than-baseline` | warning | a fact worse than in the `--baseline` snapshot |
 | `measured-below-expected` | warning / error | measurements below 75% of what their links should deliver (under 50%: error) |
-| `host-*` | error / warning / info | on a cluster, the odd node out (:mod:`topo.cluster_health`) |
+| `host-*` | error / warning / info | on a cluster, the odd node out (:mod:`topo.health.cluster`) |
 
 A new rule is one function `HealthContext -> Iterable[HealthFinding]` added to RULES.
 """
@@ -32,12 +32,12 @@ from linkscope.topo.health.measured import measured_below_expected
 from linkscope.topo.health.nvlink import nvlink_errors_growing, nvlink_fabric_incomplete, nvlink_fewer_links, nvlink_links_down
 from linkscope.topo.health.pcie import pcie_gen_low_under_load, pcie_width_reduced
 from linkscope.topo.health.platform import iommu_translates_p2p, mig_enabled, p2p_off, peermem_missing
-from linkscope.topo.severity import SEVERITIES
+from linkscope.topo.model.findings import SEVERITIES
 
 
 def cross_host(context: HealthContext) -> tuple[HealthFinding, ...]:
-    """The cluster rules (:func:`topo.cluster_health.cluster_findings`) on a snapshot of several hosts."""
-    from linkscope.topo.cluster_health import cluster_findings
+    """The cluster rules (:func:`topo.health.cluster.cluster_findings`) on a snapshot of several hosts."""
+    from linkscope.topo.health.cluster import cluster_findings
 
     snapshot = context.snapshot
     if len(snapshot.hosts) < 2 and not any(gap.host for gap in snapshot.gaps):

@@ -10,9 +10,9 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from linkscope.topo.codec import snapshot_from_json
-from linkscope.topo.errors import InputError
-from linkscope.topo.model import Snapshot
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.model.codec import snapshot_from_json
+from linkscope.topo.model.snapshot import Snapshot
 
 SAMPLE_NAMES: tuple[str, ...] = (
     "dgx-h100",

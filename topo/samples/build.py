@@ -15,8 +15,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from linkscope.topo.codec import snapshot_to_json
-from linkscope.topo.model import Capabilities, Gpu, Nic, Snapshot
+from linkscope.topo.model.codec import snapshot_to_json
+from linkscope.topo.model.host import Capabilities, Gpu, Nic
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import SAMPLE_NAMES, sample_file_name
 from linkscope.topo.samples.clusters import gb200_nvl72, h100_cluster_mixed
 from linkscope.topo.samples.parts import (

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from linkscope.topo.model import Capabilities, Gpu, Host, Nic, Snapshot
+from linkscope.topo.model.host import Capabilities, Gpu, Host, Nic
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples.parts import (
     GIB,
     GpuModel,

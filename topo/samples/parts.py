@@ -3,9 +3,9 @@
 Conventions shared with the probe, so that a fake NVML driven by a sample gives the sample back:
 - GPU bus ids and NVLink remote bus ids are in NVML form (`00000000:1B:00.0`); NIC bus ids and
   `pci_path` elements are in sysfs form (`0000:1a:00.0`, host bridge `pci0000:15`).
-- Non-NVLink GPU pairs and the GPU x NIC tokens are :func:`topo.pcipath.classify_pci_pair` of the
+- Non-NVLink GPU pairs and the GPU x NIC tokens are :func:`topo.machine.pcipath.classify_pci_pair` of the
   paths and NUMA nodes; NVLink pair counts come from the GPUs' active NVLink ports
-  (:func:`topo.links.nvlink_pair_count`).
+  (:func:`topo.machine.links.nvlink_pair_count`).
 """
 
 from __future__ import annotations
@@ -14,21 +14,10 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from linkscope.topo.links import nvlink_pair_count
-from linkscope.topo.model import (
-    Capabilities,
-    Gpu,
-    Host,
-    Link,
-    LinkKind,
-    Nic,
-    NumaNode,
-    NvLinkPort,
-    P2PStatus,
-    Snapshot,
-    Versions,
-)
-from linkscope.topo.pcipath import classify_pci_pair
+from linkscope.topo.machine.links import nvlink_pair_count
+from linkscope.topo.machine.pcipath import classify_pci_pair
+from linkscope.topo.model.host import Capabilities, Gpu, Host, Link, LinkKind, Nic, NumaNode, NvLinkPort, P2PStatus, Versions
+from linkscope.topo.model.snapshot import Snapshot
 
 GIB = 1024**3
 MIB = 1024**2

@@ -19,10 +19,11 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
-from linkscope.topo.errors import InputError
-from linkscope.topo.expect import Expected, RowExpectations, row_expectations
-from linkscope.topo.model import CollectiveResult, Measurements, PeerCopy, Snapshot
-from linkscope.topo.sizes import format_size_bytes, parse_size_bytes
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
+from linkscope.topo.cost.expect import Expected, RowExpectations, row_expectations
+from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
 from linkscope.tui.services import BENCH_KINDS, BenchProgress, BenchRequest, Services, Unavailable
 from linkscope.tui.text import gbps_label, plain
@@ -65,7 +66,7 @@ def collective_points(results: Iterable[CollectiveResult], op: str) -> tuple[tup
 
 
 VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold reverse red"}
-"""How each verdict of :func:`topo.expect.verdict` is shown in the table."""
+"""How each verdict of :func:`topo.cost.expect.verdict` is shown in the table."""
 
 
 def expected_cells(expected: Expected | None) -> list[Text]:

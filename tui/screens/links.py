@@ -11,9 +11,10 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from linkscope.topo.model import Host, Snapshot
-from linkscope.topo.nccl_placement import NcclPlacement
-from linkscope.topo.units import counted
+from linkscope.topo.common.units import counted
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.widgets.legend import Legend

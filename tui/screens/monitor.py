@@ -20,7 +20,8 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from linkscope.probes.live import GpuLive, LiveReading
-from linkscope.topo.model import Host, Snapshot
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import LiveReadingArrived, LiveUnavailable
 from linkscope.tui.services import Services, Unavailable
 from linkscope.tui.text import gbps_label, plain

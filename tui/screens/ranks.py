@@ -21,13 +21,13 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
 
-from linkscope.topo.checks import CheckReport, Finding
-from linkscope.topo.cluster import domain_hosts
-from linkscope.topo.errors import InputError
-from linkscope.topo.layout import parse_positive_int
-from linkscope.topo.model import Snapshot
-from linkscope.topo.placement import parse_visible_devices
-from linkscope.topo.suggest import Suggestion
+from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.checks.suggest import Suggestion
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.layout.placement import parse_visible_devices
+from linkscope.topo.layout.spec import parse_positive_int
+from linkscope.topo.machine.cluster import domain_hosts
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
 from linkscope.tui.messages import LayoutChecked, RingChosen, SuggestionReady
 from linkscope.tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay

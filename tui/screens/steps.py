@@ -20,14 +20,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.common.text import printable
+from linkscope.topo.common.units import format_share
 from linkscope.topo.cost.groups import block_order_ring
-from linkscope.topo.errors import InputError
-from linkscope.topo.links import DEGRADED_FRACTION
-from linkscope.topo.model import Snapshot
-from linkscope.topo.sizes import format_size_bytes
-from linkscope.topo.text import printable
-from linkscope.topo.trace_report import CollectiveRow, StepRow, TraceReport
-from linkscope.topo.units import format_share
+from linkscope.topo.machine.links import DEGRADED_FRACTION
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.trace.report import CollectiveRow, StepRow, TraceReport
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.rank_cells import rank_ranges, ring_overlay
 from linkscope.tui.text import plain
@@ -118,10 +118,10 @@ class StepsView(Vertical):
     @work(thread=True, exclusive=True, group="traces")
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
-        from linkscope.topo.provenance import gpu_names
-        from linkscope.topo.trace_files import machine_pricer, trace_paths
-        from linkscope.topo.trace_pool import read_traces
-        from linkscope.topo.trace_report import analyse
+        from linkscope.topo.model.provenance import gpu_names
+        from linkscope.topo.trace.files import machine_pricer, trace_paths
+        from linkscope.topo.trace.pool import read_traces
+        from linkscope.topo.trace.report import analyse
 
         try:
             files = trace_paths(paths)

@@ -15,10 +15,12 @@ from textual.widgets import DataTable, Static
 from textual.widgets.tree import TreeNode
 
 from linkscope.probes.identity import IdentityTable, identity_table
-from linkscope.topo.cluster_health import cluster_findings, host_summaries
-from linkscope.topo.health import HealthContext, run_health
-from linkscope.topo.model import Gpu, Host, Nic, Snapshot
-from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.health.cluster import cluster_findings, host_summaries
+from linkscope.topo.health.finding import HealthContext
+from linkscope.topo.health.rules import run_health
+from linkscope.topo.model.host import Gpu, Host, Nic
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import HostPicked
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.plain_tree import PlainTree
@@ -107,7 +109,7 @@ HOST_COLUMNS = ("host", "GPUs", "NVLinks", "PCIe", "rails", "driver", "NVLink do
 
 
 def host_rows(snapshot: Snapshot) -> list[list[Text]]:
-    """One row per host of a cluster (:func:`topo.cluster_health.host_summaries`), findings in warning colour."""
+    """One row per host of a cluster (:func:`topo.health.cluster.host_summaries`), findings in warning colour."""
     rows = []
     for row in host_summaries(snapshot, cluster_findings(snapshot)):
         cells = [plain(row.hostname), plain(row.gpus if row.gpus else "-"), plain(row.nvlinks), plain(row.pcie_width),

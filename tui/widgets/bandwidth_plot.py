@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from linkscope.topo.sizes import format_size_bytes
+from linkscope.topo.common.sizes import format_size_bytes
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 """Block characters from empty to full, in eighths of a cell."""

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
-from linkscope.topo.checks import Finding
+from linkscope.topo.checks.report import Finding
 
 MAX_ROWS = 500
 """Rows shown at most; a huge cluster can raise thousands of findings, the rest are summarised."""

@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
-from linkscope.topo.expect import SLOW_FRACTION
+from linkscope.topo.cost.expect import SLOW_FRACTION
 
 LEGEND_ENTRIES: tuple[tuple[str, str], ...] = (
     ("nvlink", " NV# NVLink "),

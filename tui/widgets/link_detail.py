@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from linkscope.topo.model import Gpu, Host, LinkKind
+from linkscope.topo.model.host import Gpu, Host, LinkKind
 from linkscope.tui.link_cells import GridCell
 
 

@@ -20,8 +20,8 @@ from linkscope.probes.bench.preflight import read_gpu_states
 from linkscope.probes.capabilities import SoftwareFacts
 from linkscope.probes.host import probe_host
 from linkscope.probes.live import LiveSampler
-from linkscope.topo.codec import to_jsonable
-from linkscope.topo.model import Host, MigDevice, NvLinkPort
+from linkscope.topo.model.codec import to_jsonable
+from linkscope.topo.model.host import Host, MigDevice, NvLinkPort
 from linkscope.topo.samples import load_sample
 
 from fakes.fake_nvml import DriverQuirks, FakeNvml

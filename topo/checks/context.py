@@ -1,0 +1,81 @@
+"""What every layout rule reads: the layout, its groups, their placement and their priced links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from linkscope.topo.checks.report import MAX_FINDING_RANKS
+from linkscope.topo.cost.collectives import GroupLinks, collective_cost
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.step import DimensionCost, links_per_group
+from linkscope.topo.layout.placement import (
+    Placement,
+)
+from linkscope.topo.layout.spec import Layout
+from linkscope.topo.layout.volumes import Traffic
+
+
+@dataclass
+class LayoutContext:
+    layout: Layout
+    groups: dict[str, list[list[int]]]
+    placement: Placement
+    pricer: GroupPricer
+    traffic: list[Traffic]
+    costs: dict[str, DimensionCost]
+    _links: dict[str, list[GroupLinks]] = field(default_factory=dict)
+
+    def links(self, dim: str) -> list[GroupLinks]:
+        if dim not in self._links:
+            self._links[dim] = links_per_group(dim, self.groups[dim], self.pricer)
+        return self._links[dim]
+
+    def dim_time_s(self, dim: str, links: GroupLinks) -> float | None:
+        items = [item for item in self.traffic if item.dim == dim]
+        if not items:
+            return None
+        return sum(collective_cost(item.op, links, item.size_bytes).time_s * item.calls_per_step for item in items)
+
+    def partition_time_s(self, dim: str, host_class: int, groups: tuple[tuple[int, ...], ...]) -> float | None:
+        """`dim`'s time per step with its groups on these GPU sets of one host: the slowest group sets the pace."""
+        times = [self.dim_time_s(dim, self.pricer.links_of(((host_class, tuple(sorted(group))),), len(group)))
+                 for group in groups]
+        known = [time for time in times if time is not None]
+        return max(known) if known else None
+
+    def cost_s(self, dim: str) -> float | None:
+        cost = self.costs.get(dim)
+        return cost.time_s if cost is not None else None
+
+    def gpus_per_node(self) -> int:
+        counts: dict[int, int] = {}
+        for node in self.placement.node_of_rank:
+            counts[node] = counts.get(node, 0) + 1
+        return max(len(host.gpus) for host in self.placement.hosts) if not counts else max(
+            max(counts.values()), min(len(host.gpus) for host in self.placement.hosts))
+
+
+def pp_last(order: tuple[str, ...]) -> str:
+    """`order` with pp moved to the end (Megatron accepts every such order)."""
+    return "-".join((*(dim for dim in order if dim != "pp"), "pp"))
+
+
+def finding_ranks(group: list[int]) -> tuple[int, ...]:
+    return tuple(group[:MAX_FINDING_RANKS])
+
+
+
+def spanning_nodes(ctx: LayoutContext, dim: str) -> tuple[list[GroupLinks], list[int]]:
+    """The links of every `dim` group, and the indices of the groups that span more than one node."""
+    links = ctx.links(dim)
+    return links, [index for index, item in enumerate(links) if item.nodes > 1]
+
+
+def per_node_counts(ctx: LayoutContext, group: list[int]) -> list[tuple[int, int]]:
+    """(host class, ranks of the group on it) per node the group touches."""
+    counts: dict[int, int] = {}
+    for rank in group:
+        node = ctx.placement.node_of_rank[rank]
+        counts[node] = counts.get(node, 0) + 1
+    return [(ctx.placement.host_class[node], count) for node, count in counts.items()]

@@ -1,0 +1,2 @@
+"""The basics every room shares: the one input error, every size cap, the one bounded number parser,
+byte sizes, the one formatter per unit, untrusted text made safe, standard JSON in and out, cpulists."""

@@ -1,0 +1,92 @@
+"""What one NCCL line says: the anchored, bounded patterns of NCCL's INFO and WARN lines, and their pieces.
+
+Every pattern is anchored or bounded, so a long adversarial line costs linear time.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from linkscope.topo.formats.nccl_log_model import TRANSPORTS
+
+MAX_RANK = 10_000_000
+UNREADABLE = "\x00"
+"""Marks a raw line that could not be decoded or was too long (NUL never survives the binary check)."""
+
+MARKER = re.compile(r"NCCL (INFO|WARN) ?")
+PREFIX = re.compile(
+    r"(?:(?P<host>[\w.<>-]{1,255}):(?P<pid>\d{1,10}):\d{1,10} )?\[(?P<dev>\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?\Z"
+)
+SIZE_KEY = " ranks"
+"""A communicator whose commId the log never shows is keyed by its size, e.g. `16 ranks`."""
+SEPARATORS = "|]>):"
+"""What may stand right before NCCL's prefix besides whitespace (log viewers' and launchers' separators)."""
+PREFIX_WINDOW = 400
+"""How far before `NCCL INFO` NCCL's own prefix is looked for (keeps the search linear on long lines)."""
+LEADING = re.compile(r"([\w.<>-]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] (?:[\w./+-]{1,120}:\d{1,7} )?NCCL (INFO|WARN) ?")
+VERSION = re.compile(r"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4}(?:[+\w.-]{0,40}))")
+INIT = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nranks (?P<nranks>\d{1,7}) cudaDev (?P<cuda>\d{1,4})"
+    r"(?: nvmlDev (?P<nvml>\d{1,4}))?"
+)
+INIT_END = re.compile(r" - (?:Init|Destroy|Abort) (?:START|COMPLETE)")
+"""How a whole init, destroy or abort line ends."""
+BUS_ID = re.compile(r" busId ([0-9a-fA-F]{1,16})\b")
+COMM_ID = re.compile(r" commId (0x[0-9a-fA-F]{1,16})\b")
+"""The communicator's hash, the same on every rank (ncclCommSplit prints parent, color and key before it)."""
+COMM = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
+)
+CONNECTION = re.compile(
+    r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
+    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
+)
+COLLNET = re.compile(
+    r"Coll(?:Net)? (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
+)
+RING_ORDER = re.compile(r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,4})? :(?P<order>(?: +\d{1,7}){1,65536})\Z")
+TREES = re.compile(r"Trees((?: \[\d{1,4}\] -?\d{1,7}/-?\d{1,7}/-?\d{1,7}->\d{1,7}->-?\d{1,7}){1,1024})\Z")
+TREE_ITEM = re.compile(r"\[(\d{1,4})\] (-?\d{1,7})/(-?\d{1,7})/(-?\d{1,7})->(\d{1,7})->(-?\d{1,7})")
+ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set (?:by environment )?to (.{0,200}?)\.?\Z")
+ERROR_TRACE = re.compile(r"[\w./-]{1,120}\.(?:cc|h|cu|c):\d{1,7} -> \d{1,4}")
+CUT_PREFIX = re.compile(r"\[\d{1,4}\] NCCL(?! INFO| WARN)")
+"""NCCL's prefix followed by neither level: the line was cut there or overwritten by another process."""
+CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll)(?: \d|\Z)")
+COMM_SUFFIX = re.compile(r" comm (0x[0-9a-fA-F]{1,16}) nRanks (\d{1,7})(?: busId ([0-9a-fA-F]{1,16}))?\Z")
+"""What newer versions append to connection and Trees lines: the communicator they belong to."""
+CHANNEL_COUNTS = re.compile(
+    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?\d{1,4} p2p channels"
+)
+RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
+
+
+def parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:
+    """(src, dst, channel, side, detail, src bracket, dst bracket) of a connection line, or () when it is none."""
+    match = CONNECTION.match(message)
+    if match is None:
+        return ()
+    src, dst = int(match.group("src")), int(match.group("dst"))
+    if max(src, dst) > MAX_RANK or transport_class(match.group("detail")) is None:
+        return ()
+    return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
+            match.group("sb"), match.group("db"))
+
+
+def channel_triple(counts: tuple[int | None, ...]) -> tuple[int | None, int | None, int | None]:
+    padded = (*counts, None, None, None)
+    return padded[0], padded[1], padded[2]
+
+
+def bracket_fact(bracket: str) -> tuple[str, object]:
+    """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
+    if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():
+        return "device_index", int(bracket)
+    return "bus_id", bracket.lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def transport_class(detail: str) -> str | None:
+    """The transport class a detail names (`P2P/IPC/read` -> P2P), or None for a word NCCL does not print."""
+    word = detail.split("/", 1)[0].strip().upper()
+    return word if word in TRANSPORTS else None

@@ -1,0 +1,163 @@
+"""The events of one rank's profiler trace that say anything about collectives and steps, and what they are.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+
+@dataclass(frozen=True, slots=True)
+class TraceCollective:
+    """One collective call as one rank's trace timed it."""
+
+    op: str
+    """linkscope op name (`all_reduce`, `all_gather`, ...; `unknown` when nothing says)."""
+    size_bytes: int | None
+    """Bytes in nccl-tests' convention (all_gather: the gathered output; others: the buffer)."""
+    group_size: int | None
+    group_ranks: tuple[int, ...] | None
+    group_name: str | None
+    start_us: float
+    duration_us: float
+    on_device: bool
+    """True when timed by a GPU kernel, False when timed on the CPU (gloo)."""
+    device: int | None = None
+    """CUDA device the kernel ran on."""
+    step: int | None = None
+    launched_us: float | None = None
+    """When the CPU launched its kernel (None: timed on the CPU, or the launch is outside the trace)."""
+    launch_only: bool = False
+    """Known only from its `nccl:*` CPU op: its duration is the CPU's launch of the call, not the transfer."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStep:
+    """One `ProfilerStep#N` window of one rank and how its time was spent."""
+
+    step: int
+    start_us: float
+    time_us: float
+    compute_us: float
+    comm_us: float
+    exposed_comm_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class RankTrace:
+    """What one rank's trace says: who it is, its collectives and its steps."""
+
+    name: str
+    rank: int | None
+    world_size: int | None
+    host: str | None
+    backend: str | None
+    nccl_version: str | None
+    collectives: tuple[TraceCollective, ...]
+    steps: tuple[TraceStep, ...]
+    groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Process group name -> its global ranks, from `distributedInfo.pg_config`."""
+    gpu_names: tuple[str, ...] = ()
+    """The GPU models the profiler saw (`deviceProperties`), without repeats."""
+
+
+_OP_WORDS: dict[str, str] = {
+    "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+    "alltoall": "all_to_all", "alltoallv": "all_to_all", "broadcast": "broadcast", "reduce": "reduce",
+    "sendrecv": "send_recv", "send": "send_recv", "recv": "send_recv", "gather": "gather", "scatter": "scatter",
+    "barrier": "barrier",
+}
+_DTYPE_BYTES: dict[str, int] = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8,
+    "int": 4, "int32": 4, "long": 8, "longint": 8, "int64": 8, "short": 2, "int16": 2, "byte": 1, "char": 1,
+    "unsignedchar": 1, "signedchar": 1, "uint8": 1, "int8": 1, "bool": 1, "float8e4m3fn": 1, "float8e5m2": 1,
+    "complexfloat": 8, "complexdouble": 16,
+}
+NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
+_LAUNCH = re.compile(r"(?:cuda|cu)Launch|hip(?:Ext)?(?:Module)?Launch|(?:cuda|hip)GraphLaunch")
+"""Runtime calls that launch a kernel: CUDA's, and ROCm's (`hipLaunchKernel`, `hipExtModuleLaunchKernel`, which
+ROCm traces record under the same `cuda_runtime` category)."""
+_STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
+_KEPT_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cpu_op",
+                               "user_annotation"})
+"""Event categories the reader looks at; flows, metadata and the rest are skipped at once."""
+_COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
+
+
+def op_name(raw: str) -> str:
+    """linkscope's op name for a profiler name (`allreduce`, `nccl:all_reduce`, `c10d::_allgather_base_`,
+    `AllGather` of a kernel, `reduce_scatter_tensor_coalesced`); `unknown` when it names none."""
+    word = raw.split(":")[-1].lower()
+    for noise in ("_into_tensor", "_tensor", "_coalesced", "_base", "_single"):
+        word = word.replace(noise, "")
+    word = word.replace("_", "")
+    return _OP_WORDS.get(word, "unknown")
+
+
+def dtype_bytes(raw: object) -> int | None:
+    """Element size for a profiler dtype (`Float`, `c10::BFloat16`, `long int`), None when unknown."""
+    if not isinstance(raw, str):
+        return None
+    word = raw.split("::")[-1].lower().replace(" ", "").replace("_", "")
+    return _DTYPE_BYTES.get(word)
+
+
+@dataclass(slots=True)
+class CpuOp:
+    """A CPU op kept for metadata lookup, or for its time when it is a gloo op or a CPU compute op."""
+
+    name: str
+    start_us: float
+    end_us: float
+    args: dict[str, Any]
+
+
+@dataclass(slots=True)
+class TraceEvents:
+    metadata_ops: dict[tuple[Any, Any], list[CpuOp]] = field(default_factory=dict)
+    launches: dict[int, tuple[Any, Any, float]] = field(default_factory=dict)
+    nccl_kernels: list[dict[str, Any]] = field(default_factory=list)
+    gpu_compute: list[tuple[float, float, int | None]] = field(default_factory=list)
+    """(start, end, correlation) of every non-NCCL GPU kernel, copy and memset."""
+    gloo_ops: list[CpuOp] = field(default_factory=list)
+    cpu_compute: list[tuple[float, float]] = field(default_factory=list)
+    steps: list[tuple[int, float, float]] = field(default_factory=list)
+
+    def add(self, event: dict[str, Any]) -> None:
+        category = event.get("cat")
+        if category not in _KEPT_CATEGORIES or event.get("ph") != "X":
+            return
+        name = event.get("name")
+        raw_start, raw_duration = event.get("ts"), event.get("dur")
+        if not isinstance(name, str) or not is_number(raw_start) or not is_number(raw_duration) or raw_duration < 0:
+            return
+        args = event.get("args")
+        args = args if isinstance(args, dict) else {}
+        start = float(raw_start)
+        end = start + float(raw_duration)
+        if category in ("kernel", "gpu_memcpy", "gpu_memset"):
+            if category == "kernel" and NCCL_KERNEL.match(name):
+                self.nccl_kernels.append(event)
+            else:
+                correlation = args.get("correlation")
+                self.gpu_compute.append((start, end, correlation if isinstance(correlation, int) else None))
+        elif category == "cuda_runtime" or category == "cuda_driver":
+            correlation = args.get("correlation")
+            if isinstance(correlation, int) and _LAUNCH.match(name):
+                self.launches[correlation] = (event.get("pid"), event.get("tid"), start)
+        else:  # cpu_op, user_annotation
+            step = _STEP.match(name) if name.startswith("ProfilerStep#") else None
+            if step:
+                self.steps.append((int(step.group(1)), start, end))
+            elif name.startswith("gloo:"):
+                self.gloo_ops.append(CpuOp(name, start, end, args))
+            elif _COMM_OP.match(name):
+                key = (event.get("pid"), event.get("tid"))
+                self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, end, args))
+            elif name.startswith("aten::"):
+                self.cpu_compute.append((start, end))
+
+
+def is_number(value: object) -> TypeGuard[float]:
+    return type(value) in (float, int) and value == value and -1e300 < value < 1e300  # type: ignore[operator]

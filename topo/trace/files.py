@@ -1,0 +1,86 @@
+"""Open profiler traces as users have them (files, .gz, directories) and price them on a machine;
+shared by `linkscope trace` and the app's Steps tab."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+from collections.abc import Sequence
+from typing import Any
+
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.cost.params import CostModel
+from linkscope.topo.formats.trace import read_rank_trace
+from linkscope.topo.formats.trace_events import RankTrace
+from linkscope.topo.formats.trace_stream import MAX_TRACE_CHARS
+from linkscope.topo.layout.placement import cluster_hosts, parse_visible_devices, place_ranks
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.trace.report import Pricer, placement_pricer
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+TORCH_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+"""How torch.profiler's tensorboard_trace_handler names the traces it writes."""
+
+
+def trace_paths(arguments: Sequence[str]) -> list[str]:
+    """The trace files named: files as given, directories expanded to their .json/.json.gz files (sorted); a
+    directory holding tensorboard_trace_handler's `*.pt.trace.json[.gz]` files gives those only, so a config or
+    results JSON beside them is not read as a trace."""
+    paths: list[str] = []
+    for argument in arguments:
+        if os.path.isdir(argument):
+            names = sorted(name for name in os.listdir(argument) if name.endswith(TRACE_SUFFIXES))
+            torch_named = [name for name in names if name.endswith(TORCH_TRACE_SUFFIXES)]
+            found = [os.path.join(argument, name) for name in torch_named or names]
+            if not found:
+                raise InputError(f"{argument}: no .json or .json.gz trace files in this directory")
+            paths.extend(found)
+        else:
+            paths.append(argument)
+    return paths
+
+
+def read_trace_file(path: str) -> RankTrace:
+    """One rank's trace from a .json or .json.gz file (detected by content); one InputError line on failure."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{path}: not a regular file")
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below, after streaming
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    with raw:
+        compressed = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        text = io.TextIOWrapper(binary, encoding="utf-8-sig")  # a byte-order mark, as some editors save, is skipped
+        try:
+            return read_rank_trace(text, path, MAX_TRACE_CHARS)
+        except (gzip.BadGzipFile, EOFError, OSError) as exc:
+            raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def machine_pricer(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | None = None,
+                   distribution: str = "block", visible_devices: str | None = None,
+                   model: CostModel | None = None) -> Pricer:
+    """Price the traces' collectives on `snapshot`: ranks placed as torchrun (block) or Slurm cyclic would,
+    on as many nodes as the ranks need unless `nodes` says."""
+    world = max((t.world_size or 0 for t in traces), default=0)
+    world = max(world, 1 + max((r for t in traces for c in t.collectives for r in (c.group_ranks or ())), default=0))
+    if world < 2:
+        raise InputError("the traces name no process group of two or more ranks to price")
+    visible = parse_visible_devices(visible_devices) if visible_devices else None
+    per_host = len(visible) if visible is not None else max(1, len(snapshot.host.gpus) if snapshot.hosts else 1)
+    count = nodes if nodes is not None else (1 if len(snapshot.hosts) > 1 else -(-world // per_host))
+    hosts, classes = cluster_hosts(snapshot, count)
+    placement = place_ranks(hosts, classes, world, distribution, visible)
+    return placement_pricer(placement, model or CostModel())
