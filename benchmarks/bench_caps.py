@@ -18,9 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from caps_support import CAP_CASES  # noqa: E402
-
 from linkscope.topo.common.errors import InputError  # noqa: E402
+from support.caps import CAP_CASES  # noqa: E402
 
 
 def seconds(call: object, size: int) -> tuple[float, str]:

@@ -65,7 +65,7 @@ def merge_rows() -> list[tuple[str, float, float]]:
 
 def collect_rows() -> list[tuple[str, float, float]]:
     """4 srun-style collect tasks on loopback with fake probes (a sample each): rank 0's own timings."""
-    from cluster_support import finish, free_port, node_env
+    from support.cluster import finish, free_port, node_env
 
     rows = []
     for _ in range(REPEATS):

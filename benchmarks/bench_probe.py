@@ -24,8 +24,7 @@ from linkscope.probes.capabilities import SoftwareFacts  # noqa: E402
 from linkscope.probes.host import probe_host, run_nvml  # noqa: E402
 from linkscope.probes.sysfs import read_sysfs  # noqa: E402
 from linkscope.topo.samples import load_sample, sample_names  # noqa: E402
-
-from fakes import FakeNvml, build_sysfs  # noqa: E402
+from support.fakes import FakeNvml, build_sysfs  # noqa: E402
 
 REPEATS = 15
 PROBE_GOAL_MS = 50.0

@@ -20,8 +20,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from linkscope.topo.formats.nvsmi_matrix import parse_header  # noqa: E402
 from linkscope.topo.formats.nvsmi_topo import read_nvsmi_topo  # noqa: E402
-
-from nvsmi_topo_support import dgx_like, render_topo  # noqa: E402
+from support.nvsmi_topo import dgx_like, render_topo  # noqa: E402
 
 GOAL_44_COLUMNS_MS = 20.0
 

@@ -180,8 +180,8 @@ async def cluster_rows() -> list[tuple[str, list[float]]]:
 
 async def grid_rows() -> list[tuple[str, list[float]]]:
     """Building the 72 x 72 Links grid."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.tui_support import small_snapshot
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.tui import small_snapshot
 
     snapshot = small_snapshot(gpus=72)
     app = build_app(snapshot=snapshot)

@@ -3,7 +3,7 @@
 Set `LINKSCOPE_NVML_RECORD=FILE` and every :class:`~probes.nvml_query.NvmlQuery` made in that
 process (the probe, the live sampler, `record`, the benchmark preflight) appends to FILE: one header
 line per query session, then one line per call. The recording is what a real driver answered, so
-the fakes can replay it afterwards (tests/fakes/nvml_replay.py, and the C stand-in through
+the fakes can replay it afterwards (tests/support/fakes/nvml_replay.py, and the C stand-in through
 :func:`description_lines` in tests); nothing in it is needed to use linkscope.
 
 Line formats (JSON objects):

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 HEAVY = ("textual", "torch", "pynvml")
 
 

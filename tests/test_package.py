@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 FOLDERS = {"linkscope": "linkscope", "linkscope.topo": "topo", "linkscope.probes": "probes", "linkscope.tui": "tui"}
 """Each part of the installed package and the repository folder it is built from."""
 

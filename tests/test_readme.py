@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from support.paths import ROOT
+
 README = (ROOT / "README.md").read_text()
 FENCE = re.compile(r"```(?:bash|sh|console)\n(.*?)```", re.DOTALL)
 EXPECTED_EXIT = re.compile(r"#\s*exit (\d+)")

@@ -1,7 +1,7 @@
 """What linkscope's NVML reader makes of this machine, as JSON: the facts the replay test compares.
 
 Run with `LINKSCOPE_NVML_RECORD` set, it leaves a recording of every NVML call it made; replaying that
-recording through the fakes must give exactly the facts printed here (tests/test_gpu_recordings.py).
+recording through the fakes must give exactly the facts printed here (tests/probes/test_gpu_recordings.py).
 
     LINKSCOPE_NVML_RECORD=nvml.jsonl python3 nvml_facts.py > nvml-facts.json
 """

@@ -721,7 +721,7 @@ def judge_trace(kit: Kit, counted: dict[str, Any], data: dict[str, Any]) -> None
 
 def step_gpu_tests(kit: Kit) -> None:
     ran = kit.command("pytest-gpu", [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
-                                     "tests/test_bench_p2p.py", "tests/test_probe_gpu.py"], 150,
+                                     "tests/probes/bench/test_p2p.py", "tests/probes/test_gpu.py"], 150,
                       env={"PYTHONPATH": str(kit.site or kit.repo)}, cwd=kit.repo)
     last = (ran.out.strip().splitlines() or ["(no output)"])[-1]
     kit.add("pytest -m gpu (the suite's GPU tests)", last[:120], "-", "pass" if ran.code == 0 else "FAIL")

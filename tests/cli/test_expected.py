@@ -1,0 +1,116 @@
+"""Expected next to measured on the command line: import --attach, show, check --measurements, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+
+import pytest
+
+from linkscope.probes.bench.results import bench_identity, measurements_from_rows
+from linkscope.topo.cost.expect import expectations
+from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.formats.source import load_source
+from linkscope.topo.samples import load_sample
+from support.bench import FIXTURES, cli_main
+
+RTX_NCCL = FIXTURES / "nccl_tests" / "rtx2080ti-2gpu-pcie-no-p2p-5-collectives.txt"
+RTX_TOPO = FIXTURES / "topo" / "rtx2080ti-2gpu-pix-p2p-not-supported.txt"
+A100_SENDRECV = FIXTURES / "nccl_tests" / "a100-8gpu-nvswitch-sendrecv-truncated.txt"
+NVBANDWIDTH_H100 = FIXTURES / "p2p" / "h100-azure-nd96isr-v5-nvbandwidth-d2d-read-ce.txt"
+
+
+def test_import_attach_prints_expected_ratio_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["import", str(A100_SENDRECV), "--expect", "sample:dgx-a100"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "expect" in out and "verdict" in out and "far below" in out
+    assert "against what the cost model expects on sample:dgx-a100: 8 row(s) judged" in out
+    assert cli_main(["import", str(A100_SENDRECV)]) == 0
+    assert "verdict" not in capsys.readouterr().out
+
+
+def test_import_attach_json_has_expected_rows(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "box.json"
+    assert cli_main(["import", str(NVBANDWIDTH_H100), "--attach", "sample:dgx-h100", "-o", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["expected_on"] == "sample:dgx-h100" and len(data["expected"]) == 56
+    row = data["expected"][0]
+    assert set(row) >= {"kind", "subject", "link", "measured_gbps", "expected_gbps", "ratio", "verdict"}
+    assert row["link"] == "NV18" and row["verdict"] == "ok"
+    assert data["measurements"]["identity"]["gpu_model"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_show_of_a_snapshot_carrying_measurements(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    box = tmp_path / "box.json"
+    assert cli_main(["import", str(NVBANDWIDTH_H100), "--attach", "sample:dgx-h100-degraded", "-o", str(box)]) == 0
+    capsys.readouterr()
+    assert cli_main(["show", str(box)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "measured against expected" in out and "NV16" in out and "56 row(s) judged: 56 ok" in out
+    assert cli_main(["show", str(box), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert {row["link"] for row in shown["measurements"]["expected"]} == {"NV16", "NV18"}
+    assert cli_main(["show", "sample:dgx-h100", "--json"]) == 0
+    assert "measurements" not in json.loads(capsys.readouterr().out)
+
+
+def test_check_measurements_says_what_calibration_changed(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 2-GPU PCIe box's all_reduce measured ~4 GB/s busbw: check says so next to the model's figure."""
+    argv = ["check", str(RTX_TOPO), "--tp", "2", "--measurements", str(RTX_NCCL)]
+    assert cli_main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "calibration: all_reduce 1 GiB x2 over PIX measured 4 GB/s busbw, model" in out
+    assert cli_main([*argv, "--json"]) == 0
+    calibration = json.loads(capsys.readouterr().out)["calibration"]
+    (row,) = [each for each in calibration if each["subject"].startswith("all_reduce")]
+    assert row["measured_gbps"] == 4.0 and row["model_gbps"] > 10 and row["calibrated_gbps"] == pytest.approx(4.0, rel=0.02)
+
+
+def test_check_peer_copy_calibration_per_link_kind(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # exit 1: GPU3's missing NVLinks are a health finding of the TP group (calibration does not change that)
+    assert cli_main(["check", "sample:dgx-h100-degraded", "--tp", "8", "--measurements", str(NVBANDWIDTH_H100),
+                     "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {finding["code"] for finding in report["findings"]} == {"nvlink-fewer-links", "pcie-width-reduced"}
+    calibration = {row["link"]: row for row in report["calibration"]}
+    assert set(calibration) == {"NV16", "NV18"}
+    assert calibration["NV16"]["model_gbps"] < calibration["NV18"]["model_gbps"]
+    assert calibration["NV16"]["calibrated_gbps"] == pytest.approx(calibration["NV16"]["measured_gbps"], rel=0.01)
+
+
+def _rows() -> list[dict[str, object]]:
+    """Worker rows as `bench collectives` gets them from NCCL workers: the sendrecv fixture's numbers."""
+    measured = read_measurements(A100_SENDRECV.read_text(), "a100")
+    return [{"op": r.op, "bytes": r.size_bytes, "dtype": r.dtype, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps,
+             "busbw_gbps": r.busbw_gbps, "nranks": 8, "wrong": 0, "ranks": list(range(8)), "group": "world",
+             "dim": "world", "in_place": r.in_place, "backend": "nccl"} for r in measured.collectives]
+
+
+def test_bench_collectives_report_has_expected_fields(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from linkscope.commands.bench_cmd import _report_collectives
+
+    rows = _rows()
+    measurements = measurements_from_rows(rows, [], [], identity=bench_identity("linkscope bench collectives nccl",
+                                                                                processes=8))
+    args = argparse.Namespace(expect="sample:dgx-a100", json=True, output=None, attached=None, force=False)
+    assert _report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []}) == 0
+    printed = json.loads(capsys.readouterr().out)["rows"]
+    expected = expectations(measurements, load_sample("dgx-a100"))
+    assert [row["expected_busbw_gbps"] for row in printed] == pytest.approx([row.expected_gbps for row in expected])
+    assert printed[0]["verdict"] == "far below" and printed[-1]["verdict"] == "ok" and printed[0]["link"] == "NV12"
+    args.json = False
+    _report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []})
+    assert "far below" in capsys.readouterr().out
+
+
+def test_bench_attach_refuses_another_kind_after_the_run(tmp_path: pathlib.Path) -> None:
+    from linkscope.commands.bench_cmd import _write_output
+    from linkscope.topo.common.errors import InputError
+
+    out = tmp_path / "box.json"
+    measurements = read_measurements(NVBANDWIDTH_H100.read_text(), "nvb")
+    args = argparse.Namespace(output=str(out), attached=load_source("sample:consumer-2gpu"), force=False)
+    with pytest.raises(InputError, match="--attach: measured on 8x NVIDIA H100"):
+        _write_output(args, measurements)
+    assert not out.exists()

@@ -1,0 +1,106 @@
+"""Output files are written whole or not at all, never through a symlink, with sensible permissions;
+inputs that could block (a FIFO with no writer) or are too large on stdin are one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from support.fuzz import REAL, ROOT, assert_clean_outcome, run_cli
+
+NCCL_TESTS = REAL / "nccl_tests" / "h200-2node-16gpu-baremetal-all_reduce.txt"
+
+
+def _import_to(target: Path) -> list[str]:
+    return ["import", str(NCCL_TESTS), "-o", str(target)]
+
+
+def test_import_writes_valid_json_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "measured.json"
+    assert run_cli(_import_to(target)).status == 0
+    assert json.loads(target.read_text())["schema"] == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["measured.json"]
+
+
+def test_a_write_past_the_file_size_limit_keeps_the_old_file(tmp_path: Path) -> None:
+    """RLIMIT_FSIZE stops the write midway (as a full disk would): one line, exit 2, old file intact."""
+    target = tmp_path / "measured.json"
+    old = json.dumps({"schema": 1, "measurements": {"source": "the previous run"}})
+    target.write_text(old)
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))\n"
+        "from linkscope.cli import main\n"
+        f"sys.exit(main({_import_to(target)!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "previous file is unchanged" in done.stderr
+    assert target.read_text() == old
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["measured.json"]
+
+
+def test_a_symlinked_output_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "measured.json"
+    link.symlink_to(victim)
+    outcome = run_cli(_import_to(link))
+    assert_clean_outcome(outcome, "symlinked -o")
+    assert outcome.status == 2 and "symbolic link" in outcome.err
+    assert victim.read_text() == "precious\n" and link.is_symlink()
+
+
+def test_a_symlinked_output_is_refused_by_probe_too(tmp_path: Path) -> None:
+    link = tmp_path / "box.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    outcome = run_cli(["probe", "-o", str(link)])
+    assert outcome.status == 2 and "symbolic link" in outcome.err
+    assert not (tmp_path / "elsewhere.json").exists()
+
+
+def test_new_files_follow_the_umask_and_replaced_files_keep_their_mode(tmp_path: Path) -> None:
+    target = tmp_path / "measured.json"
+    previous = os.umask(0o027)
+    try:
+        assert run_cli(_import_to(target)).status == 0
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    target.chmod(0o600)
+    assert run_cli(_import_to(target)).status == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_fifo_with_no_writer_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for argv in (["show", str(fifo)], ["import", str(fifo)],
+                 ["check", "sample:dgx-h100", "--tp", "8", "--rank-map", str(fifo)]):
+        outcome = run_cli(argv, seconds=5)
+        assert outcome.status == 2 and "not a regular file" in outcome.err, outcome.err
+
+
+def test_stdin_of_import_has_the_size_limit_of_files() -> None:
+    from linkscope.topo.model.codec import MAX_SNAPSHOT_BYTES
+
+    outcome = run_cli(["import", "-"], stdin=NCCL_TESTS.read_text() + "#" * MAX_SNAPSHOT_BYTES)
+    assert outcome.status == 2 and "limit" in outcome.err, outcome.err
+
+
+def test_stdin_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "linkscope", "import", "-"], input=b"\xff\xfe garbage",
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=60)
+    assert done.returncode == 2 and b"not UTF-8" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_import_from_stdin_still_reads(tmp_path: Path) -> None:
+    outcome = run_cli(["import", "-", "--json"], stdin=NCCL_TESTS.read_text())
+    assert outcome.status == 0, outcome.err
+    assert json.loads(outcome.out)["measurements"]["collectives"]

@@ -1,0 +1,650 @@
+"""Pilot tests: the main interaction of every tab, driven by keys, with fake services."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+from textual.widgets import DataTable, Input, Select, Static, TabbedContent
+
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.measurements import Measurements, PeerCopy
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.samples import load_sample, sample_names
+from linkscope.tui.app import TABS, build_app
+from linkscope.tui.messages import RingChosen
+from linkscope.tui.screens.bench import BenchView
+from linkscope.tui.screens.export import ExportScreen
+from linkscope.tui.screens.links import LinksView
+from linkscope.tui.screens.monitor import MonitorView
+from linkscope.tui.screens.ranks import RanksView
+from linkscope.tui.screens.topology import TopologyView
+from linkscope.tui.widgets.link_detail import LinkDetail
+from linkscope.tui.widgets.link_grid import LinkGrid
+from linkscope.tui.widgets.plain_tree import PlainTree
+from linkscope.tui.widgets.rank_map import RankMap
+from support.tui import (
+    FakeFeed,
+    FakeServices,
+    async_test,
+    measured_copies,
+    nvswitch_host,
+    settle,
+    small_snapshot,
+    traffic_reading,
+)
+
+SIZE = (120, 40)
+
+
+def static_text(widget: Static) -> str:
+    """The plain text a Static shows."""
+    return str(widget.render())
+
+
+@async_test
+async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
+    """Moving onto a measured slow pair shows its verdict (120 of 391 GB/s: far below); `n` switches to the GPU x NIC grid."""
+    snapshot = dataclasses.replace(small_snapshot(), measurements=measured_copies(degraded=(0, 3)))
+    app = build_app(snapshot=snapshot, services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        assert grid.row_count == 8 and grid.column_count == 8
+        await pilot.press("right", "right", "right")
+        await pilot.pause()
+        detail = app.query_one(LinkDetail)
+        assert detail.cell is not None and (detail.cell.row, detail.cell.col) == (0, 3)
+        text = static_text(detail)
+        assert "FAR BELOW" in text and "measured 120.0 GB/s" in text and "NV18" in text
+        await pilot.press("down")
+        await pilot.pause()
+        assert "DEGRADED" not in static_text(detail)
+        await pilot.press("n")
+        await pilot.pause()
+        assert grid.column_count == 4
+        assert "mlx5_" in static_text(detail)
+
+
+@async_test
+async def test_links_expected_toggle_shows_gbps() -> None:
+    """`e` replaces link tokens by the expected GB/s of each unmeasured cell."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        assert grid.render_cell(0, 1)[0] == "NV18"
+        await pilot.press("e")
+        await pilot.pause()
+        assert grid.render_cell(0, 1)[0] == "392"
+
+
+@async_test
+async def test_links_grid_scrolls_for_72_gpus_at_80x24() -> None:
+    """A 72-GPU host fits by scrolling: the cursor can reach the last cell at 80x24."""
+    app = build_app(snapshot=small_snapshot(gpus=72), services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        assert grid.row_count == 72
+        await pilot.press("right", "down")
+        grid.cursor = (70, 70)
+        await pilot.press("right", "down")
+        await pilot.pause()
+        assert grid.cursor == (71, 71)
+        assert grid.scroll_offset.x > 0 and grid.scroll_offset.y > 0
+        detail = static_text(app.query_one(LinkDetail))
+        assert detail.startswith("GPU71 <-> GPU71")
+
+
+@async_test
+async def test_topology_tree_and_identity_table() -> None:
+    """The tree has a branch per NUMA node, down to the GPUs; the table names the nearest NIC."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.query_one(PlainTree)
+        numa_labels = [str(node.label) for node in tree.root.children]
+        assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
+        table = app.query_one("#identity-table", DataTable)
+        assert table.row_count == 8
+        assert table.get_row_at(0)[4].plain == "mlx5_0 (PIX)"
+        assert table.get_row_at(7)[4].plain == "mlx5_3 (PIX)"
+        assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
+
+
+@async_test
+async def test_ranks_form_updates_map_and_findings() -> None:
+    """Typing tp=4 pp=2 regroups the map; picking a rank draws its tp ring on the Links grid."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+    rings: list[RingChosen] = []
+    async with app.run_test(size=SIZE, message_hook=lambda m: rings.append(m) if isinstance(m, RingChosen) else None) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.groups["tp"] == [list(range(8))]
+        app.query_one("#size-tp", Input).value = "4"
+        app.query_one("#size-pp", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        assert view.report is not None
+        assert view.report.groups["tp"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+        assert view.report.groups["pp"] == [[0, 4], [1, 5], [2, 6], [3, 7]]
+        rank_map = app.query_one(RankMap)
+        rank_map.focus()
+        await pilot.press("right", "right", "right", "right", "right", "enter")
+        await pilot.pause()
+        # on NVSwitch every ring prices alike: the one drawn is the checker's (4-7-6-5), the same cycle as rank order
+        expected = {frozenset(hop) for hop in ((4, 5), (5, 6), (6, 7), (7, 4))}
+        assert rings and {frozenset(hop) for hop in rings[-1].hops} == expected
+        assert app.query_one(LinksView).ring == rings[-1]
+        assert rank_map.picked_group == 1
+
+
+@async_test
+async def test_ranks_bad_field_is_one_line_and_no_check() -> None:
+    """A size that does not fit the machine shows the checker's one-line reason."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#size-tp", Input).value = "3"
+        await pilot.pause()
+        await settle(app)
+        status = static_text(app.query_one("#ranks-status", Static))
+        assert "does not divide" in status
+        assert app.query_one(RanksView).report is None
+
+
+@async_test
+async def test_ranks_apply_suggestion_and_export() -> None:
+    """On the DGX-1 a tp=2 layout gets a device-order suggestion; `a` applies it; `c` opens the export."""
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#size-tp", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        view = app.query_one(RanksView)
+        suggestion = view.suggestion
+        assert suggestion is not None and suggestion.visible_devices is not None
+        assert "faster" in static_text(app.query_one("#suggestion", Static))
+        app.query_one(RankMap).focus()
+        await pilot.press("a")
+        await pilot.pause()
+        await settle(app)
+        assert app.query_one("#devices", Input).value == ",".join(map(str, suggestion.visible_devices))
+        assert view.checked_form is not None and view.checked_form.visible_devices == suggestion.visible_devices
+        app.query_one(RankMap).focus()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ExportScreen)
+        assert app.screen.command.startswith("linkscope check sample:dgx1-v100 --tp 2")
+        assert '"groups"' in app.screen.document
+        notices: list[str] = []
+        app.notify = lambda message, **_: notices.append(str(message))  # type: ignore[method-assign,assignment]
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.clipboard == app.screen.command
+        said = " ".join(notices)
+        assert "copied to the clipboard" not in said.lower() and "select the command shown here" in said
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ExportScreen)
+
+
+@async_test
+async def test_monitor_shows_live_reading_from_fake_feed() -> None:
+    """A reading from the feed fills the GPU table, error deltas and the per-link table."""
+    feed = FakeFeed([traffic_reading(replay_delta=3)])
+    app = build_app(snapshot=small_snapshot(source="probe"), services=FakeServices(feed=feed), initial_tab="monitor", live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(MonitorView)
+        while view.reading is None:
+            await pilot.pause(0.05)
+        table = app.query_one("#monitor-gpus", DataTable)
+        assert table.row_count == 8
+        assert table.get_row_at(2)[5].plain == "replay +3"
+        assert table.get_row_at(1)[7].plain == "x8/16 <"
+        assert app.query_one("#monitor-links", DataTable).row_count == 18
+    for _ in range(100):  # the feed is closed by the worker's thread as it ends, after the app has gone
+        if feed.closed:
+            break
+        time.sleep(0.01)
+    assert feed.closed
+
+
+@pytest.mark.parametrize("recording", ["sample", "probe-file"])
+@async_test
+async def test_monitor_on_a_recording_says_no_live_data(recording: str) -> None:
+    """A recording has no counters to read here: the tab says so; only recorded PCIe link state is shown."""
+    snapshot = load_sample("dgx-h100-degraded") if recording == "sample" else small_snapshot(source="probe")
+    feed = FakeFeed([traffic_reading()])
+    app = build_app(snapshot=snapshot, services=FakeServices(feed=feed), initial_tab="monitor")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "no live data" in static_text(app.query_one("#monitor-status", Static))
+        table = app.query_one("#monitor-gpus", DataTable)
+        assert feed.reads == 0
+        if recording == "sample":
+            assert table.row_count == 8
+            assert [table.get_row_at(3)[column].plain for column in range(1, 6)] == ["-"] * 5
+            assert table.get_row_at(3)[7].plain == "x8/16 <"
+            assert table.get_row_at(0)[7].plain == "x16/16"
+        else:
+            assert table.row_count == 0
+
+
+@async_test
+async def test_bench_run_feeds_links_grid() -> None:
+    """`r` runs the (fake) benchmark; results fill the table, reach the Links grid and re-check the kept layout."""
+    services = FakeServices()
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench", live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#size-tp", Input).value = "4"
+        await settle(app)
+        ranks = app.query_one(RanksView)
+        report_before = ranks.report
+        app.query_one("#bench-kind").focus()
+        await pilot.press("r")
+        await settle(app)
+        await pilot.pause()
+        assert services.bench_calls and services.bench_calls[0].kind == "p2p"
+        assert ranks.checked_form is not None and dict(ranks.checked_form.sizes)["tp"] == 4
+        assert ranks.report is not None and ranks.report is not report_before
+        assert app.query_one("#bench-table", DataTable).row_count == 4 * 7
+        snapshot = app.query_one(LinksView).snapshot
+        assert snapshot is not None and snapshot.measurements is not None
+        assert app.query_one(LinkGrid).render_cell(0, 1)[0] == "!200 51%"
+
+
+@async_test
+async def test_bench_stop_cancels_the_run() -> None:
+    """`s` stops a running benchmark; what was measured before the stop is kept."""
+    gate = threading.Event()
+    services = FakeServices(bench_gate=gate)
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench", live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        app.query_one("#bench-kind").focus()
+        await pilot.press("r")
+        view = app.query_one(BenchView)
+        assert view.running
+        await pilot.press("s")
+        gate.set()
+        await settle(app)
+        await pilot.pause()
+        assert not view.running
+        assert "Stopped" in static_text(app.query_one("#bench-status", Static))
+
+
+@async_test
+async def test_bench_unavailable_refuses_to_run() -> None:
+    """Without a benchmark engine the tab says why and runs nothing."""
+    services = FakeServices(bench_reason="no CUDA GPU on this machine")
+    app = build_app(snapshot=small_snapshot(source="probe"), services=services, initial_tab="bench", live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "unavailable: no CUDA GPU" in static_text(app.query_one("#bench-status", Static))
+        app.query_one("#bench-kind").focus()
+        await pilot.press("r")
+        await pilot.pause()
+        assert services.bench_calls == []
+
+
+@async_test
+async def test_no_gpu_falls_back_to_a_sample() -> None:
+    """Probing a machine without GPUs opens the fallback sample with a notice."""
+    empty = Snapshot(hosts=(Host("laptop"),), source="probe")
+    sample = load_sample("dgx-h100")
+    app = build_app(services=FakeServices(snapshots={None: empty, "sample:dgx-h100": sample}))
+    notices: list[str] = []
+    shown = app.notify
+    app.notify = lambda message, **options: (notices.append(str(message)), shown(message, **options))[-1]  # type: ignore[method-assign,assignment,func-returns-value]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert app.snapshot is sample
+        assert any("no NVIDIA GPU" in notice for notice in notices)
+
+
+@async_test
+async def test_digit_keys_switch_tabs() -> None:
+    """Keys 1-5 switch tabs and focus moves into the new tab."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tabs = app.query_one(TabbedContent)
+        for key, tab in (("2", "topology"), ("5", "monitor"), ("1", "links")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert tabs.active == tab
+        assert app.focused is app.query_one(LinkGrid)
+
+
+@pytest.mark.parametrize("name", ["[bold red]evil[/]", "host[/link]"])
+@async_test
+async def test_untrusted_names_are_not_markup(name: str) -> None:
+    """Host and device names from files show literally, brackets and all."""
+    snapshot = small_snapshot()
+    host = dataclasses.replace(snapshot.host, hostname=name)
+    app = build_app(snapshot=Snapshot(hosts=(host,), source="x.json"), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert static_text(app.query_one("#links-title", Static)).startswith(name)
+        assert str(app.query_one(PlainTree).root.label) == name
+        assert app.query_one(TopologyView).snapshot is not None
+
+
+def two_host_snapshot() -> Snapshot:
+    """Two boxes of four GPUs each, with different names."""
+    return Snapshot(hosts=(nvswitch_host("box-a", gpus=4, nics=2), nvswitch_host("box-b", gpus=4, nics=2)), source="two.json")
+
+
+@pytest.mark.parametrize("source", [*sample_names(), "two-hosts", "probe-without-gpus"])
+@async_test
+async def test_every_tab_opens_on_every_source(source: str) -> None:
+    """Each sample, a two-host snapshot and a GPU-less probe show on all five tabs without an error."""
+    if source == "two-hosts":
+        snapshot = two_host_snapshot()
+    elif source == "probe-without-gpus":
+        snapshot = Snapshot(hosts=(Host("vm"),), source="probe")
+    else:
+        snapshot = load_sample(source)
+    app = build_app(snapshot=snapshot, services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        for tab, _ in TABS:
+            app.action_show_tab(tab)
+            await settle(app)
+        await pilot.pause()
+        ranks = app.query_one(RanksView)
+        if snapshot.host.gpus:
+            assert ranks.report is not None
+        else:
+            assert "no GPUs" in static_text(app.query_one("#ranks-status", Static))
+        assert app.query_one(LinkGrid).row_count == len(snapshot.host.gpus)
+
+
+@async_test
+async def test_two_hosts_rank_map_and_ring_host() -> None:
+    """A two-host snapshot maps ranks onto both hosts by name; a ring on box-b switches the Links tab there."""
+    app = build_app(snapshot=two_host_snapshot(), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.groups["tp"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+        rank_map = app.query_one(RankMap)
+        assert rank_map.row_count == 2
+        rank_map.cursor = (1, 0)
+        await pilot.press("enter")
+        await pilot.pause()
+        links = app.query_one(LinksView)
+        assert links.host_index == 1 and links.host is not None and links.host.hostname == "box-b"
+
+
+@async_test
+async def test_palette_offers_samples_and_opens_one() -> None:
+    """The command palette lists the samples; its command loads one in place of the snapshot."""
+    sample = load_sample("dgx-a100")
+    services = FakeServices(snapshots={"sample:dgx-a100": sample})
+    app = build_app(snapshot=small_snapshot(), services=services)
+    async with app.run_test(size=SIZE) as pilot:
+        commands = {command.title: command for command in app.get_system_commands(app.screen)}
+        assert "Open sample: dgx-a100" in commands and "Show Ranks" in commands
+        commands["Open sample: dgx-a100"].callback()
+        await settle(app)
+        await pilot.pause()
+        assert app.snapshot is sample
+        assert app.query_one(LinksView).snapshot is sample
+
+
+@async_test
+async def test_mouse_click_chooses_a_link_cell() -> None:
+    """Clicking a cell of the Links grid moves the cursor there and shows its detail."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        grid = app.query_one(LinkGrid)
+        label_width, cell_width = 7, 5
+        await pilot.click("#link-grid", offset=(label_width + 2 * cell_width + 1, 2))
+        await pilot.pause()
+        assert grid.cursor == (1, 2)
+        assert static_text(app.query_one(LinkDetail)).startswith("GPU1 <-> GPU2")
+
+
+@async_test
+async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
+    """A recording with measurements (open --measurements, import --attach) shows them on the Bench tab."""
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=measured_copies())
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
+        status = static_text(app.query_one("#bench-status", Static))
+        assert "is a recording" in status and "Shown: results of test copies" in status
+
+
+@async_test
+async def test_bench_table_says_whether_each_copys_data_arrived_intact() -> None:
+    copies = (PeerCopy(0, 1, 1 << 20, 300.0, verified=True), PeerCopy(1, 0, 1 << 20, 300.0, verified=False),
+              PeerCopy(0, 2, 1 << 20, 300.0))
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements("test", peer_copies=copies))
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        table = app.query_one("#bench-table", DataTable)
+        data = [str(table.get_row_at(index)[-1]) for index in range(table.row_count)]
+        assert data == ["ok", "CORRUPTED", "-"]
+
+
+@async_test
+async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> None:
+    """The bottom line lists the keys of the tab in focus; clicking `n GPU x NIC` toggles the NIC grid."""
+    from linkscope.tui.widgets.key_bar import KeyBar
+
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        bar = app.query_one(KeyBar)
+        assert [key for key, _, _ in bar.keys][:2] == ["n", "e"] and bar.keys[-1][2] == "palette"
+        x = next(column for column in range(SIZE[0]) if bar.key_at(column) == "n")
+        await pilot.click(KeyBar, offset=(x, 0))
+        await settle(app)
+        assert app.query_one(LinksView).nic_mode
+        await pilot.press("3")
+        await settle(app)
+        assert "Apply suggestion" in [description for _, _, description in bar.keys]
+        assert bar.key_at(10_000) is None
+
+
+@async_test
+async def test_the_ring_drawn_is_the_ring_the_checker_priced() -> None:
+    """DGX-1 V100, tp 8: the checker prices the NVLink-only ring 0-4-7-6-5-1-2-3; picking a rank draws
+    that ring, not the rank-order one whose hops 3->4 and 7->0 cross SYS."""
+    snapshot = load_sample("dgx1-v100")
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="ranks")
+    rings: list[RingChosen] = []
+    async with app.run_test(size=SIZE, message_hook=lambda m: rings.append(m) if isinstance(m, RingChosen) else None) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.ring("tp", 0) == (0, 4, 7, 6, 5, 1, 2, 3)
+        view.pick_group("tp", 0)
+        await pilot.pause()
+        hops = rings[-1].hops
+        assert hops == ((0, 4), (4, 7), (7, 6), (6, 5), (5, 1), (1, 2), (2, 3), (3, 0))
+        host = snapshot.host
+        assert all(host.link(a, b).kind.name == "NVLINK" for a, b in hops)
+
+
+def _counting_services() -> tuple[FakeServices, list[object]]:
+    """Fake services that count the checks run (not the suggestion searches)."""
+    services = FakeServices()
+    checks: list[object] = []
+    original = services.check
+
+    def check(snapshot: Snapshot, form: object, measurements: Measurements | None, suggest: bool) -> object:
+        if not suggest:
+            checks.append(form)
+        return original(snapshot, form, measurements, suggest)  # type: ignore[arg-type]
+
+    services.check = check  # type: ignore[method-assign]
+    return services, checks
+
+
+@async_test
+async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
+    """Tabbing through untouched defaults paints nothing red; escape leaves a field; the key bar says
+    ^q quits while typing; filling the form (apply a suggestion, a new machine) checks it once."""
+    from linkscope.tui.screens.ranks import DIMS
+    from linkscope.tui.services import LayoutForm
+    from linkscope.tui.widgets.key_bar import KeyBar
+
+    services, checks = _counting_services()
+    app = build_app(snapshot=load_sample("dgx-h100"), services=services, initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        app.query_one("#size-tp", Input).focus()
+        await pilot.pause()
+        await pilot.press(*["tab"] * 8)
+        await pilot.pause()
+        inputs = [app.query_one(f"#size-{dim}", Input) for dim in DIMS]
+        assert not [field.id for field in app.query(Input) if field.has_class("-invalid")]
+        assert any(not field.value for field in inputs), "the test should pass empty default fields"
+        app.query_one("#size-cp", Input).focus()
+        await pilot.pause()
+        shown = {shown: description for _key, shown, description in app.query_one(KeyBar).keys}
+        assert shown.get("^q") == "Quit" and "q" not in shown and "esc" in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.focused, RankMap)
+        shown = {shown: description for _key, shown, description in app.query_one(KeyBar).keys}
+        assert shown.get("q") == "Quit"
+        checks.clear()
+        view.fill_form(LayoutForm(sizes=(("tp", 4), ("pp", 2)), nodes=1, distribution="cyclic"))
+        await settle(app)
+        assert len(checks) == 1
+        assert view.checked_form == checks[0] and view.checked_form.distribution == "cyclic"
+        app.query_one("#size-pp", Input).focus()
+        await pilot.press("end", "backspace")
+        await settle(app)
+        assert len(checks) == 2, "one edit, one check"
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+@async_test
+async def test_a_findings_message_and_fix_show_whole_at_80_columns() -> None:
+    """The finding under the cursor shows whole, wrapped, under the list, even at 80x24."""
+    app = build_app(snapshot=load_sample("a100-pcie-nvbridge-4"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        view = app.query_one(RanksView)
+        assert view.report is not None and view.report.findings
+        finding = view.report.findings[0]
+        await pilot.pause()
+        detail = app.query_one("#finding-detail", Static)
+        lines = [line.rstrip() for line in str(detail.render()).splitlines()]
+        whole = f"{finding.severity} {finding.code} ({finding.dim}): {finding.message} fix: {finding.fix}"
+        assert " ".join(lines).split() == whole.split()
+        from rich.text import Text
+
+        wrapped = Text(str(detail.render())).wrap(app.console, detail.content_size.width)
+        assert len(wrapped) > 2 and detail.content_size.height >= len(wrapped), "every line of the finding fits"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> None:
+    """A 31-size sweep draws its bars inside the plot at 80 and 120 columns (no bar row wraps onto the next line)."""
+    from linkscope.topo.model.measurements import CollectiveResult
+    from linkscope.tui.widgets.bandwidth_plot import BandwidthPlot
+
+    rows = tuple(CollectiveResult("all_reduce", 1 << exponent, "float", 10.0, exponent * 5.0, exponent * 9.0, 8)
+                 for exponent in range(3, 34))
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), measurements=Measurements("nccl-tests sweep", collectives=rows))
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            plot = app.query_one(BandwidthPlot)
+            lines = plot.render().wrap(app.console, plot.content_size.width)  # type: ignore[union-attr]
+            assert len(lines) <= plot.content_size.height
+            assert any("█" in line.plain for line in lines)
+            assert all(len(line.plain) <= plot.content_size.width for line in lines)
+            assert lines[-1].plain.startswith("8 B") and lines[-1].plain.rstrip().endswith("8 GiB")
+            status = app.query_one("#bench-status", Static)
+            from rich.text import Text
+
+            said = Text(str(status.render())).wrap(app.console, status.content_size.width)
+            assert len(said) <= status.content_size.height, "the status line fits"
+
+    run()
+
+
+@async_test
+async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
+    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `more ▸` (and `◂ more` once scrolled);
+    the identity table puts bus id, NUMA and nearest NIC before the long name and UUID and says it goes on."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        grid = app.query_one(LinkGrid)
+        grid.focus()
+        await pilot.press("n")
+        await pilot.pause()
+        assert grid.column_count == 12
+        header = grid.render_line(0).text
+        assert header.rstrip().endswith("more ▸") and "◂ more" not in header
+        await pilot.press(*["right"] * 11)
+        await pilot.pause()
+        header = grid.render_line(0).text
+        assert "◂ more" in header and "more ▸" not in header and "mlx5_11" in header
+        await pilot.press("2")
+        await pilot.pause()
+        await settle(app)
+        table = app.query_one("#identity-table", DataTable)
+        labels = [str(column.label) for column in table.columns.values()]
+        assert labels[:5] == ["NVML", "CUDA", "bus id", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
+        assert "More columns" in static_text(app.query_one("#identity-note", Static))
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(app)
+        await pilot.pause()
+        assert "More columns" not in static_text(app.query_one("#identity-note", Static))
+
+
+@async_test
+async def test_escape_leaves_a_bench_field_too() -> None:
+    """Escape leaves any field (the key bar offers it wherever one is focused), here the Bench tab's size."""
+    app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        app.query_one("#bench-min", Input).focus()
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.focused, Input | Select)
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "monitor", "the tab keys work again"
+
+
+@async_test
+async def test_two_nodes_of_a_long_host_name_stay_apart_on_the_rank_map() -> None:
+    """`dgx-h100-degraded` on 2 nodes at 80 columns: the rows keep the end that tells them apart."""
+    app = build_app(snapshot=load_sample("dgx-h100-degraded"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app)
+        app.query_one("#nodes", Input).value = "2"
+        await pilot.pause()
+        await settle(app)
+        rank_map = app.query_one(RankMap)
+        rows = [rank_map.render_line(y).text.split()[0] for y in (1, 2)]
+        assert rows[0] != rows[1] and rows[0].endswith("#0") and rows[1].endswith("#1")
