@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_WORLD_RANKS
+from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.machine.cluster import combine_hosts
 from linkscope.topo.model.codec import from_jsonable, to_jsonable
 from linkscope.topo.model.host import Gap
@@ -55,10 +57,7 @@ class Launch:
 
 
 def _int_env(env: Mapping[str, str], name: str) -> int:
-    try:
-        return int(env[name])
-    except ValueError:
-        raise InputError(f"{name}={env[name]!r}: not an integer") from None
+    return parse_int(env[name].strip(), f"{name}:", 0, MAX_WORLD_RANKS)
 
 
 def launch_from_env(env: Mapping[str, str] | None = None) -> Launch:

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from linkscope.argtypes import seconds, whole_number
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import seconds, whole_number
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.runner import BenchOutcome

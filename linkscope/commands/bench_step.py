@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
+from linkscope.topo.common.numbers import seconds, whole_number
 
 
 def register_step(sub: Any) -> None:
@@ -32,9 +34,9 @@ def register_step(sub: Any) -> None:
         ),
     )
     add_step_arguments(parser)
-    parser.add_argument("--nproc", type=int, default=None, help="local worker processes (default: all GPUs; 2 on CPU)")
+    parser.add_argument("--nproc", type=whole_number(1, MAX_GPUS_PER_HOST), default=None,
+                        help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
-    from linkscope.argtypes import seconds
 
     parser.add_argument("--timeout", type=seconds(), default=900.0,
                         help="deadline for the whole run in seconds, above 0 (default 900)")

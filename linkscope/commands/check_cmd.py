@@ -19,9 +19,10 @@ from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.layout.placement import DISTRIBUTIONS, parse_visible_devices
-from linkscope.topo.layout.spec import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles, parse_positive_int
+from linkscope.topo.layout.spec import DEFAULT_ORDER, DIMENSIONS, MESH_ROLES, parse_mesh, parse_mesh_roles
 from linkscope.topo.layout.volumes import PRESETS, ModelSpec, model_spec, parse_param_count
 from linkscope.topo.model.findings import SEVERITIES
 
@@ -29,11 +30,8 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 
 
-def _positive_int(text: str) -> int:
-    try:
-        return parse_positive_int(text, "value")
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
+_positive_int = whole_number(1)
+"""A size, count or degree: a whole number of at least 1 (layouts bound the world size later)."""
 
 
 def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +78,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--top-k", type=_positive_int, metavar="K", help="experts each token is routed to")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
                        help="TP all_reduces become all_gather + reduce_scatter")
-    group.add_argument("--zero", type=int, default=None, metavar="STAGE",
+    group.add_argument("--zero", type=whole_number(0), default=None, metavar="STAGE",
                        help="ZeRO stage: 0 DP all_reduce, 1-2 reduce_scatter + all_gather (default 1), 3 FSDP")
 
 

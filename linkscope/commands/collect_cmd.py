@@ -13,6 +13,7 @@ from typing import Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.numbers import seconds
 from linkscope.topo.common.text import printable
 
 EPILOG = """\
@@ -43,9 +44,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-o", "--output", metavar="FILE", required=True, help="where rank 0 writes the cluster snapshot")
-    parser.add_argument("--probe-timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--probe-timeout", type=seconds(), default=60.0, metavar="SECONDS",
                         help="a node's probe that takes longer is a gap (default 60)")
-    parser.add_argument("--rendezvous-timeout", type=float, default=120.0, metavar="SECONDS",
+    parser.add_argument("--rendezvous-timeout", type=seconds(), default=120.0, metavar="SECONDS",
                         help="give up when the nodes have not all joined by then (default 120)")
     parser.add_argument("--json", action="store_true",
                         help="rank 0 prints one JSON object: output, hosts, gaps, duplicates, timings_s "

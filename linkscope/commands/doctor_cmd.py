@@ -16,6 +16,8 @@ from typing import Any
 from linkscope.source import add_source_argument, open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
+from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import run_health
 from linkscope.topo.model.findings import SEVERITIES, reaches
@@ -89,10 +91,7 @@ def _local_rank(env: Mapping[str, str], env_name: str) -> int | None:
     value = env.get("LOCAL_RANK")
     if value is None:
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise InputError(f"LOCAL_RANK={value!r} in {env_name} is not a number") from None
+    return parse_int(value.strip(), f"LOCAL_RANK in {env_name}:", 0, MAX_GPUS_PER_HOST - 1)
 
 
 def _numa_count(host: Host) -> int:

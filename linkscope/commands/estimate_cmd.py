@@ -14,11 +14,11 @@ import argparse
 import math
 from typing import Any
 
-from linkscope.argtypes import whole_number
 from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
+from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
 from linkscope.topo.cost.collectives import (
     ALGORITHMS,

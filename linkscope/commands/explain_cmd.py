@@ -16,6 +16,8 @@ from typing import Any
 from linkscope.commands.estimate_cmd import DEFAULT_INTER, DEFAULT_INTRA, _op_name
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
+from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.cost.collectives import ALGORITHMS
 from linkscope.topo.cost.explain import (
     Fit,
@@ -62,9 +64,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         "then optionally the machine to place the ranks on: snapshot JSON, `nvidia-smi topo -m` text, "
                         "sample:NAME")
     parser.add_argument("--bytes", required=True, metavar="SIZE", help="buffer size: 1G, 256M, 1GiB, 1GB (10^9)")
-    parser.add_argument("--ranks", required=True, type=int, metavar="N", help="ranks in the group")
+    parser.add_argument("--ranks", required=True, type=whole_number(1, MAX_WORLD_RANKS), metavar="N", help="ranks in the group")
     parser.add_argument("--time", required=True, metavar="T", help="observed time of one call: 150ms, 6.3ms, 0.15s, 40us")
-    parser.add_argument("--nodes", type=int, default=None, metavar="K",
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None, metavar="K",
                         help="with SOURCE: nodes the ranks run on (default: as few as hold them)")
     parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="block", help="with SOURCE: rank placement")
     parser.add_argument("--visible-devices", default=None, metavar="LIST", help="with SOURCE: CUDA_VISIBLE_DEVICES per node")

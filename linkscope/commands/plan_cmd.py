@@ -14,6 +14,7 @@ from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_ar
 from linkscope.source import add_source_argument, open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.common.text import printable_block
 from linkscope.topo.layout.spec import DIMENSIONS
 
@@ -37,10 +38,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     add_source_argument(parser)
-    parser.add_argument("--gpus", type=int, required=True, metavar="N", help="total GPUs of the job")
+    parser.add_argument("--gpus", type=whole_number(1), required=True, metavar="N", help="total GPUs of the job")
     for dim in DIMENSIONS:
-        parser.add_argument(f"--{dim}", type=int, default=None, metavar="N", help=f"pin the {dim} degree")
-    parser.add_argument("--vpp", type=int, default=1, metavar="N",
+        parser.add_argument(f"--{dim}", type=whole_number(1), default=None, metavar="N", help=f"pin the {dim} degree")
+    parser.add_argument("--vpp", type=whole_number(1), default=1, metavar="N",
                         help="virtual pipeline stages per rank (interleaved schedule: a smaller bubble; needs pp > 1)")
     add_model_arguments(parser)
     parser.add_argument("--cost-params", default=None, metavar="FILE", help="JSON overrides of the link parameters")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.numbers import seconds
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the snapshot JSON to FILE")
-    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--budget", type=seconds(), default=None, metavar="SECONDS",
                         help="give up on NVML after this many seconds (default 10); without the persistence daemon NVML "
                              "can need seconds per GPU, and a probe cut short says it is partial")
     parser.add_argument("--with-torch", action="store_true",
@@ -152,8 +152,6 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.topo.model.codec import snapshot_to_json, to_jsonable
 
     budget_s = DEFAULT_BUDGET_S if args.budget is None else args.budget
-    if not 0 < budget_s < float("inf"):  # nan and inf too
-        raise InputError(f"--budget: must be a positive number of seconds, got {args.budget}")
     snapshot = probe_host(budget_s=budget_s, with_torch=args.with_torch)
     table = identity_table(snapshot.host)
     if args.output:

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import WEEK_S, decimal_number
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -44,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="snapshot JSON to write")
-    parser.add_argument("--seconds", type=float, required=True, metavar="N", help="how long to record")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+    parser.add_argument("--seconds", type=decimal_number(0, WEEK_S), required=True, metavar="N", help="how long to record")
+    parser.add_argument("--interval", type=decimal_number(0, WEEK_S), default=1.0, metavar="S",
                         help="seconds between readings (default 1; each reading takes ~20 ms per GPU for PCIe)")
     parser.set_defaults(run=run)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.argtypes import whole_number
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_HOSTS
+from linkscope.topo.common.numbers import decimal_number, whole_number
 from linkscope.topo.model.provenance import gpu_names
 from linkscope.topo.trace.files import machine_pricer, trace_paths
 from linkscope.topo.trace.pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
@@ -43,12 +44,12 @@ def register(subparsers: Any) -> None:
                              "*.pt.trace.json[.gz] files, only those)")
     parser.add_argument("--source", default=None, metavar="SOURCE",
                         help="the machine the job ran on (snapshot, topo text, sample:NAME), to price each collective")
-    parser.add_argument("--nodes", type=int, default=None,
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None,
                         help="with --source of one host: how many such nodes the job used (default: enough for its ranks)")
     parser.add_argument("--distribution", choices=("block", "cyclic"), default="block",
                         help="how ranks were placed on nodes: torchrun block order or Slurm cyclic (default block)")
     parser.add_argument("--visible-devices", default=None, metavar="LIST", help="CUDA_VISIBLE_DEVICES of the job, e.g. 0,2,1,3")
-    parser.add_argument("--exposed-share", type=float, default=EXPOSED_SHARE, metavar="FRACTION",
+    parser.add_argument("--exposed-share", type=decimal_number(0, 1), default=EXPOSED_SHARE, metavar="FRACTION",
                         help=f"exposed communication above this share of a step is a finding (default {EXPOSED_SHARE})")
     parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
                         help="exit 1 when a finding is at or above this severity (default warning)")

@@ -10,7 +10,7 @@ import argparse
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.numbers import comma_items
+from linkscope.topo.common.numbers import comma_items, whole_number
 from linkscope.topo.common.sizes import geometric_sizes, parse_size_bytes
 from linkscope.topo.layout.groups import build_groups
 from linkscope.topo.layout.spec import DIMENSIONS, parse_sizes, resolve_layout
@@ -119,10 +119,11 @@ def add_collective_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ops", default=",".join(BENCH_OPS), help="comma-separated collectives (default: all six)")
     parser.add_argument("--min-bytes", default="8", help="smallest size, nccl-tests style: 8, 64K, 1M (default 8)")
     parser.add_argument("--max-bytes", default=None, help="largest size (default 1G with nccl, 16M with gloo)")
-    parser.add_argument("--factor", type=int, default=2, help="size multiplier between steps (default 2)")
+    parser.add_argument("--factor", type=whole_number(0), default=2, help="size multiplier between steps (default 2)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed iterations per size (default 5)")
-    parser.add_argument("--iters", type=int, default=20, help="timed iterations per size, one sync at the end (default 20)")
+    parser.add_argument("--warmup", type=whole_number(0), default=5, help="untimed iterations per size (default 5)")
+    parser.add_argument("--iters", type=whole_number(0), default=20,
+                        help="timed iterations per size, one sync at the end (default 20)")
     parser.add_argument("--layout", default=None, help="run in every group of a layout at once, e.g. tp=4,dp=2")
     parser.add_argument("--no-check", action="store_true", help="skip the correctness pass (wrong = null)")
 

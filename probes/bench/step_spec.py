@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.numbers import comma_items, parse_float
+from linkscope.topo.common.numbers import comma_items, parse_float, whole_number
 
 MODES: tuple[str, ...] = ("no-overlap", "ddp", "ddp-no-sync")
 DEFAULT_BUCKET_CAPS_MB: tuple[float, ...] = (1.0, 5.0, 25.0, 100.0)
@@ -70,11 +70,12 @@ def parse_bucket_caps(text: str) -> tuple[float, ...]:
 
 def add_step_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment's options (shared by the command line and any other entry)."""
-    parser.add_argument("--layers", type=int, default=8, help="linear layers in the model (default 8)")
-    parser.add_argument("--width", type=int, default=1024, help="features per layer (default 1024: 1M weights a layer)")
-    parser.add_argument("--batch", type=int, default=32, help="samples per step and rank (default 32)")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per mode (default 10)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per mode first (default 2)")
+    parser.add_argument("--layers", type=whole_number(0), default=8, help="linear layers in the model (default 8)")
+    parser.add_argument("--width", type=whole_number(0), default=1024,
+                        help="features per layer (default 1024: 1M weights a layer)")
+    parser.add_argument("--batch", type=whole_number(0), default=32, help="samples per step and rank (default 32)")
+    parser.add_argument("--steps", type=whole_number(0), default=10, help="timed steps per mode (default 10)")
+    parser.add_argument("--warmup", type=whole_number(0), default=2, help="untimed steps per mode first (default 2)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"modes to run (default: {','.join(MODES)})")
     parser.add_argument("--bucket-cap-mb", default=",".join(f"{cap:g}" for cap in DEFAULT_BUCKET_CAPS_MB),
                         help="DDP bucket sizes to sweep in MB (default 1,5,25,100)")

@@ -121,3 +121,37 @@ def test_the_app_without_a_terminal_says_so_in_one_line() -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1
     assert "needs a terminal" in result.stderr and "linkscope show sample:dgx-h100" in result.stderr
+
+
+ARABIC_INDIC_EIGHT = "\u0668"
+"""`٨`: `int()` reads it as 8, `str.isdigit()` says it is a digit; linkscope reads ASCII digits only."""
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "sample:dgx-h100", "--tp", ARABIC_INDIC_EIGHT],
+    ["estimate", "all_reduce", "--bytes", "1G", "--ranks", ARABIC_INDIC_EIGHT],
+    ["plan", "sample:dgx-h100", "--gpus", ARABIC_INDIC_EIGHT],
+    ["check", "sample:dgx-h100", "--mesh", f"tp={ARABIC_INDIC_EIGHT}"],
+    ["bench", "collectives", "--iters", ARABIC_INDIC_EIGHT],
+    ["trace", "x.json", "--nodes", "1_000"],
+    ["record", "-o", "x.json", "--seconds", "nan"],
+])
+def test_every_numeric_flag_reads_numbers_the_one_way(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """One parser for every integer (and every decimal): a digit of another script, `1_000` or `nan` is refused the
+    same way by every command, in one line naming the flag, never read as a number by one and refused by another."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a" in err and ("is not an integer" in err or "is not a number" in err), err
+
+
+def test_no_flag_parses_numbers_with_int_or_float() -> None:
+    """`type=int` and `type=float` accept what the one parser refuses (`٨`, `1_000`, `nan`): no flag uses them."""
+    import re
+
+    from support.paths import ROOT
+
+    offenders = [f"{path.relative_to(ROOT)}:{number}" for folder in ("linkscope", "topo", "probes", "tui")
+                 for path in sorted((ROOT / folder).rglob("*.py"))
+                 for number, line in enumerate(path.read_text().splitlines(), 1)
+                 if re.search(r"\btype=(int|float)\b", line)]
+    assert not offenders, offenders

@@ -1,14 +1,17 @@
-"""Numbers read from text: ASCII digits only, bounded length, explicit ranges.
+"""Numbers read from text, the one way: ASCII digits only, bounded length, explicit ranges.
 
 `str.isdigit()` accepts superscript and other Unicode digits that `int()` rejects or reads
-differently, and `int()` raises past 4,300 digits; both turn bad input into tracebacks. Every
-reader parses numbers here instead, and every failure is one :class:`InputError` line.
+differently (`int("٨")` is 8), and `int()` raises past 4,300 digits; `float()` reads `nan` and `inf`.
+Every reader and every numeric flag parses numbers here instead (:func:`whole_number` and
+:func:`decimal_number` are the argparse types), and every failure is one :class:`InputError` line.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
+from collections.abc import Callable
 
 from linkscope.topo.common.errors import InputError
 
@@ -66,6 +69,48 @@ def _check_range(value: float, word: str, where: str, minimum: float | None, max
 def _shown(limit: float) -> str:
     """A range limit as people write it: integers in full (1048576, not 1.04858e+06)."""
     return str(int(limit)) if float(limit).is_integer() and abs(limit) < 1e18 else f"{limit:g}"
+
+
+def whole_number(minimum: int, maximum: int = 10**MAX_INTEGER_DIGITS - 1) -> Callable[[str], int]:
+    """An argparse type: an integer from `minimum` to `maximum`, read by :func:`parse_int` (so `٨`, `1_000`
+    and `8.0` are refused on every flag alike, in one line naming the flag)."""
+
+    def parse(text: str) -> int:
+        try:
+            return parse_int(text.strip(), "value", minimum, maximum)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def decimal_number(minimum: float, maximum: float, above_minimum: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from `minimum` (more than it, with `above_minimum`) to `maximum`,
+    read by :func:`parse_float` (no `nan`, `inf` or hex)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = parse_float(text.strip(), "value", minimum, maximum)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if above_minimum and value <= minimum:
+            raise argparse.ArgumentTypeError(f"value {text!r} must be more than {_shown(minimum)}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+WEEK_S = 7 * 24 * 3600.0
+"""The longest duration a flag takes (a deadline of a week is as good as none)."""
+
+
+def seconds(minimum: float = 0.0, maximum: float = WEEK_S) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds, more than `minimum`, at most `maximum`."""
+    parse = decimal_number(minimum, maximum, above_minimum=True)
+    parse.__name__ = "seconds"
+    return parse
 
 
 def comma_items(text: str, where: str) -> tuple[str, ...]:

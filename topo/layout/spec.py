@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.numbers import parse_int
 
 DIMENSIONS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions of a Megatron order: tensor, context, expert, data and pipeline parallel."""
@@ -193,7 +194,7 @@ def parse_mesh(text: str, flag: str = "--mesh") -> tuple[tuple[str, int], ...]:
             raise InputError(f"{flag}: {part.strip()!r} is not NAME=SIZE (example: dp=4,tp=8)")
         if not _NAME.match(name):
             raise InputError(f"{flag}: {name!r} is not a dimension name (letters, digits and _, e.g. dp_shard)")
-        entries.append((name, parse_positive_int(value.strip(), f"{flag} {name}")))
+        entries.append((name, parse_int(value.strip(), f"{flag} {name}", 1, MAX_RANKS)))
     names = [name for name, _ in entries]
     if len(set(names)) != len(names):
         raise InputError(f"{flag}: a dimension appears twice in {text!r}")
@@ -221,17 +222,6 @@ def parse_mesh_roles(text: str) -> tuple[tuple[str, str], ...]:
             raise InputError(f"--mesh-roles: {role!r} is not a role (known: {', '.join(MESH_ROLES)})")
         roles.append((name, role))
     return tuple(roles)
-
-
-def parse_positive_int(text: str, field: str) -> int:
-    """`text` as a whole number >= 1; InputError naming `field` otherwise."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"{field}: {text!r} is not a whole number") from None
-    if value < 1:
-        raise InputError(f"{field}: must be at least 1, got {value}")
-    return value
 
 
 def _check_world(world: int, what: str) -> None:

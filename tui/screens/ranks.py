@@ -24,8 +24,10 @@ from textual.worker import Worker, get_current_worker
 from linkscope.topo.checks.report import CheckReport, Finding
 from linkscope.topo.checks.suggest import Suggestion
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_HOSTS
+from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.layout.placement import parse_visible_devices
-from linkscope.topo.layout.spec import parse_positive_int
+from linkscope.topo.layout.spec import MAX_RANKS
 from linkscope.topo.machine.cluster import domain_hosts
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
@@ -148,8 +150,8 @@ class RanksView(Vertical):
         for dim in DIMS:
             text = self.query_one(f"#size-{dim}", Input).value.strip()
             if text:
-                sizes.append((dim, parse_positive_int(text, dim)))
-        nodes = parse_positive_int(self.query_one("#nodes", Input).value, "nodes")
+                sizes.append((dim, parse_int(text, dim, 1, MAX_RANKS)))
+        nodes = parse_int(self.query_one("#nodes", Input).value.strip(), "nodes", 1, MAX_HOSTS)
         order = self.query_one("#order", Input).value.strip() or "tp-cp-ep-dp-pp"
         distribution = str(self.query_one("#distribution", Select).value)
         model = self.query_one("#model", Input).value.strip() or None

@@ -82,7 +82,7 @@ def test_bad_layouts_name_the_problem(sizes: list[tuple[str, int]], capacity: in
 
 @pytest.mark.parametrize(
     ("text", "fragment"),
-    [("dp=4,tp", "not NAME=SIZE"), ("dp=4,tp=x", "not a whole number"), ("dp=0", "at least 1"), ("dp=2,dp=2", "twice"),
+    [("dp=4,tp", "not NAME=SIZE"), ("dp=4,tp=x", "not an integer"), ("dp=0", "below the minimum 1"), ("dp=2,dp=2", "twice"),
      ("2x=2", "not a dimension name")],
 )
 def test_bad_mesh_strings(text: str, fragment: str) -> None:
