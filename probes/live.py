@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from linkscope.probes.nvlink import FI_NVLINK_GET_STATE, FI_NVLINK_LINK_COUNT, MAX_NVLINKS, nvlink_up
+from linkscope.probes.nvlink import FI_NVLINK_GET_STATE, FI_NVLINK_LINK_COUNT, NVML_NVLINK_MAX_LINKS, nvlink_up
 from linkscope.probes.nvml import load_pynvml
 from linkscope.probes.nvml_query import NvmlQuery, field_value
 from linkscope.topo.model.host import Gap
@@ -183,16 +183,16 @@ class LiveSampler:
 
     @staticmethod
     def _active_links(query: NvmlQuery, index: int, handle: Any) -> list[int]:
-        fields = [(FI_NVLINK_LINK_COUNT, 0), *((FI_NVLINK_GET_STATE, link) for link in range(MAX_NVLINKS))]
+        fields = [(FI_NVLINK_LINK_COUNT, 0), *((FI_NVLINK_GET_STATE, link) for link in range(NVML_NVLINK_MAX_LINKS))]
         values = query("nvmlDeviceGetFieldValues", handle, fields, subject=f"gpu {index}", gpu=index,
                        expected=("NotSupported",))
         answers = [field_value(value) for value in values] if values is not None else []
-        count = int(answers[0]) if answers and answers[0] is not None else MAX_NVLINKS
+        count = int(answers[0]) if answers and answers[0] is not None else NVML_NVLINK_MAX_LINKS
         states = answers[1 : 1 + count]
         if any(state is not None for state in states):
             return [link for link, state in enumerate(states) if nvlink_up(state)]
         active = []
-        for link in range(MAX_NVLINKS):
+        for link in range(NVML_NVLINK_MAX_LINKS):
             state = query("nvmlDeviceGetNvLinkState", handle, link, subject=f"gpu {index}, link {link}", gpu=index,
                           expected=("NotSupported", "InvalidArgument"))
             if state is None:

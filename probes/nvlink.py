@@ -31,7 +31,7 @@ FI_NVLINK_LINK_COUNT = 91
 FI_NVSWITCH_CONNECTED_LINK_COUNT = 147
 FI_NVLINK_GET_STATE = 165
 FI_NVLINK_GET_VERSION = 166
-MAX_NVLINKS = 36
+NVML_NVLINK_MAX_LINKS = 36
 """`NVML_NVLINK_MAX_LINKS` of current bindings: links asked for in the batched field queries."""
 SWITCH_REMOTE_SENTINEL = "FFFFFFFF:FF:FF.0"
 """The remote PCI bus id drivers report for an NVLink into an NVSwitch (or a masked peer): no device."""
@@ -81,7 +81,7 @@ def read_nvlinks(
     links, state and version, then the remote end of each active link."""
     subject = f"gpu {index}"
     fields = [(FI_NVLINK_LINK_COUNT, 0), (FI_NVSWITCH_CONNECTED_LINK_COUNT, 0)]
-    for link in range(MAX_NVLINKS):
+    for link in range(NVML_NVLINK_MAX_LINKS):
         fields += [(FI_NVLINK_GET_STATE, link), (FI_NVLINK_GET_VERSION, link)]
     values = query("nvmlDeviceGetFieldValues", handle, fields, subject=subject, gpu=index, expected=("NotSupported",))
     count: int | None = None
@@ -92,7 +92,7 @@ def read_nvlinks(
         raw_count = batched.get((FI_NVLINK_LINK_COUNT, 0))
         count = int(raw_count) if raw_count is not None else None
     switch_links = int_or_none(batched.get((FI_NVSWITCH_CONNECTED_LINK_COUNT, 0)))
-    limit = count if count is not None else getattr(query.nvml, "NVML_NVLINK_MAX_LINKS", MAX_NVLINKS)
+    limit = count if count is not None else getattr(query.nvml, "NVML_NVLINK_MAX_LINKS", NVML_NVLINK_MAX_LINKS)
     ports: list[NvLinkPort] = []
     disagreement: str | None = None
     for link in range(limit):

@@ -188,3 +188,19 @@ def test_no_module_of_the_core_is_too_long() -> None:
     long = [f"{path.relative_to(ROOT)}: {count}" for path in sorted((ROOT / "topo").rglob("*.py"))
             if (count := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
     assert not long, long
+
+
+def test_every_cap_is_in_the_limits_module() -> None:
+    """topo/common/limits.py holds every MAX_* cap, so the largest accepted input, what a reader keeps and how much a
+    list shows are found in one place."""
+    limits = ROOT / "topo" / "common" / "limits.py"
+    offenders = []
+    for folder in ("topo", "probes", "tui", "linkscope"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == limits:
+                continue
+            for node in ast.parse(path.read_text()).body:
+                names = [target.id for target in (node.targets if isinstance(node, ast.Assign) else [
+                    node.target] if isinstance(node, ast.AnnAssign) else []) if isinstance(target, ast.Name)]
+                offenders += [f"{path.relative_to(ROOT)}: {name}" for name in names if name.lstrip("_").startswith("MAX_")]
+    assert not offenders, offenders

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_COPIES_PER_SAMPLE
 from linkscope.topo.common.numbers import seconds, whole_number
 
 if TYPE_CHECKING:
@@ -19,8 +20,6 @@ from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
-MAX_COPIES = 64
-"""Most copies per sample: all of them are enqueued while one spin kernel (about 10 ms) holds the stream."""
 
 
 def register(subparsers: Any) -> None:
@@ -90,7 +89,7 @@ def _register_p2p(sub: Any) -> None:
     parser.add_argument("--samples", type=whole_number(0, 1_000_000), default=5,
                         help="timed samples per measurement; the median is reported")
     parser.add_argument("--copies", type=whole_number(0, 1_000_000), default=4,
-                        help=f"copies per sample, 1 to {MAX_COPIES} (default 4)")
+                        help=f"copies per sample, 1 to {MAX_COPIES_PER_SAMPLE} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
     parser.add_argument("--pageable", action="store_true",
                         help="also copy host<->GPU from pageable memory on the GPU's own NUMA node (what plain tensors "
@@ -317,8 +316,8 @@ def run_p2p(args: argparse.Namespace) -> int:
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 4:
         raise InputError(f"--bytes: at least 4 bytes, got {size_bytes}")
-    if args.samples < 1 or not 1 <= args.copies <= MAX_COPIES:
-        raise InputError(f"--samples: at least 1; --copies: 1 to {MAX_COPIES} (the spin kernel must outlast "
+    if args.samples < 1 or not 1 <= args.copies <= MAX_COPIES_PER_SAMPLE:
+        raise InputError(f"--samples: at least 1; --copies: 1 to {MAX_COPIES_PER_SAMPLE} (the spin kernel must outlast "
                          "the host enqueueing a sample)")
     _check_output_options(args)
     count = cuda_device_count()

@@ -13,13 +13,13 @@ import argparse
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_SWEEP_SIZES
 from linkscope.topo.common.sizes import format_size_bytes, geometric_sizes, parse_size_bytes
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.model.busbw import bus_factor
 
 SWEEP_FACTOR = 2
 """Sizes double from MIN to MAX, as nccl-tests' `-f 2`."""
-MAX_SWEEP_SIZES = 64
 PLOT_WIDTH = 40
 PLOT_MARKS = {"ring": "#", "tree": "+", "hierarchical": "="}
 

@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
 def read_log_argument(path: str) -> NcclLog:
     """Read FILE (or `-`, with a size limit) as an NCCL log; every failure is one InputError line."""
     from linkscope.topo.common.errors import InputError
-    from linkscope.topo.formats.nccl_log import MAX_STDIN_BYTES, read_nccl_log_stream
+    from linkscope.topo.common.limits import MAX_STDIN_BYTES
+    from linkscope.topo.formats.nccl_log import read_nccl_log_stream
 
     if path == "-":
         return read_nccl_log_stream(sys.stdin.buffer, "<stdin>", MAX_STDIN_BYTES)

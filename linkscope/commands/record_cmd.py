@@ -14,13 +14,12 @@ import sys
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_RECORD_SECONDS
 from linkscope.topo.common.numbers import WEEK_S, decimal_number
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
-MAX_SECONDS = 24 * 3600.0
-"""Longest recording one command takes (a day)."""
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -52,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _check_times(seconds: float, interval_s: float) -> None:
-    if not 0 < seconds <= MAX_SECONDS:
-        raise InputError(f"--seconds: {seconds:g} is not between 0 and {MAX_SECONDS:g}")
+    if not 0 < seconds <= MAX_RECORD_SECONDS:
+        raise InputError(f"--seconds: {seconds:g} is not between 0 and {MAX_RECORD_SECONDS:g}")
     if not 0 < interval_s <= seconds:
         raise InputError(f"--interval: {interval_s:g} must be above 0 and at most --seconds ({seconds:g})")
 

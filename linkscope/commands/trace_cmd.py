@@ -7,11 +7,11 @@ from typing import Any
 
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_HOSTS
+from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS
 from linkscope.topo.common.numbers import decimal_number, whole_number
 from linkscope.topo.model.provenance import gpu_names
 from linkscope.topo.trace.files import machine_pricer, trace_paths
-from linkscope.topo.trace.pool import MAX_JOBS, PARALLEL_MIN_BYTES, read_traces
+from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, read_traces
 from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
+from linkscope.topo.common.limits import MAX_NCCL_LOG_HOST_ROWS
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import counted
 from linkscope.topo.formats.nccl_log_model import NcclLog
@@ -21,7 +22,6 @@ from linkscope.topo.nccl.checks import NcclFinding, rank_hosts, same_host
 from linkscope.topo.nccl.placement import NcclPlacement
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-MAX_HOST_ROWS = 64
 
 
 def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: NcclPlacement | None) -> None:
@@ -77,12 +77,12 @@ def _print_hosts(console: Console, log: NcclLog) -> None:
     table.add_column("host")
     table.add_column("ranks", justify="right")
     table.add_column("rank numbers")
-    for host, ranks in sorted(per_host.items())[:MAX_HOST_ROWS]:
+    for host, ranks in sorted(per_host.items())[:MAX_NCCL_LOG_HOST_ROWS]:
         numbers = sorted(set(ranks))
         table.add_row(Text(printable(host)), str(len(numbers)),
                       Text(" ".join(str(rank) for rank in numbers[:32]) + (" ..." if len(numbers) > 32 else "")))
-    if len(per_host) > MAX_HOST_ROWS:
-        table.add_row(Text(f"... {len(per_host) - MAX_HOST_ROWS} more hosts"), "", "")
+    if len(per_host) > MAX_NCCL_LOG_HOST_ROWS:
+        table.add_row(Text(f"... {len(per_host) - MAX_NCCL_LOG_HOST_ROWS} more hosts"), "", "")
     console.print(table)
 
 

@@ -10,11 +10,9 @@ from rich.text import Text
 
 from linkscope.render.matrix import link_legend, link_matrix, nic_legend, p2p_note
 from linkscope.render.tables import gaps_table, gpu_table, host_header, nic_table
+from linkscope.topo.common.limits import MAX_HOSTS_IN_FULL
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
-
-MAX_HOSTS_IN_FULL = 8
-"""A cluster larger than this shows in full only its first host and the hosts findings name."""
 
 
 def host_view(snapshot: Snapshot, host: Host) -> RenderableType:

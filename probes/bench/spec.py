@@ -10,6 +10,7 @@ import argparse
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_SIZE_STEPS
 from linkscope.topo.common.numbers import comma_items, whole_number
 from linkscope.topo.common.sizes import geometric_sizes, parse_size_bytes
 from linkscope.topo.layout.groups import build_groups
@@ -22,8 +23,6 @@ BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
 
-MAX_SIZE_STEPS = 64
-"""Longest size sweep accepted (8 B to 1 GiB by 2 is 28 steps)."""
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,11 @@ import argparse
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_STEP_PARAMETERS
 from linkscope.topo.common.numbers import comma_items, parse_float, whole_number
 
 MODES: tuple[str, ...] = ("no-overlap", "ddp", "ddp-no-sync")
 DEFAULT_BUCKET_CAPS_MB: tuple[float, ...] = (1.0, 5.0, 25.0, 100.0)
-MAX_PARAMETERS = 2_000_000_000
-"""Largest model the experiment builds (8 GB of float32 weights): it is a probe, not a training run."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def step_spec_from_args(args: argparse.Namespace, backend: str, world_size: int)
     spec = StepSpec(layers=args.layers, width=args.width, batch=args.batch, steps=args.steps, warmup=args.warmup,
                     modes=parse_modes(args.modes), bucket_caps_mb=parse_bucket_caps(args.bucket_cap_mb),
                     backend=backend, world_size=world_size, profile_dir=args.profile)
-    if spec.parameters > MAX_PARAMETERS:
+    if spec.parameters > MAX_STEP_PARAMETERS:
         raise InputError(f"--layers {args.layers} x --width {args.width}: {spec.parameters:,} parameters, more than the "
-                         f"{MAX_PARAMETERS:,} this experiment builds")
+                         f"{MAX_STEP_PARAMETERS:,} this experiment builds")
     return spec

@@ -88,7 +88,7 @@ def test_a_fifo_with_no_writer_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_stdin_of_import_has_the_size_limit_of_files() -> None:
-    from linkscope.topo.model.codec import MAX_SNAPSHOT_BYTES
+    from linkscope.topo.common.limits import MAX_SNAPSHOT_BYTES
 
     outcome = run_cli(["import", "-"], stdin=NCCL_TESTS.read_text() + "#" * MAX_SNAPSHOT_BYTES)
     assert outcome.status == 2 and "limit" in outcome.err, outcome.err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from linkscope.topo.checks.report import MAX_FINDING_RANKS
+from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.step import DimensionCost, links_per_group

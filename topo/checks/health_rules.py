@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from linkscope.topo.checks.context import LayoutContext
-from linkscope.topo.checks.report import MAX_FINDING_RANKS, Finding
+from linkscope.topo.checks.report import Finding
+from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.step import step_costs
 from linkscope.topo.health.finding import HealthContext, HealthFinding

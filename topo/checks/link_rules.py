@@ -7,8 +7,9 @@ import math
 from dataclasses import replace
 
 from linkscope.topo.checks.context import LayoutContext, finding_ranks, per_node_counts, pp_last, spanning_nodes
-from linkscope.topo.checks.report import MAX_FINDING_RANKS, Finding
+from linkscope.topo.checks.report import Finding
 from linkscope.topo.checks.suggest import best_partition, largest_clean_size, ring_is_slow
+from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel, nic_path_class

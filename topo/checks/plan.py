@@ -20,12 +20,12 @@ from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.checks.suggest import best_partition, ring_is_slow
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_LAYOUT_RANKS
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.cost.step import DimensionCost
 from linkscope.topo.layout.placement import Placement
-from linkscope.topo.layout.spec import MAX_RANKS
 from linkscope.topo.layout.volumes import (
     DEFAULT_PRESET,
     ModelSpec,
@@ -145,8 +145,8 @@ def plan_layout(
         raise InputError(f"--gpus: must be at least 1, got {gpus}")
     if per_node == 0:
         raise InputError(f"{snapshot.source or 'snapshot'}: the host has no GPUs")
-    if gpus > MAX_RANKS:
-        raise InputError(f"--gpus {gpus:,}: more than the {MAX_RANKS:,} GPUs linkscope plans for "
+    if gpus > MAX_LAYOUT_RANKS:
+        raise InputError(f"--gpus {gpus:,}: more than the {MAX_LAYOUT_RANKS:,} GPUs linkscope plans for "
                          "(the largest clusters have a few hundred thousand)")
     if gpus > per_node and gpus % per_node:
         raise InputError(f"--gpus {gpus} is not a whole number of {per_node}-GPU nodes")

@@ -13,9 +13,6 @@ from linkscope.topo.layout.groups import order_needs
 from linkscope.topo.layout.spec import Layout
 from linkscope.topo.model.findings import reaches, worst_severity
 
-MAX_FINDING_RANKS = 64
-"""A finding lists at most this many ranks (its message gives the full count)."""
-
 
 @dataclass(frozen=True)
 class Finding:

@@ -2,7 +2,7 @@
 
 Python's `json` reads `NaN` and `Infinity`, raises ValueError for integers past 4,300 digits and
 RecursionError for deeply nested arrays; it writes `NaN` and `Infinity`, which other JSON readers
-refuse. Here, reading a non-finite constant, an integer longer than MAX_JSON_INTEGER_DIGITS or
+refuse. Here, reading a non-finite constant, an integer longer than MAX_INTEGER_DIGITS or
 nesting past the decoder's depth check is one :class:`InputError` line; writing is always standard
 JSON: a non-finite float (a bandwidth over zero time, say) is written as `null`, "no finite value".
 """
@@ -15,9 +15,8 @@ import sys
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_INTEGER_DIGITS
 
-MAX_JSON_INTEGER_DIGITS = 18
-"""Longest integer read from JSON: below 2**63, far above any real count, index or size in bytes."""
 
 def _refuse_constant(word: str) -> Any:
     raise InputError(f"{word} is not a JSON number (non-finite values are not accepted)")
@@ -25,8 +24,8 @@ def _refuse_constant(word: str) -> Any:
 
 def _bounded_int(word: str) -> int:
     digits = len(word.lstrip("-"))
-    if digits > MAX_JSON_INTEGER_DIGITS:
-        raise InputError(f"an integer of {digits} digits (at most {MAX_JSON_INTEGER_DIGITS} are accepted)")
+    if digits > MAX_INTEGER_DIGITS:
+        raise InputError(f"an integer of {digits} digits (at most {MAX_INTEGER_DIGITS} are accepted)")
     return int(word)
 
 

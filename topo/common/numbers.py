@@ -14,9 +14,7 @@ import re
 from collections.abc import Callable
 
 from linkscope.topo.common.errors import InputError
-
-MAX_INTEGER_DIGITS = 18
-"""Longest integer read from text: below 2**63, far above any real count or size in bytes."""
+from linkscope.topo.common.limits import MAX_INTEGER_DIGITS
 
 _INTEGER = re.compile(rf"[+-]?[0-9]{{1,{MAX_INTEGER_DIGITS}}}", re.ASCII)
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,3})?", re.ASCII)

@@ -291,7 +291,7 @@ class GroupPricer:
         return Hop(hop.alpha_us, hop.bandwidth_gbps / sharers, hop.link_class, f"{hop.label}, shared by {sharers} GPUs")
 
 
-MAX_NVLINKS_PER_GPU = 18
+NVLINK_PORTS_PER_GPU = 18
 """Most NVLink ports a GPU has (H100, B200): more bonded links to its peers than this must go through switches."""
 
 
@@ -307,7 +307,7 @@ def _is_switched(host: Host) -> bool:
     for link in host.links:
         per_gpu[link.a] += link.nvlink_count
         per_gpu[link.b] += link.nvlink_count
-    return max(per_gpu) > MAX_NVLINKS_PER_GPU
+    return max(per_gpu) > NVLINK_PORTS_PER_GPU
 
 
 def block_order_ring(snapshot: Snapshot, ranks: Sequence[int]) -> tuple[int, ...]:

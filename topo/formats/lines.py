@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from linkscope.topo.common.limits import MAX_STACKED_PREFIXES
 from linkscope.topo.common.text import strip_escapes
 
 
@@ -60,7 +61,6 @@ _FENCE = re.compile(r"[ \t]{0,3}(?:```|~~~)[\w+-]{0,30}[ \t]*")
 DETECTION_LINES = 256
 """How many non-empty lines decide whether the ambiguous prefix styles (`host: `, `12: `) are in use."""
 _MAJORITY = 0.6
-_MAX_STACKED = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
     rank: int | None = None
     host: str | None = None
     srun_left, host_left = srun_labels, host_labels
-    for _ in range(_MAX_STACKED):
+    for _ in range(MAX_STACKED_PREFIXES):
         text, numbered_as = _strip_number(text, numbered_as)
         text, found_rank, found_host = _strip_unambiguous(text)
         text, numbered_as = _strip_number(text, numbered_as)
@@ -219,7 +219,7 @@ def _strip_unambiguous(text: str) -> tuple[str, int | None, str | None]:
     """Remove stacked unambiguous prefixes from the start of `text`; the innermost rank/host named wins."""
     rank: int | None = None
     host: str | None = None
-    for _ in range(_MAX_STACKED):
+    for _ in range(MAX_STACKED_PREFIXES):
         if not text or text[0] not in "[(0123456789>":
             break
         first = text[0]

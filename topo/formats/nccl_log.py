@@ -28,15 +28,11 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES
 from linkscope.topo.formats.lines import iter_clean_lines
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
 from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.formats.nccl_log_reader import LogReader
-
-MAX_LINE_BYTES = 64 * 1024
-"""Longer lines are skipped (counted) without being held whole."""
-MAX_STDIN_BYTES = 1024 * 1024 * 1024
-"""Standard input is refused past this size (a file is streamed with no limit)."""
 
 
 def read_nccl_log_stream(stream: BinaryIO, name: str, max_bytes: int | None = None) -> NcclLog:
@@ -92,11 +88,11 @@ def _decoded_lines(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterat
             if overlong:
                 overlong = False
                 yield UNREADABLE
-            elif len(raw) > MAX_LINE_BYTES:
+            elif len(raw) > MAX_NCCL_LOG_LINE_BYTES:
                 yield UNREADABLE
             else:
                 yield _decode(raw)
-        if len(carry) > MAX_LINE_BYTES:
+        if len(carry) > MAX_NCCL_LOG_LINE_BYTES:
             carry = b""
             overlong = True
 

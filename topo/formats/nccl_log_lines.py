@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 import re
 
+from linkscope.topo.common.limits import MAX_NCCL_RANK
 from linkscope.topo.formats.nccl_log_model import TRANSPORTS
 
-MAX_RANK = 10_000_000
 UNREADABLE = "\x00"
 """Marks a raw line that could not be decoded or was too long (NUL never survives the binary check)."""
 
@@ -67,7 +67,7 @@ def parse_connection(message: str) -> tuple[int, int, int, str | None, str, str 
     if match is None:
         return ()
     src, dst = int(match.group("src")), int(match.group("dst"))
-    if max(src, dst) > MAX_RANK or transport_class(match.group("detail")) is None:
+    if max(src, dst) > MAX_NCCL_RANK or transport_class(match.group("detail")) is None:
         return ()
     return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
             match.group("sb"), match.group("db"))

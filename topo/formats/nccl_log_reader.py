@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_EDGES, MAX_KEPT_MESSAGES, MAX_MESSAGE_CHARS, MAX_NCCL_RANK, MAX_PARSED_LINES
 from linkscope.topo.formats.lines import Line
 from linkscope.topo.formats.nccl_log_lines import (
     BUS_ID,
@@ -25,7 +26,6 @@ from linkscope.topo.formats.nccl_log_lines import (
     INIT_END,
     LEADING,
     MARKER,
-    MAX_RANK,
     PREFIX,
     PREFIX_WINDOW,
     RING_NEIGHBOURS,
@@ -42,15 +42,6 @@ from linkscope.topo.formats.nccl_log_lines import (
     transport_class,
 )
 from linkscope.topo.formats.nccl_log_model import Communicator, Edge, Message, NcclLog, Rank
-
-MAX_KEPT_MESSAGES = 200
-"""Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
-MAX_MESSAGE_CHARS = 400
-"""Longest error text kept from a framework's line."""
-MAX_EDGES = 1_000_000
-"""Distinct connections kept (an all-to-all of 1,024 ranks is about this many); later ones are counted only."""
-MAX_PARSED_LINES = 100_000
-"""Distinct connection messages whose parse is remembered."""
 
 
 class _Tally:
@@ -266,7 +257,7 @@ class LogReader:
         if match is None:
             return
         rank, nranks = int(match.group("rank")), int(match.group("nranks"))
-        if rank >= nranks or nranks > MAX_RANK:
+        if rank >= nranks or nranks > MAX_NCCL_RANK:
             return
         pointer = match.group("ptr").lower()
         key = self.pointer_comm.get((host, pid, pointer))
@@ -351,7 +342,7 @@ class LogReader:
         if match is None:
             return False
         order = tuple(int(word) for word in match.group("order").split())
-        if len(set(order)) != len(order) or max(order) > MAX_RANK:
+        if len(set(order)) != len(order) or max(order) > MAX_NCCL_RANK:
             return False
         comm = self.comm_of(host, pid, 0, max(order))
         known = self.process_comms.get((host, pid))

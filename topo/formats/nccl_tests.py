@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_COMMAND_CHARS
 from linkscope.topo.common.numbers import is_decimal, is_integer
 from linkscope.topo.formats.lines import Line, clean_lines, iter_clean_lines
 from linkscope.topo.formats.nccl_tests_infer import BYTES_PER_ELEMENT, SIGNATURES, RowFacts, candidate_ops, ranks_from_ratio
@@ -53,8 +54,6 @@ _RANK_LINE = re.compile(
 _NTHREAD = re.compile(r"#?[ \t]*nThread[ \t]+(\d{1,6})[ \t]+nGpus[ \t]+(\d{1,6})", re.ASCII)
 _GPUS_FLAG = re.compile(r"(?:^|[ \t])(?:-g|--ngpus)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
 _THREADS_FLAG = re.compile(r"(?:^|[ \t])(?:-t|--nthreads)(?:=|[ \t]*)(\d{1,6})\b", re.ASCII)
-_MAX_COMMAND_CHARS = 20_000
-"""Longest command line joined from backslash-continued lines."""
 _UNITS = re.compile(r"#?[ \t]*\(B\)[ \t]+\(elements\)")
 LAUNCHER_COUNT_FLAGS: dict[str, tuple[str, ...]] = {
     "mpirun": ("-np", "--np", "-n", "--n", "-c"), "mpiexec": ("-np", "--np", "-n", "--n", "-c"),
@@ -230,7 +229,7 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
         if continued or (stripped.endswith("\\") and not stripped.startswith("#")):
             if not stripped.startswith("#"):
                 continued += " " + stripped.removesuffix("\\")
-                if stripped.endswith("\\") and len(continued) < _MAX_COMMAND_CHARS:
+                if stripped.endswith("\\") and len(continued) < MAX_COMMAND_CHARS:
                     continue
             command, continued = continued.strip(), ""
             context = _read_context(command, command, context, tables)

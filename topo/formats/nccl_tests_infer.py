@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from linkscope.topo.common.limits import MAX_WORLD_RANKS
 from linkscope.topo.model.busbw import bus_factor
 
 BYTES_PER_ELEMENT: dict[str, int] = {
@@ -19,8 +20,6 @@ BYTES_PER_ELEMENT: dict[str, int] = {
 }
 """nccl-tests' type names and their element sizes."""
 
-MAX_RANKS = 1 << 20
-"""Largest rank count a busbw/algbw ratio is read as."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def ranks_from_ratio(op: str, rows: list[RowFacts]) -> int | None:
     if not 0 <= ratio < per_link:
         return None
     guess = round(per_link / (per_link - ratio))
-    fitting = [n for n in (guess - 1, guess, guess + 1) if 1 <= n <= MAX_RANKS
+    fitting = [n for n in (guess - 1, guess, guess + 1) if 1 <= n <= MAX_WORLD_RANKS
                and busbw_fits(op, n, best.algbw_gbps, best.busbw_gbps)]
     if len(fitting) != 1:
         return None
@@ -112,7 +111,7 @@ def candidate_ops(rows: list[RowFacts], nranks: int | None) -> list[str]:
         elif op in ONE_TO_ONE:
             fits = all(busbw_fits(op, 1, row.algbw_gbps, row.busbw_gbps) for row in rows)
         else:  # the ratio cannot name the count: busbw must at least stay below the factor's limit
-            fits = all(row.busbw_gbps <= row.algbw_gbps * bus_factor(op, MAX_RANKS) + 0.016 for row in rows)
+            fits = all(row.busbw_gbps <= row.algbw_gbps * bus_factor(op, MAX_WORLD_RANKS) + 0.016 for row in rows)
         if fits:
             candidates.append(op)
     return candidates

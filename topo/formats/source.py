@@ -12,7 +12,8 @@ import sys
 from typing import TextIO
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.model.codec import MAX_SNAPSHOT_BYTES, snapshot_from_json
+from linkscope.topo.common.limits import MAX_SNAPSHOT_BYTES
+from linkscope.topo.model.codec import snapshot_from_json
 from linkscope.topo.model.snapshot import Snapshot
 
 SAMPLE_PREFIX = "sample:"

@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_TRACE_CHARS
 from linkscope.topo.formats.trace_calls import cpu_op_collectives, gloo_collective, int_or_none, kernel_collective, parse_ranks
 from linkscope.topo.formats.trace_events import RankTrace, TraceEvents
 from linkscope.topo.formats.trace_steps import assign_steps, profiler_steps
-from linkscope.topo.formats.trace_stream import MAX_TRACE_CHARS, read_trace_events
+from linkscope.topo.formats.trace_stream import read_trace_events
 
 
 def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS) -> RankTrace:

@@ -14,11 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from linkscope.topo.common.errors import InputError
-
-MAX_TRACE_CHARS = 1 << 30
-"""Largest trace read (characters after decompression): 1 GiB, above the traces of a few profiled steps."""
-MAX_VALUE_CHARS = 64 << 20
-"""Largest single JSON value (one event, or `deviceProperties`) held in memory at once."""
+from linkscope.topo.common.limits import MAX_TRACE_CHARS, MAX_TRACE_VALUE_CHARS
 
 _CHUNK_CHARS = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -85,9 +81,9 @@ class _Reader:
                 if self.at_end or not needs_more:
                     raise InputError(f"{self.name}: the trace is cut short or not JSON ({exc.msg} "
                                      f"near character {self.read_chars - len(self.buffer) + exc.pos})") from None
-                if len(self.buffer) - self.position > MAX_VALUE_CHARS:
+                if len(self.buffer) - self.position > MAX_TRACE_VALUE_CHARS:
                     raise InputError(f"{self.name}: one value of the trace is larger than "
-                                     f"{MAX_VALUE_CHARS >> 20} MiB") from None
+                                     f"{MAX_TRACE_VALUE_CHARS >> 20} MiB") from None
                 self.fill(wanted)
                 wanted *= 2
                 continue

@@ -11,12 +11,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from linkscope.topo.common.limits import MAX_EVIDENCE
 from linkscope.topo.model.host import Gpu
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
-
-MAX_EVIDENCE = 12
-"""A finding lists at most this many evidence lines (the last says how many more there were)."""
 
 
 @dataclass(frozen=True)

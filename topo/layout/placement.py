@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_LAYOUT_RANKS
 from linkscope.topo.common.numbers import is_integer, parse_int
-from linkscope.topo.layout.spec import MAX_RANKS
 from linkscope.topo.machine.cluster import domain_hosts, is_domain, nvlink_domains
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
@@ -73,8 +72,8 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
     """The cluster's hosts and their identity classes: one host repeated `nodes` times, or every host."""
     if nodes < 1:
         raise InputError(f"--nodes: must be at least 1, got {nodes}")
-    if nodes > MAX_RANKS:
-        raise InputError(f"--nodes {nodes:,}: more than the {MAX_RANKS:,} nodes linkscope checks "
+    if nodes > MAX_LAYOUT_RANKS:
+        raise InputError(f"--nodes {nodes:,}: more than the {MAX_LAYOUT_RANKS:,} nodes linkscope checks "
                          "(the largest clusters have a few hundred thousand GPUs)")
     if not snapshot.hosts:
         raise InputError(f"{snapshot.source or 'snapshot'}: no hosts in the snapshot")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_LAYOUT_RANKS
 from linkscope.topo.common.numbers import parse_int
 
 DIMENSIONS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
@@ -69,8 +70,6 @@ MESH_DEFAULT_ROLES: dict[str, str] = {
 DERIVED_GROUPS = ("etp", "edp", "dp_cp", "fsdp", "replicate", "dp_cp_intra", "dp_cp_inter", "edp_intra", "edp_inter")
 """Group names a mesh dimension may not take: linkscope builds groups of these names itself."""
 
-MAX_RANKS = 524_288
-"""The largest world size checked: above the largest clusters built so far (a few hundred thousand GPUs)."""
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
@@ -194,7 +193,7 @@ def parse_mesh(text: str, flag: str = "--mesh") -> tuple[tuple[str, int], ...]:
             raise InputError(f"{flag}: {part.strip()!r} is not NAME=SIZE (example: dp=4,tp=8)")
         if not _NAME.match(name):
             raise InputError(f"{flag}: {name!r} is not a dimension name (letters, digits and _, e.g. dp_shard)")
-        entries.append((name, parse_int(value.strip(), f"{flag} {name}", 1, MAX_RANKS)))
+        entries.append((name, parse_int(value.strip(), f"{flag} {name}", 1, MAX_LAYOUT_RANKS)))
     names = [name for name, _ in entries]
     if len(set(names)) != len(names):
         raise InputError(f"{flag}: a dimension appears twice in {text!r}")
@@ -225,8 +224,8 @@ def parse_mesh_roles(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def _check_world(world: int, what: str) -> None:
-    if world > MAX_RANKS:
-        raise InputError(f"{what} is {world:,} ranks, more than the {MAX_RANKS:,} linkscope checks "
+    if world > MAX_LAYOUT_RANKS:
+        raise InputError(f"{what} is {world:,} ranks, more than the {MAX_LAYOUT_RANKS:,} linkscope checks "
                          f"(the largest clusters have a few hundred thousand GPUs)")
 
 

@@ -17,17 +17,14 @@ from typing import Any, TypeVar
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text, read_json
+from linkscope.topo.common.limits import MAX_SNAPSHOT_BYTES
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import SCHEMA_VERSION, Snapshot
 from linkscope.topo.model.validate import validate_measurements, validate_snapshot
 
 T = TypeVar("T")
 
-MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
-"""Largest snapshot file the loader accepts."""
 
-MAX_SHARED_VALUES = 65536
-"""Distinct small values (NVLink ports, P2P states) the decoder remembers per type, to share them."""
 
 
 def to_jsonable(value: Any) -> Any:

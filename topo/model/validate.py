@@ -13,15 +13,18 @@ import math
 from collections.abc import Iterable
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_HOSTS, MAX_WORLD_RANKS
+from linkscope.topo.common.limits import (
+    MAX_GPUS_PER_HOST,
+    MAX_HOSTS,
+    MAX_NVLINK_GEN,
+    MAX_NVLINKS_PER_PAIR,
+    MAX_PCIE_GEN,
+    MAX_WORLD_RANKS,
+)
 from linkscope.topo.model.host import Gpu, Host, Link, LinkKind, parse_link_token
 from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import P2P_STATUS_TOKENS, Snapshot
 
-MAX_NVLINKS_PER_PAIR = 64
-"""Largest NVLink count between two GPUs or on one GPU (18 on H100/B200 today)."""
-MAX_NVLINK_GEN = 16
-MAX_PCIE_GEN = 16
 PCIE_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 """Link widths the PCIe specification defines."""
 HOST_COPY_DIRECTIONS = ("h2d", "d2h")

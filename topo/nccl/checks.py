@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.formats.nccl_log_model import Edge, NcclLog, Rank
 
 FINDING_CODES: tuple[str, ...] = (
@@ -48,7 +49,6 @@ PATH_VARIABLES: dict[str, str] = {
 """Variables that change which path NCCL takes, and what each does."""
 
 _DISABLING = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
-MAX_FINDING_RANKS = 64
 
 
 @dataclass(frozen=True)

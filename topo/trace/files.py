@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_TRACE_CHARS
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace import read_rank_trace
 from linkscope.topo.formats.trace_events import RankTrace
-from linkscope.topo.formats.trace_stream import MAX_TRACE_CHARS
 from linkscope.topo.layout.placement import cluster_hosts, parse_visible_devices, place_ranks
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.trace.report import Pricer, placement_pricer

@@ -27,14 +27,13 @@ from typing import Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text, read_json
+from linkscope.topo.common.limits import MAX_JOBS
 from linkscope.topo.formats.trace_events import RankTrace
 from linkscope.topo.trace.codec import rank_trace_from_json, rank_trace_to_json
 from linkscope.topo.trace.files import read_trace_file
 
 PARALLEL_MIN_BYTES = 64 << 20
 """Below this many bytes of traces in all, starting workers (about 0.2 s each) costs more than it saves."""
-MAX_JOBS = 16
-"""Most worker processes by default: each holds up to a few hundred MB while it reads a large trace."""
 
 OnRead = Callable[[int], None]
 """Called with the number of traces read so far, on the caller's thread."""

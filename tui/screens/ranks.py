@@ -24,10 +24,9 @@ from textual.worker import Worker, get_current_worker
 from linkscope.topo.checks.report import CheckReport, Finding
 from linkscope.topo.checks.suggest import Suggestion
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_HOSTS
+from linkscope.topo.common.limits import MAX_AUTO_SUGGEST_RANKS, MAX_HOSTS, MAX_LAYOUT_RANKS
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.layout.placement import parse_visible_devices
-from linkscope.topo.layout.spec import MAX_RANKS
 from linkscope.topo.machine.cluster import domain_hosts
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
@@ -52,9 +51,6 @@ RANK_MAP_CHROME = 3
 CHECKING_NOTE_S = 0.2
 """A check still running after this long says so on the status line. A faster one just shows its result:
 a note drawn and overdrawn within a few frames would only slow the check down (the two share one CPU)."""
-AUTO_SUGGEST_MAX_RANKS = 512
-"""Layouts up to this many ranks get a suggestion search after every check; larger ones on request
-(the search costs about a second at 8,192 ranks and would hold the interpreter while the form is edited)."""
 
 
 class RanksView(Vertical):
@@ -150,7 +146,7 @@ class RanksView(Vertical):
         for dim in DIMS:
             text = self.query_one(f"#size-{dim}", Input).value.strip()
             if text:
-                sizes.append((dim, parse_int(text, dim, 1, MAX_RANKS)))
+                sizes.append((dim, parse_int(text, dim, 1, MAX_LAYOUT_RANKS)))
         nodes = parse_int(self.query_one("#nodes", Input).value.strip(), "nodes", 1, MAX_HOSTS)
         order = self.query_one("#order", Input).value.strip() or "tp-cp-ep-dp-pp"
         distribution = str(self.query_one("#distribution", Select).value)
@@ -203,7 +199,7 @@ class RanksView(Vertical):
 
     def _auto_suggest(self, report: CheckReport) -> bool:
         """Search for a better layout right away only for layouts small enough to search quickly."""
-        return len(report.placement) <= AUTO_SUGGEST_MAX_RANKS
+        return len(report.placement) <= MAX_AUTO_SUGGEST_RANKS
 
     @work(thread=True, exclusive=True, group="check", description="search a better layout")
     def run_suggestion(self, snapshot: Snapshot, form: LayoutForm) -> None:

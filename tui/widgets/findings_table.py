@@ -10,9 +10,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from linkscope.topo.checks.report import Finding
-
-MAX_ROWS = 500
-"""Rows shown at most; a huge cluster can raise thousands of findings, the rest are summarised."""
+from linkscope.topo.common.limits import MAX_FINDING_ROWS
 
 
 class FindingsTable(DataTable[Text]):
@@ -42,7 +40,7 @@ class FindingsTable(DataTable[Text]):
         self.add_columns("sev", "code", "dim", "message")
 
     def show(self, findings: Sequence[Finding], checked: bool = True) -> None:
-        """Replace the rows with `findings` (the first :data:`MAX_ROWS`); `checked` False leaves it empty."""
+        """Replace the rows with `findings` (the first :data:`MAX_FINDING_ROWS`); `checked` False leaves it empty."""
         self._findings = findings
         self.clear()
         if not checked:
@@ -50,7 +48,7 @@ class FindingsTable(DataTable[Text]):
         if not findings:
             self.add_row(Text("ok"), Text("-"), Text("-"), Text("no findings: every group sits on the links it needs"))
             return
-        for finding in findings[:MAX_ROWS]:
+        for finding in findings[:MAX_FINDING_ROWS]:
             severity = str(finding.severity)
             style = (
                 self.get_component_rich_style(f"findings--{severity}", partial=True, default=None)
@@ -68,17 +66,17 @@ class FindingsTable(DataTable[Text]):
                 Text(str(finding.dim or "-")),
                 Text(str(finding.message)),
             )
-        if len(findings) > MAX_ROWS:
-            self.add_row(Text("..."), Text(""), Text(""), Text(f"{len(findings) - MAX_ROWS} more findings not listed"))
+        if len(findings) > MAX_FINDING_ROWS:
+            self.add_row(Text("..."), Text(""), Text(""), Text(f"{len(findings) - MAX_FINDING_ROWS} more findings not listed"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Turn the row selection into a message carrying the finding."""
         event.stop()
-        if 0 <= event.cursor_row < min(len(self._findings), MAX_ROWS):
+        if 0 <= event.cursor_row < min(len(self._findings), MAX_FINDING_ROWS):
             self.post_message(self.FindingChosen(self._findings[event.cursor_row]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Tell the parent which finding the cursor is on (its detail shows it whole)."""
         event.stop()
-        if 0 <= event.cursor_row < min(len(self._findings), MAX_ROWS):
+        if 0 <= event.cursor_row < min(len(self._findings), MAX_FINDING_ROWS):
             self.post_message(self.FindingHighlighted(self._findings[event.cursor_row]))

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.formats.nccl_log import MAX_LINE_BYTES, read_nccl_log_stream, read_nccl_log_text
+from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES
+from linkscope.topo.formats.nccl_log import read_nccl_log_stream, read_nccl_log_text
 from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.nccl.checks import nccl_findings, rank_hosts, same_host
 from linkscope.topo.nccl.placement import place_edges
@@ -184,7 +185,7 @@ def test_binary_input_names_its_line() -> None:
 
 def test_undecodable_and_overlong_lines_are_skipped() -> None:
     data = (b"h:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n" + b"\xff\xfe NCCL INFO\n"
-            + b"x" * (MAX_LINE_BYTES * 3) + b"\nh:1:1 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via P2P/IPC\n")
+            + b"x" * (MAX_NCCL_LOG_LINE_BYTES * 3) + b"\nh:1:1 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via P2P/IPC\n")
     log = read_nccl_log_stream(io.BytesIO(data), "x.log")
     assert log.skipped_lines == (2, 3) and len(log.edges) == 2 and log.lines == 4
 
