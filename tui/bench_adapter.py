@@ -105,10 +105,11 @@ def _collective(
     """One collective swept over the request's sizes in `count` processes (one per GPU with NCCL)."""
     from linkscope.probes.bench.api import run_collectives
     from linkscope.probes.bench.runner import BenchInterrupted
-    from linkscope.probes.bench.spec import BENCH_OPS, CollectiveSpec, layout_groups
+    from linkscope.probes.bench.spec import CollectiveSpec, layout_groups
+    from linkscope.topo.model.busbw import PRICED_OPS
 
-    if request.kind not in BENCH_OPS:
-        raise InputError(f"benchmark: {request.kind!r} is not one of p2p, {', '.join(BENCH_OPS)}")
+    if request.kind not in PRICED_OPS:
+        raise InputError(f"benchmark: {request.kind!r} is not one of p2p, {', '.join(PRICED_OPS)}")
     if count < 2:
         raise Unavailable("collectives need at least two GPUs")
     spec = CollectiveSpec(

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from linkscope.probes.live import LiveReading
 from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.layout.placement import Distribution
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -64,7 +65,7 @@ class LayoutForm:
     """Dimensions given explicitly; a missing `dp` is inferred from the cluster size."""
     order: str = "tp-cp-ep-dp-pp"
     nodes: int = 1
-    distribution: str = "block"
+    distribution: Distribution = "block"
     visible_devices: tuple[int, ...] | None = None
     """CUDA_VISIBLE_DEVICES for every node, as GPU indices; None for all GPUs in order."""
     model: str | None = None

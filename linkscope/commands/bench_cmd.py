@@ -345,7 +345,7 @@ def run_p2p(args: argparse.Namespace) -> int:
 
 
 def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
-    from dataclasses import asdict, replace
+    from dataclasses import replace
 
     from linkscope.probes.bench.p2p_report import copy_findings, matrix, pair_cells, positions_by_bus_id, vs_local
 
@@ -383,7 +383,7 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
                 "bidir_gbps": matrix(count, {(c.src, c.dst): c.bidir_gbps for c in copies}),
                 "latency_us": matrix(count, {(c.src, c.dst): c.latency_us for c in copies}),
             },
-            "findings": [asdict(finding) for finding in findings],
+            "findings": [finding.to_json() for finding in findings],
             "notes": notes,
         }
         if pageable_rows:

@@ -22,7 +22,7 @@ from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
 from linkscope.topo.cost.collectives import (
     ALGORITHMS,
-    OPS,
+    PRICED_OPS,
     GroupLinks,
     algorithm_times,
     collective_cost,
@@ -41,8 +41,8 @@ def _op_name(text: str) -> str:
     aliases = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                "alltoall": "all_to_all", "sendrecv": "send_recv", "bcast": "broadcast", "p2p": "send_recv"}
     name = aliases.get(name, name)
-    if name not in OPS:
-        raise InputError(f"estimate: unknown operation {text!r} (known: {', '.join(OPS)})")
+    if name not in PRICED_OPS:
+        raise InputError(f"estimate: unknown operation {text!r} (known: {', '.join(PRICED_OPS)})")
     return name
 
 
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope estimate all_reduce --bytes 1G --ranks 16 sample:gb200-nvl72"
         ),
     )
-    parser.add_argument("op", metavar="OP", help=f"collective: {', '.join(OPS)}")
+    parser.add_argument("op", metavar="OP", help=f"collective: {', '.join(PRICED_OPS)}")
     parser.add_argument("source", nargs="?", metavar="SOURCE",
                         help="machine to place the ranks on: snapshot JSON, `nvidia-smi topo -m` text, `-`, sample:NAME "
                              "(default: uniform --intra/--inter links)")

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import format_seconds
@@ -65,7 +65,7 @@ def costs_table(report: CheckReport) -> Table:
     return table
 
 
-def finding_view(finding: Finding) -> RenderableType:
+def finding_view(finding: LayoutFinding) -> RenderableType:
     """One finding: severity and code, the message, cost against the best alternative, the fix."""
     head = Text()
     head.append(f"{finding.severity.upper():8}", style=SEVERITY_STYLES.get(finding.severity, ""))

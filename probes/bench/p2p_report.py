@@ -13,6 +13,7 @@ from typing import Any
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
 from linkscope.topo.machine.links import LinkSpeed, link_speed
+from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Host, LinkKind, parse_link_token
 from linkscope.topo.model.measurements import PeerCopy
 
@@ -124,14 +125,12 @@ def matrix(count: int, values: dict[tuple[int, int], float | None]) -> list[list
 
 
 @dataclass(frozen=True)
-class CopyFinding:
-    """What a copy benchmark found wrong with one path: its data, its P2P, or its speed."""
+class CopyFinding(Finding):
+    """What a copy benchmark found wrong with one path: its data, its P2P, or its speed.
 
-    code: str
-    """`copy-corrupted`, `p2p-unavailable`, `copy-slow`, `pair-not-measured`, `host-copy-corrupted` or
-    `host-copy-slow`."""
-    severity: str
-    """`error` (data) or `warning` (speed, P2P)."""
+    `code`: `copy-corrupted`, `p2p-unavailable`, `copy-slow`, `pair-not-measured`, `host-copy-corrupted` or
+    `host-copy-slow`; `severity`: `error` (data) or `warning` (speed, P2P)."""
+
     path: str
     """`0->1` for a GPU pair, `GPU 0 h2d NUMA 1` for a host copy."""
     message: str

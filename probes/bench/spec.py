@@ -15,10 +15,7 @@ from linkscope.topo.common.numbers import comma_items, whole_number
 from linkscope.topo.common.sizes import geometric_sizes, parse_size_bytes
 from linkscope.topo.layout.groups import build_groups
 from linkscope.topo.layout.spec import DIMENSIONS, parse_sizes, resolve_layout
-from linkscope.topo.model.busbw import BUS_FACTOR_OPS as OPS
-
-BENCH_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
-"""Collectives `bench collectives` runs (the default `--ops`)."""
+from linkscope.topo.model.busbw import BUS_FACTOR_OPS, PRICED_OPS
 
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -74,9 +71,9 @@ def parse_ops(text: str) -> tuple[str, ...]:
     """Split `all_reduce,all_gather` into op names; InputError naming an unknown one."""
     ops = comma_items(text, "--ops")
     for op in ops:
-        if op not in BENCH_OPS:
-            hint = " (reduce is not benchmarked; use all_reduce)" if op in OPS else ""
-            raise InputError(f"--ops: unknown collective {op!r}{hint} (known: {', '.join(BENCH_OPS)})")
+        if op not in PRICED_OPS:
+            hint = " (reduce is not benchmarked; use all_reduce)" if op in BUS_FACTOR_OPS else ""
+            raise InputError(f"--ops: unknown collective {op!r}{hint} (known: {', '.join(PRICED_OPS)})")
     return ops
 
 
@@ -115,7 +112,7 @@ def layout_world_size(layout_text: str) -> int:
 
 def add_collective_arguments(parser: argparse.ArgumentParser) -> None:
     """The sweep options shared by `linkscope bench collectives` and the torchrun worker."""
-    parser.add_argument("--ops", default=",".join(BENCH_OPS), help="comma-separated collectives (default: all six)")
+    parser.add_argument("--ops", default=",".join(PRICED_OPS), help="comma-separated collectives (default: all six)")
     parser.add_argument("--min-bytes", default="8", help="smallest size, nccl-tests style: 8, 64K, 1M (default 8)")
     parser.add_argument("--max-bytes", default=None, help="largest size (default 1G with nccl, 16M with gloo)")
     parser.add_argument("--factor", type=whole_number(0), default=2, help="size multiplier between steps (default 2)")

@@ -36,7 +36,7 @@ from linkscope.topo.checks.link_rules import (
     tp_crosses_node,
     tp_slow_link,
 )
-from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.checks.request import CheckRequest, model_for, volume_assumptions
 from linkscope.topo.checks.suggest import suggest_layout
 from linkscope.topo.common.errors import InputError
@@ -102,7 +102,7 @@ def check_layout(
         else:
             placement = place_ranks(hosts, classes, layout.world_size, request.distribution, request.visible_devices)
     except LayoutMismatch as mismatch:
-        finding = Finding("layout-mismatch", "error", "", mismatch.ranks, mismatch.message,
+        finding = LayoutFinding("layout-mismatch", "error", "", mismatch.ranks, mismatch.message,
                           fix="make the rank map / visible devices match the GPUs the machine has")
         return CheckReport(groups, (), (finding,), None, layout)
     cost_model = request.cost_model or CostModel()

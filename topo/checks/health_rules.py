@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from linkscope.topo.checks.context import LayoutContext
-from linkscope.topo.checks.report import Finding
+from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.step import step_costs
@@ -33,7 +33,7 @@ def snapshot_health(snapshot: Snapshot) -> tuple[HealthFinding, ...]:
     return found
 
 
-def health_on_ranks(ctx: LayoutContext, health: tuple[HealthFinding, ...]) -> list[Finding]:
+def health_on_ranks(ctx: LayoutContext, health: tuple[HealthFinding, ...]) -> list[LayoutFinding]:
     """Health findings on GPUs this layout uses, as findings on the ranks placed there."""
     found = [finding for finding in health if not finding.code.startswith("env-")]
     if not found:
@@ -63,7 +63,7 @@ def health_on_ranks(ctx: LayoutContext, health: tuple[HealthFinding, ...]) -> li
             if repaired is not None and current:
                 message += (f"; with its links up, {GROUP_NAMES[dim]} communication would take "
                             f"{(1 - repaired / current) * 100:.0f}% less time per step")
-        findings.append(Finding(health_finding.code, health_finding.severity, dim, tuple(ranks[:MAX_FINDING_RANKS]),
+        findings.append(LayoutFinding(health_finding.code, health_finding.severity, dim, tuple(ranks[:MAX_FINDING_RANKS]),
                                 message, "", ctx.cost_s(dim) if dim else None, repaired, health_finding.fix))
     return findings
 

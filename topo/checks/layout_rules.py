@@ -4,24 +4,24 @@
 from __future__ import annotations
 
 from linkscope.topo.checks.context import LayoutContext, finding_ranks, pp_last
-from linkscope.topo.checks.report import Finding
+from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.layout.groups import megatron_refusal
 from linkscope.topo.layout.volumes import ModelSpec
 from linkscope.topo.model.host import Host
 
 
-def rejected_by_megatron(ctx: LayoutContext) -> list[Finding]:
+def rejected_by_megatron(ctx: LayoutContext) -> list[LayoutFinding]:
     reason = megatron_refusal(ctx.layout)
     if reason is None:
         return []
     message = (f"Megatron-Core refuses this layout at start-up (initialize_model_parallel): \"{reason}\"; "
                f"the groups shown are what it would have built")
     fix = f"put pp last: --order {pp_last(ctx.layout.order)}"
-    return [Finding("layout-rejected-by-megatron", "error", "pp", finding_ranks(ctx.groups["pp"][0]), message, fix=fix)]
+    return [LayoutFinding("layout-rejected-by-megatron", "error", "pp", finding_ranks(ctx.groups["pp"][0]), message, fix=fix)]
 
 
-def layers_not_divisible(ctx: LayoutContext, spec: ModelSpec, given: bool) -> list[Finding]:
+def layers_not_divisible(ctx: LayoutContext, spec: ModelSpec, given: bool) -> list[LayoutFinding]:
     """Megatron-Core builds an even pipeline only when the layers split evenly: num_layers % pp == 0, and with
     an interleaved schedule (layers per pipeline rank) % vpp == 0 (get_num_layers_to_build asserts both, at
     model build). An uneven split needs the first/last stage sizes given. Judged only for a model the user named."""
@@ -44,10 +44,10 @@ def layers_not_divisible(ctx: LayoutContext, spec: ModelSpec, given: bool) -> li
         fix = f"--vpp {' or '.join(map(str, fits[:6]))}" if fits else "no interleaving (--vpp 1)"
     else:
         return []
-    return [Finding("layers-not-divisible", "warning", "pp", finding_ranks(ctx.groups["pp"][0]), message, fix=fix)]
+    return [LayoutFinding("layers-not-divisible", "warning", "pp", finding_ranks(ctx.groups["pp"][0]), message, fix=fix)]
 
 
-def underfills(ctx: LayoutContext, hosts: tuple[Host, ...], capacity: int, request: CheckRequest) -> list[Finding]:
+def underfills(ctx: LayoutContext, hosts: tuple[Host, ...], capacity: int, request: CheckRequest) -> list[LayoutFinding]:
     world = ctx.layout.world_size
     if request.rank_map is not None or world >= capacity:
         return []
@@ -72,4 +72,4 @@ def underfills(ctx: LayoutContext, hosts: tuple[Host, ...], capacity: int, reque
         fix = f"give --dp {capacity // fixed} (or leave --dp out) to use every GPU, or fewer --nodes"
     else:
         fix = "use fewer --nodes or --visible-devices so the cluster matches the layout"
-    return [Finding("layout-underfills", "warning", "", (), message, fix=fix)]
+    return [LayoutFinding("layout-underfills", "warning", "", (), message, fix=fix)]

@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 from linkscope.topo.checks.context import LayoutContext, finding_ranks, per_node_counts, pp_last, spanning_nodes
-from linkscope.topo.checks.report import Finding
+from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.checks.suggest import best_partition, largest_clean_size, ring_is_slow
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.common.units import format_gbps
@@ -22,7 +22,7 @@ IMBALANCE_RATIO = 1.1
 """Groups of one dimension whose ring bandwidths differ by more than this factor are imbalanced."""
 
 
-def tp_crosses_node(ctx: LayoutContext) -> list[Finding]:
+def tp_crosses_node(ctx: LayoutContext) -> list[LayoutFinding]:
     tp = ctx.layout.size("tp")
     if tp < 2:
         return []
@@ -55,11 +55,11 @@ def tp_crosses_node(ctx: LayoutContext) -> list[Finding]:
     node = "NVLink domain" if is_domain(ctx.placement.hosts[0]) else "node"
     message = (f"{len(crossing)} of {len(links)} TP groups span {node}s, so tensor-parallel collectives cross "
                f"{crossed.net_description} instead of the links inside {'an' if node[0] == 'N' else 'a'} {node}")
-    return [Finding("tp-crosses-node", "error", "tp", finding_ranks(ctx.groups["tp"][first]), message, links[first].net_label,
-                    ctx.cost_s("tp"), best_cost, fix)]
+    return [LayoutFinding("tp-crosses-node", "error", "tp", finding_ranks(ctx.groups["tp"][first]), message,
+                          links[first].net_label, ctx.cost_s("tp"), best_cost, fix)]
 
 
-def tp_slow_link(ctx: LayoutContext) -> list[Finding]:
+def tp_slow_link(ctx: LayoutContext) -> list[LayoutFinding]:
     tp = ctx.layout.size("tp")
     if tp < 2:
         return []
@@ -106,11 +106,11 @@ def tp_slow_link(ctx: LayoutContext) -> list[Finding]:
             smaller = best_partition(ctx.pricer, host_class, clean)
             if smaller is not None:
                 best_cost = ctx.partition_time_s("tp", host_class, smaller.groups)
-    return [Finding("tp-slow-link", "warning", "tp", finding_ranks(ctx.groups["tp"][worst]), message, item.intra_label,
+    return [LayoutFinding("tp-slow-link", "warning", "tp", finding_ranks(ctx.groups["tp"][worst]), message, item.intra_label,
                     ctx.cost_s("tp"), best_cost, fix)]
 
 
-def ep_crosses_node(ctx: LayoutContext) -> list[Finding]:
+def ep_crosses_node(ctx: LayoutContext) -> list[LayoutFinding]:
     if ctx.layout.size("ep") < 2:
         return []
     links, crossing = spanning_nodes(ctx, "ep")
@@ -128,11 +128,11 @@ def ep_crosses_node(ctx: LayoutContext) -> list[Finding]:
         partition = best_partition(ctx.pricer, host_class, ep)
         groups = partition.groups if partition is not None else (tuple(range(ep)),)
         best_cost = ctx.partition_time_s("ep", host_class, groups)
-    return [Finding("ep-crosses-node", "warning", "ep", finding_ranks(ctx.groups["ep"][first]), message, links[first].net_label,
-                    ctx.cost_s("ep"), best_cost, fix)]
+    return [LayoutFinding("ep-crosses-node", "warning", "ep", finding_ranks(ctx.groups["ep"][first]), message,
+                          links[first].net_label, ctx.cost_s("ep"), best_cost, fix)]
 
 
-def group_imbalance(ctx: LayoutContext) -> list[Finding]:
+def group_imbalance(ctx: LayoutContext) -> list[LayoutFinding]:
     findings = []
     for dim in ("tp", "cp", "ep", "dp"):
         if ctx.layout.size(dim) < 2:
@@ -149,14 +149,14 @@ def group_imbalance(ctx: LayoutContext) -> list[Finding]:
                    f"{slowest.bottleneck_label} ({format_gbps(slowest.ring_gbps)}), the best by {fastest.bottleneck_label} "
                    f"({format_gbps(fastest.ring_gbps)}); every step waits for the slowest group")
         cost = ctx.costs.get(dim)
-        findings.append(Finding("group-imbalance", "warning", dim, finding_ranks(ctx.groups[dim][index]), message,
+        findings.append(LayoutFinding("group-imbalance", "warning", dim, finding_ranks(ctx.groups[dim][index]), message,
                                 slowest.bottleneck_label, cost.time_s if cost else None,
                                 cost.fastest_time_s if cost else None,
                                 "give every group the same kind of links (run with --suggest for an order or permutation)"))
     return findings
 
 
-def nic_far_from_gpu(ctx: LayoutContext, cost_model: CostModel) -> list[Finding]:
+def nic_far_from_gpu(ctx: LayoutContext, cost_model: CostModel) -> list[LayoutFinding]:
     if len(ctx.placement.hosts) < 2:
         return []
     crossing_dims = [dim for dim in ctx.costs if any(item.nodes > 1 for item in ctx.links(dim))]
@@ -186,11 +186,11 @@ def nic_far_from_gpu(ctx: LayoutContext, cost_model: CostModel) -> list[Finding]
                f"nearest NIC through the CPU ({path_class}): e.g. GPU {host.gpus[position].index}"
                f"{' of ' + host.hostname if host.hostname else ''} to {name or 'its NIC'}, {format_gbps(hop.bandwidth_gbps)}")
     fix = "put a NIC under each GPU's PCIe switch, or pin NCCL_IB_HCA / NCCL_NET_GDR_LEVEL and check the NIC affinity"
-    return [Finding("nic-far-from-gpu", "warning", crossing_dims[0], tuple(affected[:MAX_FINDING_RANKS]), message,
+    return [LayoutFinding("nic-far-from-gpu", "warning", crossing_dims[0], tuple(affected[:MAX_FINDING_RANKS]), message,
                     hop.label, current or None, best or None, fix)]
 
 
-def dp_not_rail_aligned(ctx: LayoutContext) -> list[Finding]:
+def dp_not_rail_aligned(ctx: LayoutContext) -> list[LayoutFinding]:
     dim = ctx.layout.gradient_groups()[0].dim
     if ctx.layout.size(dim) < 2 or len(ctx.placement.hosts) < 2:
         return []
@@ -214,5 +214,5 @@ def dp_not_rail_aligned(ctx: LayoutContext) -> list[Finding]:
                f"so their gradient traffic changes rails (crosses the network spine, which the cost model does not price): "
                f"e.g. ranks {group[:8]}")
     fix = "keep the same local-rank -> GPU mapping on every node (one CUDA_VISIBLE_DEVICES for all, block placement)"
-    return [Finding("dp-not-rail-aligned", "info", dim, finding_ranks(group), message, current.bottleneck_label, cost,
+    return [LayoutFinding("dp-not-rail-aligned", "info", dim, finding_ranks(group), message, current.bottleneck_label, cost,
                     best_cost, fix)]

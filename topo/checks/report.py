@@ -11,15 +11,13 @@ from linkscope.topo.checks.suggest import Suggestion
 from linkscope.topo.cost.step import DimensionCost
 from linkscope.topo.layout.groups import order_needs
 from linkscope.topo.layout.spec import Layout
-from linkscope.topo.model.findings import reaches, worst_severity
+from linkscope.topo.model.findings import Finding, Severity, reaches, worst_severity
 
 
 @dataclass(frozen=True)
-class Finding:
+class LayoutFinding(Finding):
     """One problem of the layout on this machine, with the link, the cost and the fix."""
 
-    code: str
-    severity: str
     dim: str
     ranks: tuple[int, ...]
     message: str
@@ -31,20 +29,6 @@ class Finding:
     """The same with the best alternative (None when there is none)."""
     fix: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        """The finding as the JSON contract spells it."""
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "dim": self.dim,
-            "ranks": list(self.ranks),
-            "message": self.message,
-            "link": self.link,
-            "cost_s": self.cost_s,
-            "best_cost_s": self.best_cost_s,
-            "fix": self.fix,
-        }
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -53,7 +37,7 @@ class CheckReport:
     groups: dict[str, list[list[int]]]
     placement: tuple[tuple[int, int], ...]
     """rank -> (node index, GPU position on that host)."""
-    findings: tuple[Finding, ...]
+    findings: tuple[LayoutFinding, ...]
     suggestion: Suggestion | None
     layout: Layout | None = None
     costs: tuple[DimensionCost, ...] = ()
@@ -70,11 +54,11 @@ class CheckReport:
         members = self.groups[dim][number]
         return self.ring_order(members) if self.ring_order is not None else tuple(members)
 
-    def worst_severity(self) -> str | None:
+    def worst_severity(self) -> Severity | None:
         """The most severe finding's severity, or None without findings."""
         return worst_severity(finding.severity for finding in self.findings)
 
-    def fails(self, fail_on: str) -> bool:
+    def fails(self, fail_on: Severity) -> bool:
         """True when a finding is at or above `fail_on` (error | warning | info)."""
         return reaches((finding.severity for finding in self.findings), fail_on)
 

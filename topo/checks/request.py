@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.layout.placement import (
+    Distribution,
     RankMapEntry,
 )
 from linkscope.topo.layout.spec import DEFAULT_ORDER, Layout
@@ -32,7 +33,7 @@ class CheckRequest:
     optimizer_instances: int = 1
     """Megatron's --num-distributed-optimizer-instances."""
     nodes: int = 1
-    distribution: str = "block"
+    distribution: Distribution = "block"
     visible_devices: tuple[int, ...] | None = None
     model: str | None = None
     """Preset name (`8b`, `70b`, `8x7b`...); sets the per-step volumes."""

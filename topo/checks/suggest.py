@@ -17,7 +17,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.step import step_costs
 from linkscope.topo.layout.groups import build_groups, effective_order, megatron_refusal, order_needs
-from linkscope.topo.layout.placement import LayoutMismatch, Placement, place_ranks
+from linkscope.topo.layout.placement import DISTRIBUTIONS, Distribution, LayoutMismatch, Placement, place_ranks
 from linkscope.topo.layout.spec import Layout
 from linkscope.topo.layout.volumes import Traffic
 from linkscope.topo.model.host import Host, LinkKind
@@ -52,7 +52,7 @@ class Suggestion:
     """A better layout: the flags and environment to use, and how much faster it is predicted to be."""
 
     order: str
-    distribution: str
+    distribution: Distribution
     visible_devices: tuple[int, ...] | None
     flags: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
@@ -171,7 +171,7 @@ def suggest_layout(
     placement: Placement,
     pricer: GroupPricer,
     traffic: Sequence[Traffic],
-    distribution: str,
+    distribution: Distribution,
     visible_devices: tuple[int, ...] | None,
 ) -> Suggestion | None:
     """The cheapest candidate layout when it beats the current one by more than 1% (or the current one is
@@ -191,9 +191,9 @@ def suggest_layout(
             device_options.append(None)
     refused = megatron_refusal(layout) is not None
     tp_may_cross = tp_crosses_node(layout, placement, pricer)
-    scored: list[tuple[float, float, Layout, str, tuple[int, ...] | None]] = []
+    scored: list[tuple[float, float, Layout, Distribution, tuple[int, ...] | None]] = []
     for candidate in candidate_layouts(layout):
-        for distribution_option in ("block", "cyclic") if len(hosts) > 1 else (distribution,):
+        for distribution_option in DISTRIBUTIONS if len(hosts) > 1 else (distribution,):
             for devices in device_options:
                 try:
                     moved = place_ranks(hosts, classes, layout.world_size, distribution_option, devices)

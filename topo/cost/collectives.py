@@ -34,9 +34,8 @@ from linkscope.topo.cost.params import (
     NVLS_LATENCY_US,
     NVLS_NET_LATENCY_US,
 )
-from linkscope.topo.model.busbw import bus_factor
+from linkscope.topo.model.busbw import PRICED_OPS, bus_factor
 
-OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet", "hierarchical", "auto")
 """What `--algo` accepts (NCCL_ALGO's names, plus linkscope's what-if `hierarchical`)."""
 NCCL_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet")
@@ -282,8 +281,8 @@ def collective_cost(op: str, links: GroupLinks, size_bytes: int, algo: str = "au
     """The time of `op` over a group with `links`: the one pricing function of check, plan, estimate and
     every expected figure. `auto` picks NCCL's cheapest algorithm for the size, as NCCL's tuner does;
     another name forces it, as NCCL_ALGO does."""
-    if op not in OPS:
-        raise InputError(f"unknown operation {op!r} (known: {', '.join(OPS)})")
+    if op not in PRICED_OPS:
+        raise InputError(f"unknown operation {op!r} (known: {', '.join(PRICED_OPS)})")
     if algo not in ALGORITHMS:
         raise InputError(f"--algo: {algo!r} is not one of {', '.join(ALGORITHMS)}")
     times = algorithm_times(op, links, size_bytes)

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from linkscope.topo.common.sizes import format_size_bytes
-from linkscope.topo.cost.collectives import OPS, collective_cost
+from linkscope.topo.cost.collectives import collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import HOST_PATH_FRACTION, CostModel
 from linkscope.topo.layout.placement import Placement
 from linkscope.topo.machine.links import DEGRADED_FRACTION, gpu_pcie_speed, link_speed
+from linkscope.topo.model.busbw import PRICED_OPS
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
@@ -196,7 +197,7 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
     subject = f"{result.op} {format_size_bytes(result.size_bytes)} x{result.nranks or len(result.ranks) or '?'}"
     if result.group:
         subject += f" {result.group}"
-    if op not in OPS:
+    if op not in PRICED_OPS:
         return None
     placement = collective_placement(result, snapshot, gpus_per_host)
     if placement is None:

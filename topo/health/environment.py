@@ -16,6 +16,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.health.finding import HealthContext, HealthFinding, index_list
 from linkscope.topo.health.platform import is_rdma_nic
 from linkscope.topo.machine.links import nearest_nics
+from linkscope.topo.model.findings import Severity
 from linkscope.topo.model.host import Host, LinkKind
 
 PATH_LEVELS: tuple[str, ...] = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
@@ -69,7 +70,7 @@ def _selected(spec: str, names: list[str]) -> list[str]:
     return [name for name in names if (name not in matches) == exclude]
 
 
-def _finding(host: Host, code: str, severity: str, variable: str, value: str, message: str, fix: str,
+def _finding(host: Host, code: str, severity: Severity, variable: str, value: str, message: str, fix: str,
              gpus: tuple[int, ...] = (), evidence: tuple[str, ...] = ()) -> HealthFinding:
     return HealthFinding(code, severity, host.hostname, gpus, message, (f"{variable}={value}", *evidence), fix)
 
@@ -95,7 +96,7 @@ def nccl_environment(context: HealthContext) -> Iterator[HealthFinding]:
                        "NCCL_SHM_DISABLE turns off the shared-memory transport: pairs without P2P fall back to the "
                        "network stack inside the box", "unset NCCL_SHM_DISABLE")
     if _enabled(env.get("NCCL_IB_DISABLE", "")):
-        severity = "warning" if rdma else "info"
+        severity: Severity = "warning" if rdma else "info"
         yield _finding(host, "env-ib-disabled", severity, "NCCL_IB_DISABLE", env["NCCL_IB_DISABLE"],
                        "NCCL_IB_DISABLE turns off InfiniBand/RoCE: traffic between nodes goes over TCP sockets"
                        + (f" although RDMA NICs are here ({', '.join(rdma)})" if rdma else ""),

@@ -12,18 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkscope.topo.common.limits import MAX_EVIDENCE
+from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Gpu
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
-class HealthFinding:
+class HealthFinding(Finding):
     """One health problem: which GPUs, what is wrong, the facts that show it, and what to do."""
 
-    code: str
-    severity: str
-    """`error`, `warning` or `info`."""
     host: str
     gpus: tuple[int, ...]
     """NVML indices of the GPUs concerned on `host` (empty: the host as a whole)."""
@@ -37,16 +35,8 @@ class HealthFinding:
         return [f"{self.host}:{index}" for index in self.gpus] if qualified else list(self.gpus)
 
     def to_json(self, qualified: bool = False) -> dict[str, Any]:
-        """The finding as `doctor --json` prints it."""
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "host": self.host,
-            "gpus": self.gpu_labels(qualified),
-            "message": self.message,
-            "evidence": list(self.evidence),
-            "fix": self.fix,
-        }
+        """The finding as `doctor --json` prints it (`gpus` qualified by host on a cluster snapshot)."""
+        return {**super().to_json(), "gpus": self.gpu_labels(qualified)}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_LAYOUT_RANKS
@@ -20,7 +21,9 @@ from linkscope.topo.machine.cluster import domain_hosts, is_domain, nvlink_domai
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 
-DISTRIBUTIONS = ("block", "cyclic")
+Distribution = Literal["block", "cyclic"]
+"""How ranks are dealt to nodes: torchrun/Slurm block order, or Slurm's `--distribution=cyclic`."""
+DISTRIBUTIONS: tuple[Distribution, ...] = get_args(Distribution)
 
 
 class LayoutMismatch(InputError):
@@ -134,7 +137,7 @@ def place_ranks(
     hosts: tuple[Host, ...],
     host_class: tuple[int, ...],
     world_size: int,
-    distribution: str = "block",
+    distribution: Distribution = "block",
     visible_devices: Sequence[int] | None = None,
 ) -> Placement:
     """Place `world_size` ranks on the cluster the way torchrun (block) or Slurm cyclic would."""

@@ -3,8 +3,14 @@ op's factor, what each link carries). Used by the readers, the benchmarks, the c
 
 from __future__ import annotations
 
-BUS_FACTOR_OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
+from typing import Literal, get_args
+
+Op = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"]
+"""A collective, as nccl-tests names it."""
+BUS_FACTOR_OPS: tuple[Op, ...] = get_args(Op)
 """Ops whose busbw factor nccl-tests defines (and linkscope's own benchmarks use)."""
+PRICED_OPS: tuple[Op, ...] = tuple(op for op in BUS_FACTOR_OPS if op != "reduce")
+"""Ops the cost model prices and `linkscope bench` runs (NCCL's reduce is priced as a broadcast, never run)."""
 
 
 def bus_factor(op: str, nranks: int) -> float:

@@ -17,6 +17,7 @@ from typing import Any
 
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.formats.nccl_log_model import Edge, NcclLog, Rank
+from linkscope.topo.model.findings import Finding
 
 FINDING_CODES: tuple[str, ...] = (
     "intra-host-shm", "intra-host-net", "net-socket", "net-no-gdr", "env-override", "nccl-warn",
@@ -52,19 +53,12 @@ _DISABLING = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
 
 
 @dataclass(frozen=True)
-class NcclFinding:
+class NcclFinding(Finding):
     """One problem the log shows."""
 
-    code: str
-    severity: str
     message: str
     ranks: tuple[int, ...]
     comm: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The finding as the `nccl-log --json` contract spells it."""
-        return {"code": self.code, "severity": self.severity, "message": self.message,
-                "ranks": list(self.ranks), "comm": self.comm}
 
 
 def rank_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:

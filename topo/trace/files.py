@@ -15,7 +15,7 @@ from linkscope.topo.common.limits import MAX_TRACE_CHARS
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace import read_rank_trace
 from linkscope.topo.formats.trace_events import RankTrace
-from linkscope.topo.layout.placement import cluster_hosts, parse_visible_devices, place_ranks
+from linkscope.topo.layout.placement import Distribution, cluster_hosts, parse_visible_devices, place_ranks
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.trace.report import Pricer, placement_pricer
 
@@ -70,7 +70,7 @@ def read_trace_file(path: str) -> RankTrace:
 
 
 def machine_pricer(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | None = None,
-                   distribution: str = "block", visible_devices: str | None = None,
+                   distribution: Distribution = "block", visible_devices: str | None = None,
                    model: CostModel | None = None) -> Pricer:
     """Price the traces' collectives on `snapshot`: ranks placed as torchrun (block) or Slurm cyclic would,
     on as many nodes as the ranks need unless `nodes` says."""

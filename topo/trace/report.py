@@ -26,8 +26,8 @@ from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
 from linkscope.topo.layout.placement import Placement
 from linkscope.topo.machine.links import DEGRADED_FRACTION
-from linkscope.topo.model.busbw import bus_factor
-from linkscope.topo.model.findings import SEVERITIES
+from linkscope.topo.model.busbw import BUS_FACTOR_OPS, bus_factor
+from linkscope.topo.model.findings import SEVERITIES, Finding
 from linkscope.topo.model.provenance import same_gpu_model
 
 EXPOSED_SHARE = 0.2
@@ -39,7 +39,6 @@ STRAGGLER_MEAN_WAIT_US = 10.0
 few microseconds by which kernel launches on different ranks differ anyway."""
 DEFAULT_HALF_BANDWIDTH_BYTES = 1 << 20
 """Size at which a link reaches half its bandwidth when no machine is given (NVLink-class: alpha x beta ~ 1 MiB)."""
-BUS_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv")
 EVERY_MEMBER_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"})
 """Ops in which every member needs data from every other: no member's call can end before the last one joins.
 (A broadcast's root, a reduce's senders, a send can finish before their peers start.)"""
@@ -129,16 +128,11 @@ class Straggler:
 
 
 @dataclass(frozen=True)
-class Finding:
+class TraceFinding(Finding):
     """One thing worth acting on, with the ranks it concerns."""
 
-    code: str
-    severity: str
     message: str
     ranks: tuple[int, ...] = ()
-
-    def to_json(self) -> dict[str, object]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "ranks": list(self.ranks)}
 
 
 @dataclass(frozen=True)
@@ -149,7 +143,7 @@ class TraceReport:
     collectives: tuple[CollectiveRow, ...]
     steps: tuple[StepRow, ...]
     straggler: Straggler | None
-    findings: tuple[Finding, ...]
+    findings: tuple[TraceFinding, ...]
     hosts: tuple[str, ...]
 
     def why_unpriced(self) -> str:
@@ -225,12 +219,12 @@ def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> Coll
     algbw = busbw = None
     if call.size_bytes is not None and call.duration_us > 0 and not call.launch_only:
         algbw = call.size_bytes / (call.duration_us * 1e3)
-        if call.op in BUS_OPS and call.group_size:
+        if call.op in BUS_FACTOR_OPS and call.group_size:
             busbw = algbw * bus_factor(call.op, call.group_size) if call.group_size > 1 else 0.0
     expected = None
     # A call timed on the CPU ran over gloo (TCP), whatever GPU links its ranks' GPUs have: nothing to price it on.
     priceable = (call.on_device and call.group_ranks is not None and len(call.group_ranks) > 1 and call.size_bytes
-                 and call.op in BUS_OPS)
+                 and call.op in BUS_FACTOR_OPS)
     if pricer is not None and priceable and call.group_ranks is not None and call.size_bytes:
         expected = pricer(call.op, call.size_bytes, call.group_ranks)
     return CollectiveRow(trace.rank, call, algbw, busbw, expected)
@@ -295,30 +289,30 @@ def _matched_calls(per_rank: dict[int, list[_Member]], skew_us: float) -> list[l
     return matched
 
 
-def _other_gpu_findings(traces: Sequence[RankTrace], machine_gpus: Sequence[str]) -> list[Finding]:
+def _other_gpu_findings(traces: Sequence[RankTrace], machine_gpus: Sequence[str]) -> list[TraceFinding]:
     """The traces name their GPUs and none is the priced machine's: the expectations are another machine's."""
     ran_on = tuple(dict.fromkeys(name for trace in traces for name in trace.gpu_names))
     if not ran_on or not machine_gpus or any(same_gpu_model(a, b) for a in ran_on for b in machine_gpus):
         return []
-    return [Finding("priced-on-other-gpu", "info",
+    return [TraceFinding("priced-on-other-gpu", "info",
                     f"the traces ran on {', '.join(ran_on)}, the machine they are priced on has "
                     f"{', '.join(dict.fromkeys(machine_gpus))}: expected times are that machine's, not the one the job ran on")]
 
 
-def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[Finding]:
+def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[TraceFinding]:
     over = [s for s in steps if s.exposed_share > share]
     if not over:
         return []
     worst = max(over, key=lambda s: s.exposed_share)
     ranks = tuple(sorted({s.rank for s in over if s.rank is not None}))
-    return [Finding("exposed-comm", "warning",
+    return [TraceFinding("exposed-comm", "warning",
                     f"{len(over)} of {len(steps)} rank-steps spend more than {share:.0%} of the step waiting on "
                     f"communication that no computation hides (worst: rank {worst.rank} step {worst.step}, "
                     f"{worst.exposed_comm_us / 1e3:.1f} ms exposed of {worst.time_us / 1e3:.1f} ms = {worst.exposed_share:.0%}); "
                     "overlap it (DDP buckets, FSDP prefetch) or shrink it", ranks)]
 
 
-def _slow_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
+def _slow_findings(rows: Sequence[CollectiveRow]) -> list[TraceFinding]:
     slow = [row for row in rows if row.ratio is not None and row.ratio < DEGRADED_FRACTION
             and row.expected is not None and (row.call.size_bytes or 0) >= row.expected.half_bandwidth_bytes]
     if not slow:
@@ -326,27 +320,27 @@ def _slow_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
     worst = min(slow, key=lambda row: row.ratio or math.inf)
     assert worst.expected is not None and worst.ratio is not None
     ranks = tuple(sorted({row.rank for row in slow if row.rank is not None}))
-    return [Finding("slow-collective", "warning",
+    return [TraceFinding("slow-collective", "warning",
                     f"{len(slow)} collective call(s) ran below {DEGRADED_FRACTION:.0%} of what their links allow; worst: "
                     f"{worst.call.op} of {_size(worst.call.size_bytes)} on rank {worst.rank} over {worst.expected.link} took "
                     f"{format_seconds(worst.call.duration_us / 1e6)}, expected {format_seconds(worst.expected.time_us / 1e6)} "
                     f"({format_share(worst.ratio)} of expected speed)", ranks)]
 
 
-def _straggler_findings(straggler: Straggler | None) -> list[Finding]:
+def _straggler_findings(straggler: Straggler | None) -> list[TraceFinding]:
     if straggler is None or straggler.matched_calls == 0 or straggler.last_arrivals < max(2, straggler.matched_calls // 2):
         return []
     if straggler.others_waited_us < STRAGGLER_MEAN_WAIT_US * straggler.last_arrivals:
         return []
     where = " on ".join(part for part in (f"GPU {straggler.device}" if straggler.device is not None else "",
                                           straggler.host or "") if part)
-    return [Finding("straggler-rank", "warning",
+    return [TraceFinding("straggler-rank", "warning",
                     f"rank {straggler.rank}{' (' + where + ')' if where else ''} arrived last at {straggler.last_arrivals} of "
                     f"{straggler.matched_calls} matched collective calls; the earliest rank waited "
                     f"{straggler.others_waited_us / 1e3:.1f} ms for it in all", (straggler.rank,))]
 
 
-def _small_message_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
+def _small_message_findings(rows: Sequence[CollectiveRow]) -> list[TraceFinding]:
     by_group: dict[object, list[CollectiveRow]] = defaultdict(list)
     for row in rows:
         if row.call.size_bytes and row.call.op in ("all_reduce", "reduce_scatter", "all_gather"):
@@ -358,7 +352,7 @@ def _small_message_findings(rows: Sequence[CollectiveRow]) -> list[Finding]:
         if len(members) >= 8 and len(small) > SMALL_MESSAGE_CALLS * len(members):
             ranks = tuple(sorted({row.rank for row in small if row.rank is not None}))
             copies = max(1, len({row.rank for row in members}))  # every rank's trace holds its own copy of a call
-            findings.append(Finding(
+            findings.append(TraceFinding(
                 "small-messages", "info",
                 f"{len(small) // copies} of {len(members) // copies} collective calls per rank on group {_group(group)} "
                 f"move less than {_size(int(threshold))}, where the link spends as long on latency as on bytes: "

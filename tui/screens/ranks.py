@@ -21,12 +21,12 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Select, Static
 from textual.worker import Worker, get_current_worker
 
-from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.checks.suggest import Suggestion
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_AUTO_SUGGEST_RANKS, MAX_HOSTS, MAX_LAYOUT_RANKS
 from linkscope.topo.common.numbers import parse_int
-from linkscope.topo.layout.placement import parse_visible_devices
+from linkscope.topo.layout.placement import Distribution, parse_visible_devices
 from linkscope.topo.machine.cluster import domain_hosts
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
@@ -149,7 +149,7 @@ class RanksView(Vertical):
                 sizes.append((dim, parse_int(text, dim, 1, MAX_LAYOUT_RANKS)))
         nodes = parse_int(self.query_one("#nodes", Input).value.strip(), "nodes", 1, MAX_HOSTS)
         order = self.query_one("#order", Input).value.strip() or "tp-cp-ep-dp-pp"
-        distribution = str(self.query_one("#distribution", Select).value)
+        distribution: Distribution = "cyclic" if self.query_one("#distribution", Select).value == "cyclic" else "block"
         model = self.query_one("#model", Input).value.strip() or None
         devices_text = self.query_one("#devices", Input).value.strip()
         devices = parse_visible_devices(devices_text) if devices_text else None
@@ -284,7 +284,7 @@ class RanksView(Vertical):
         event.stop()
         self._detail(event.finding)
 
-    def _detail(self, finding: Finding | None) -> None:
+    def _detail(self, finding: LayoutFinding | None) -> None:
         """The finding under the cursor, whole (message and fix), wrapped under the list."""
         detail = self.query_one("#finding-detail", Static)
         if finding is None:

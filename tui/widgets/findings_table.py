@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
-from linkscope.topo.checks.report import Finding
+from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_ROWS
 
 
@@ -21,25 +21,25 @@ class FindingsTable(DataTable[Text]):
     class FindingChosen(Message):
         """A finding row was selected."""
 
-        def __init__(self, finding: Finding) -> None:
+        def __init__(self, finding: LayoutFinding) -> None:
             self.finding = finding
             super().__init__()
 
     class FindingHighlighted(Message):
         """The cursor moved onto a finding row."""
 
-        def __init__(self, finding: Finding) -> None:
+        def __init__(self, finding: LayoutFinding) -> None:
             self.finding = finding
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
-        self._findings: Sequence[Finding] = ()
+        self._findings: Sequence[LayoutFinding] = ()
 
     def on_mount(self) -> None:
         self.add_columns("sev", "code", "dim", "message")
 
-    def show(self, findings: Sequence[Finding], checked: bool = True) -> None:
+    def show(self, findings: Sequence[LayoutFinding], checked: bool = True) -> None:
         """Replace the rows with `findings` (the first :data:`MAX_FINDING_ROWS`); `checked` False leaves it empty."""
         self._findings = findings
         self.clear()

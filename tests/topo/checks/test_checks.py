@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from linkscope.topo.checks.check import check_layout
-from linkscope.topo.checks.report import CheckReport, Finding
+from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.source import load_source
@@ -27,7 +27,7 @@ def _codes(report: CheckReport) -> set[str]:
     return {finding.code for finding in report.findings}
 
 
-def _finding(report: CheckReport, code: str) -> Finding:
+def _finding(report: CheckReport, code: str) -> LayoutFinding:
     return next(finding for finding in report.findings if finding.code == code)
 
 
