@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from linkscope.topo.cost.expect import Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
 from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
 from linkscope.topo.model.measurements import Measurements, PeerCopy
@@ -44,16 +44,13 @@ class GridCell:
     @property
     def ratio(self) -> float | None:
         """Measured over typical bandwidth, when both are known."""
-        if self.measured_gbps is None or self.expected is None or self.expected.typical_gbps <= 0:
-            return None
-        return self.measured_gbps / self.expected.typical_gbps
+        return speed_ratio(self.measured_gbps, self.expected.typical_gbps if self.expected is not None else None)
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         """`ok`, `slow` or `far below` (:func:`topo.cost.expect.verdict`, shared with the command line); None when not
         measured, or measured with copies too small to judge."""
-        judged = self.measured_size_bytes is None or self.measured_size_bytes >= COPY_JUDGE_MIN_BYTES
-        return verdict(self.ratio) if judged else None
+        return verdict(self.ratio) if copy_judged(self.measured_size_bytes) else None
 
     @property
     def degraded(self) -> bool:

@@ -408,18 +408,18 @@ def _report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, A
 
 def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
     """A host-copy row with `ratio` (GB/s over expected) and its `verdict` (local copies of judged size only)."""
-    from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, verdict
+    from linkscope.topo.cost.expect import copy_judged, speed_ratio, verdict
 
-    expected = row["expected_gbps"]
-    ratio = row["gbps"] / expected if expected else None
-    judged = row["local"] and (row.get("size_bytes") is None or row["size_bytes"] >= COPY_JUDGE_MIN_BYTES)
+    ratio = speed_ratio(row["gbps"], row["expected_gbps"])
+    judged = row["local"] and copy_judged(row.get("size_bytes"))
     return {**row, "ratio": ratio, "verdict": verdict(ratio) if judged else None}
 
 
 def _unjudged(row: dict[str, Any]) -> dict[str, Any]:
     """A pageable host-copy row with its ratio to the PCIe figure and no verdict (CUDA stages such copies)."""
-    expected = row["expected_gbps"]
-    return {**row, "ratio": row["gbps"] / expected if expected else None, "verdict": None}
+    from linkscope.topo.cost.expect import speed_ratio
+
+    return {**row, "ratio": speed_ratio(row["gbps"], row["expected_gbps"]), "verdict": None}
 
 
 def _pcie_typical(host: Any, positions: list[int | None], gpu: int) -> float | None:

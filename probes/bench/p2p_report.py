@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.cost.expect import COPY_JUDGE_MIN_BYTES, is_below, verdict
+from linkscope.topo.cost.expect import Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LinkSpeed, link_speed
 from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Host, LinkKind, parse_link_token
@@ -82,12 +82,10 @@ class PairCell:
     @property
     def ratio(self) -> float | None:
         """Measured / typical expected bandwidth, when both are known."""
-        if self.measured_gbps is None or self.expected is None or self.expected.typical_gbps <= 0:
-            return None
-        return self.measured_gbps / self.expected.typical_gbps
+        return speed_ratio(self.measured_gbps, self.expected.typical_gbps if self.expected is not None else None)
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         """The shared verdict of the ratio (:func:`topo.cost.expect.verdict`)."""
         return verdict(self.ratio)
 
@@ -136,7 +134,6 @@ class CopyFinding(Finding):
     message: str
 
 
-SLOW_MIN_BYTES = COPY_JUDGE_MIN_BYTES
 """Smallest copy judged for speed (the rule of :mod:`topo.cost.expect`)."""
 
 
@@ -145,10 +142,10 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
     """Findings over peer copies (with their unidirectional cells) and host-copy rows.
 
     Data that did not arrive intact is an error. A warning for GPUs joined by NVLink that CUDA
-    gives no peer access (copies then go through host memory), and, for copies of SLOW_MIN_BYTES
-    or more, for a pair whose verdict against what its link typically delivers is not `ok` (below
-    topo.cost.expect.SLOW_FRACTION) and for such a copy from the GPU's own NUMA node against its PCIe link (remote nodes are
-    expected to be slower). A pair CUDA refused to copy is a warning too.
+    gives no peer access (copies then go through host memory), and, for copies large enough to judge
+    (:func:`topo.cost.expect.copy_judged`), for a pair whose verdict against what its link typically delivers
+    is not `ok` (below topo.cost.expect.SLOW_FRACTION) and for such a copy from the GPU's own NUMA node against
+    its PCIe link (remote nodes are expected to be slower). A pair CUDA refused to copy is a warning too.
     """
     findings = [CopyFinding("pair-not-measured", "warning", f"{row['src']}->{row['dst']}",
                             f"{row['src']}->{row['dst']}: not measured: {row['reason']}") for row in refused]
@@ -162,7 +159,7 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
                                         f"{path}: the GPUs share NVLink ({cell.link_token}) but CUDA gives no peer access, "
                                         "so copies go through host memory"))
         ratio = cell.ratio
-        judged = copy.size_bytes is None or copy.size_bytes >= SLOW_MIN_BYTES
+        judged = copy_judged(copy.size_bytes)
         if judged and is_below(ratio) and cell.expected is not None:
             findings.append(CopyFinding("copy-slow", "warning", path,
                                         f"{path} ({cell.link_token}): {cell.measured_gbps:.1f} GB/s is {ratio:.0%} of the "
@@ -175,8 +172,7 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
                                         "copied data did not arrive intact"))
         expected = row.get("expected_gbps")
-        judged = row.get("size_bytes") is None or row["size_bytes"] >= SLOW_MIN_BYTES
-        if judged and row["local"] and expected and is_below(row["gbps"] / expected):
+        if copy_judged(row.get("size_bytes")) and row["local"] and is_below(speed_ratio(row["gbps"], expected)):
             findings.append(CopyFinding("host-copy-slow", "warning", path,
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
                                         f"{row['gbps']:.1f} GB/s is {row['gbps'] / expected:.0%} of the {expected:.1f} GB/s "

@@ -7,8 +7,9 @@ For every row of :class:`topo.model.measurements.Measurements` on the machine it
 - a peer copy: what the pair's link typically delivers (:func:`topo.machine.links.link_speed`);
 - a host copy: what the GPU's PCIe link (generation and width) typically delivers.
 
-The ratio is measured / expected, and one verdict rule (:func:`verdict`) serves the command line
-and the app alike. Rows too small to say anything about bandwidth get a ratio but no verdict.
+The ratio is measured / expected (:func:`speed_ratio`), and one verdict rule (:func:`verdict`) serves the
+command line, the benchmarks and the app alike. Rows too small to say anything about bandwidth get a ratio
+but no verdict (:func:`copy_judged`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.cost.collectives import collective_cost
@@ -33,7 +34,9 @@ SLOW_FRACTION = DEGRADED_FRACTION
 """Below this share of expected a measurement is `slow` (the degraded-link threshold of topo.machine.links)."""
 FAR_BELOW_FRACTION = 0.5
 """Below this share of expected a measurement is `far below`: no noise or tuning explains half the bandwidth."""
-VERDICTS: tuple[str, ...] = ("ok", "slow", "far below")
+Verdict = Literal["ok", "slow", "far below"]
+"""How a measurement compares with what its link should deliver."""
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 COPY_JUDGE_MIN_BYTES = 32 * 1024**2
 """Smallest copy judged for speed: a smaller one spends a large share of its time on its fixed cost."""
@@ -45,7 +48,20 @@ _PRICED_AS = {"reduce": "broadcast"}
 reduce is a pipelined ring like broadcast, with the same busbw factor 1)."""
 
 
-def verdict(ratio: float | None) -> str | None:
+def speed_ratio(measured: float | None, expected: float | None) -> float | None:
+    """Measured over expected (both GB/s, or both 1/time): 1 is as fast as the link should be, below is slower;
+    None unless both are known and the expectation is positive and finite."""
+    if measured is None or expected is None or not 0 < expected < math.inf:
+        return None
+    return measured / expected
+
+
+def copy_judged(size_bytes: int | None) -> bool:
+    """Whether a copy of `size_bytes` (None: the tool did not say) is large enough to judge its bandwidth."""
+    return size_bytes is None or size_bytes >= COPY_JUDGE_MIN_BYTES
+
+
+def verdict(ratio: float | None) -> Verdict | None:
     """`ok`, `slow` (below SLOW_FRACTION of expected) or `far below` (below FAR_BELOW_FRACTION); None unknown."""
     if ratio is None or not math.isfinite(ratio):
         return None
@@ -84,12 +100,10 @@ class Expected:
     @property
     def ratio(self) -> float | None:
         """Measured / expected, when the expectation is known and positive."""
-        if self.expected_gbps is None or not self.expected_gbps > 0 or math.isinf(self.expected_gbps):
-            return None
-        return self.measured_gbps / self.expected_gbps
+        return speed_ratio(self.measured_gbps, self.expected_gbps)
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         """The shared verdict of the ratio; None for rows not judged."""
         return verdict(self.ratio) if self.judged else None
 
@@ -136,7 +150,7 @@ def expect_peer_copy(copy: PeerCopy, host: Host, positions: Sequence[int | None]
     except KeyError:
         return Expected("peer", subject, "unidir", copy.unidir_gbps, None, "?", judged=False,
                         note="the snapshot does not describe this pair")
-    judged = copy.size_bytes is None or copy.size_bytes >= COPY_JUDGE_MIN_BYTES
+    judged = copy_judged(copy.size_bytes)
     if copy.p2p_enabled is False:
         # P2P off (p2pBandwidthLatencyTest's "P2P=Disabled" matrix, or no peer access): every chunk is staged
         # through host memory, so the figure is the slower GPU's PCIe link at the staged share, not the pair's link
@@ -155,7 +169,7 @@ def expect_host_copy(copy: HostCopy, host: Host, positions: Sequence[int | None]
     if position is None:
         return Expected("host", subject, "host copy", copy.gbps, None, "?", judged=False, note="the GPU is not in the snapshot")
     speed = gpu_pcie_speed(host, position)
-    judged = copy.local is not False and (copy.size_bytes is None or copy.size_bytes >= COPY_JUDGE_MIN_BYTES)
+    judged = copy.local is not False and copy_judged(copy.size_bytes)
     note = "pinned memory on a remote NUMA node" if copy.local is False else ""
     return Expected("host", subject, "host copy", copy.gbps, speed.typical_gbps, speed.basis, judged=judged, note=note)
 

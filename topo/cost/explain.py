@@ -19,7 +19,7 @@ from typing import Any
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.units import format_gbps, format_seconds
 from linkscope.topo.cost.collectives import Cost, GroupLinks, collective_cost, uniform_links
-from linkscope.topo.cost.expect import SLOW_FRACTION, verdict
+from linkscope.topo.cost.expect import SLOW_FRACTION, Verdict, verdict
 from linkscope.topo.model.busbw import bus_factor
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|ns)?\s*\Z")
@@ -68,7 +68,7 @@ class Fit:
         return self.cost.time_s / self.observed_s
 
     @property
-    def verdict(self) -> str | None:
+    def verdict(self) -> Verdict | None:
         """The shared verdict (:func:`topo.cost.expect.verdict`) of the observed speed against this scenario's."""
         return verdict(self.speed_ratio)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -176,3 +177,23 @@ def test_copies_with_p2p_off_are_judged_as_host_staged() -> None:
     assert off is not None and on is not None
     assert off.expected_gbps == pytest.approx(gpu_pcie_speed(host, 0).typical_gbps * HOST_PATH_FRACTION)
     assert off.link.startswith("host-staged PCIe") and on.link.startswith("NV")
+
+
+def test_one_ratio_and_one_verdict_for_every_measurement() -> None:
+    """speed_ratio and verdict serve the command line, bench p2p's cells and the app's cells alike."""
+    from linkscope.probes.bench.p2p_report import PairCell
+    from linkscope.topo.cost.expect import copy_judged, speed_ratio, verdict
+    from linkscope.topo.machine.links import LinkSpeed
+    from linkscope.tui.link_cells import GridCell
+
+    assert speed_ratio(300.0, 400.0) == 0.75
+    assert speed_ratio(None, 400.0) is None and speed_ratio(300.0, None) is None
+    assert speed_ratio(300.0, 0.0) is None and speed_ratio(300.0, math.inf) is None
+    assert [verdict(ratio) for ratio in (1.2, 0.75, 0.7, 0.49, None, math.nan)] == ["ok", "ok", "slow", "far below", None, None]
+    assert copy_judged(None) and copy_judged(32 << 20) and not copy_judged(1 << 20)
+    speed = LinkSpeed(450.0, 390.0, "NV18")
+    pair = PairCell(0, 1, 195.0, speed, "NV18")
+    assert (pair.ratio, pair.verdict) == (0.5, "slow")
+    small = GridCell(0, 1, "NV18", None, speed, measured_gbps=195.0, measured_size_bytes=1 << 20)
+    large = dataclasses.replace(small, measured_size_bytes=None)
+    assert (small.ratio, small.verdict) == (0.5, None) and (large.ratio, large.verdict) == (0.5, "slow")
