@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -204,3 +205,36 @@ def test_every_cap_is_in_the_limits_module() -> None:
                     node.target] if isinstance(node, ast.AnnAssign) else []) if isinstance(target, ast.Name)]
                 offenders += [f"{path.relative_to(ROOT)}: {name}" for name in names if name.lstrip("_").startswith("MAX_")]
     assert not offenders, offenders
+
+
+_BANDWIDTH_WORDS = re.compile(r"gbps|bw|peak|load|bandwidth|speed|value", re.IGNORECASE)
+
+
+def _hand_written_gbps(path: pathlib.Path) -> list[int]:
+    """Lines of `path` where an f-string formats a number straight before `GB/s`: a placeholder with a format spec, a
+    computed value, or a name that holds a bandwidth (`{load:.1f} GB/s`, `{x / 2} GB/s`, `{peak_gbps} GB/s`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        for value, following in zip(node.values, node.values[1:], strict=False):
+            if not (isinstance(value, ast.FormattedValue) and isinstance(following, ast.Constant)
+                    and str(following.value).lstrip().startswith("GB/s")):
+                continue
+            expression = ast.unparse(value.value)
+            if value.format_spec is not None or not isinstance(value.value, ast.Name | ast.Attribute | ast.Subscript) \
+                    or _BANDWIDTH_WORDS.search(expression):
+                found.append(node.lineno)
+    return found
+
+
+def test_bandwidths_are_written_by_the_one_formatter(tmp_path: pathlib.Path) -> None:
+    """`format_gbps` (topo/common/units.py) writes every GB/s figure: one spelling, one rule for small values and
+    for infinity, and a format spec where a report lines its figures up."""
+    units = ROOT / "topo" / "common" / "units.py"
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for folder in ("topo", "probes", "tui", "linkscope")
+                 for path in sorted((ROOT / folder).rglob("*.py")) if path != units for line in _hand_written_gbps(path)]
+    assert not offenders, offenders
+    sample = tmp_path / "sample.py"
+    sample.write_text('a = f"{load:.1f} GB/s"\nb = f"{x / 2} GB/s"\nc = f"{peak_gbps} GB/s"\nd = f"GPU{copy.dst} GB/s"\n')
+    assert _hand_written_gbps(sample) == [1, 2, 3], "the check sees hand-written figures and passes labels"

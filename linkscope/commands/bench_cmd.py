@@ -12,6 +12,7 @@ from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_COPIES_PER_SAMPLE
 from linkscope.topo.common.numbers import seconds, whole_number
+from linkscope.topo.common.units import format_gbps
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.runner import BenchOutcome
@@ -300,7 +301,7 @@ def _print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, flo
                       highlight=False)
     for slow in slow_groups:
         console.print(f"straggler: {slow['op']} {format_size_bytes(slow['bytes'])} in {slow['dim']}: {slow['group']} "
-                      f"{slow['busbw_gbps']:.3f} GB/s busbw is {slow['ratio']:.0%} of {slow['fastest_group']} "
+                      f"{format_gbps(slow['busbw_gbps'], '.3f')} busbw is {slow['ratio']:.0%} of {slow['fastest_group']} "
                       f"{slow['fastest_busbw_gbps']:.3f}", highlight=False, markup=False)
     for note in notes:
         console.print(f"note: {note}", highlight=False, markup=False)

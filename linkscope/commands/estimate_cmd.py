@@ -11,7 +11,6 @@ algorithm that applies).
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
@@ -20,6 +19,7 @@ from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import (
     ALGORITHMS,
     PRICED_OPS,
@@ -191,4 +191,4 @@ def run(args: argparse.Namespace) -> int:
 
 def _gbps(value: float, decimals: int) -> str:
     """A bandwidth for people; one over no time (a single rank moves nothing) has no finite value: `-`."""
-    return f"{value:.{decimals}f} GB/s" if math.isfinite(value) else "- GB/s"
+    return format_gbps(value, f".{decimals}f", infinite="- GB/s")

@@ -15,6 +15,7 @@ from typing import Any
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_SWEEP_SIZES
 from linkscope.topo.common.sizes import format_size_bytes, geometric_sizes, parse_size_bytes
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.model.busbw import bus_factor
 
@@ -96,7 +97,7 @@ def sweep_lines(op: str, ranks: int, nodes: int, rows: list[dict[str, Any]]) -> 
                      + f"  {row['algo']}")
     peak = max((each["busbw_gbps"] for row in rows for each in row["algorithms"].values()), default=0.0) or 1.0
     legend = ", ".join(f"{PLOT_MARKS[name]} {name}" for name in names)
-    lines += ["", f"busbw GB/s per size ({legend}; full width = {peak:.3g} GB/s)"]
+    lines += ["", f"busbw GB/s per size ({legend}; full width = {format_gbps(peak, '.3g')})"]
     for row in rows:
         for number, name in enumerate(names):
             if name not in row["algorithms"]:

@@ -18,6 +18,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import whole_number
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import ALGORITHMS
 from linkscope.topo.cost.explain import (
     Fit,
@@ -170,7 +171,7 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
 
     console = safe_console()
     console.print(Text(f"{op} of {format_size_bytes(size_bytes)} over {ranks} ranks in {format_seconds(observed_s)}: "
-                       f"busbw {busbw:.3g} GB/s", style="bold"))
+                       f"busbw {format_gbps(busbw, '.3g')}", style="bold"))
     best = fits[0]
     console.print(Text(f"Best explained by {best.scenario.name}: {describe_fit(best)}."))
     if best.speed_ratio > 2:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.expect import Expected, summary
 
 VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold red"}
@@ -53,6 +54,7 @@ def print_verdict_summary(console: Console, rows: Sequence[Expected], against: s
     console.print(line)
     judged = [row for row in rows if row.verdict in ("slow", "far below") and row.ratio is not None]
     for row in sorted(judged, key=lambda row: row.ratio or 0.0)[:3]:
-        console.print(Text(f"  {row.verdict}: {row.subject} over {row.link}: {row.metric} {row.measured_gbps:.3g} GB/s, "
-                           f"model {row.expected_gbps:.3g} ({row.ratio:.0%})" + (f"; {row.note}" if row.note else ""),
+        console.print(Text(f"  {row.verdict}: {row.subject} over {row.link}: {row.metric} "
+                           f"{format_gbps(row.measured_gbps, '.3g')}, model {row.expected_gbps:.3g} ({row.ratio:.0%})"
+                           + (f"; {row.note}" if row.note else ""),
                            style=VERDICT_STYLES[row.verdict or "ok"]))

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from linkscope.render import UNKNOWN_TOKEN, gpu_nic_tokens, matrix_tokens, token_style
 from linkscope.topo.common.text import printable
+from linkscope.topo.common.units import format_gbps, format_gbps_range
 from linkscope.topo.machine.links import LinkSpeed, link_speed
 from linkscope.topo.model.host import Host, LinkKind, parse_link_token
 
@@ -120,13 +121,10 @@ def _speeds_by_token(host: Host) -> dict[str, list[LinkSpeed]]:
 
 
 def _speed_text(speeds: list[LinkSpeed]) -> tuple[str, str]:
-    typical = sorted({round(speed.typical_gbps) for speed in speeds})
-    spec = sorted({round(speed.spec_gbps) for speed in speeds})
-    typical_text = f"{typical[0]}" if len(typical) == 1 else f"{typical[0]}-{typical[-1]}"
-    spec_text = f"{spec[0]}" if len(spec) == 1 else f"{spec[0]}-{spec[-1]}"
     bases = sorted({speed.basis for speed in speeds})
     basis = bases[0] if len(bases) == 1 else f"{bases[0]} (and {len(bases) - 1} more)"
-    return f"~{typical_text} GB/s (spec {spec_text} GB/s)", basis
+    typical = format_gbps_range(speed.typical_gbps for speed in speeds)
+    return f"~{typical} (spec {format_gbps_range(speed.spec_gbps for speed in speeds)})", basis
 
 
 def _token_order(token: str) -> tuple[int, int]:
@@ -177,4 +175,4 @@ def p2p_note(host: Host) -> Text | None:
     staged = min(gpu_pcie_speed(host, position).typical_gbps for link in off for position in (link.a, link.b))
     return Text(f"P2P not supported ({off[0].p2p.read if off[0].p2p else '?'} in `nvidia-smi topo -p2p`): {pairs}{more}: "
                 f"copies and NCCL between them are staged through host memory, about "
-                f"{staged * HOST_PATH_FRACTION:.0f} GB/s rather than the legend's figure", style="bold")
+                f"{format_gbps(staged * HOST_PATH_FRACTION, '.0f')} rather than the legend's figure", style="bold")

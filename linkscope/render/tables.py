@@ -12,6 +12,7 @@ from rich.text import Text
 
 from linkscope.render import gpu_nic_tokens, token_style
 from linkscope.topo.common.text import printable
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.machine.links import network_speed
 from linkscope.topo.model.host import PCIE_KINDS_NEAR_TO_FAR, Gap, Gpu, Host
 from linkscope.topo.model.snapshot import Snapshot
@@ -136,7 +137,7 @@ def nic_table(host: Host) -> RenderableType:
         if nic.rate_gbit_per_s is not None:
             rate = Text(f"{nic.rate_gbit_per_s:g}G")
             typical_gbps = network_speed(nic.rate_gbit_per_s).typical_gbps
-            expect = Text(f"~{typical_gbps:.0f} GB/s" if typical_gbps >= 10 else f"~{typical_gbps:.1f} GB/s")
+            expect = Text("~" + format_gbps(typical_gbps, ".0f" if typical_gbps >= 10 else ".1f"))
         state = _text(nic.state)
         if nic.state is not None and nic.state.upper() not in ("ACTIVE", "UP"):
             state.stylize(WARN_STYLE)

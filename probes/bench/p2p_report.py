@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.expect import Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LinkSpeed, link_speed
 from linkscope.topo.model.findings import Finding
@@ -159,11 +160,11 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
                                         f"{path}: the GPUs share NVLink ({cell.link_token}) but CUDA gives no peer access, "
                                         "so copies go through host memory"))
         ratio = cell.ratio
-        judged = copy_judged(copy.size_bytes)
-        if judged and is_below(ratio) and cell.expected is not None:
+        if copy_judged(copy.size_bytes) and is_below(ratio) and cell.expected is not None and cell.measured_gbps is not None:
             findings.append(CopyFinding("copy-slow", "warning", path,
-                                        f"{path} ({cell.link_token}): {cell.measured_gbps:.1f} GB/s is {ratio:.0%} of the "
-                                        f"{cell.expected.typical_gbps:.1f} GB/s this link typically delivers"))
+                                        f"{path} ({cell.link_token}): {format_gbps(cell.measured_gbps, '.1f')} is "
+                                        f"{ratio:.0%} of the {format_gbps(cell.expected.typical_gbps, '.1f')} this link "
+                                        "typically delivers"))
     for row in host_rows:
         node = "its own NUMA node" if row["local"] else "NUMA node"
         path = f"GPU {row['gpu']} {row['direction']} NUMA {row['numa_node']}"
@@ -172,10 +173,11 @@ def copy_findings(cells: Sequence[PairCell], copies: Sequence[PeerCopy], host_ro
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
                                         "copied data did not arrive intact"))
         expected = row.get("expected_gbps")
-        if copy_judged(row.get("size_bytes")) and row["local"] and is_below(speed_ratio(row["gbps"], expected)):
+        ratio = speed_ratio(row["gbps"], expected)
+        if copy_judged(row.get("size_bytes")) and row["local"] and is_below(ratio) and expected is not None:
             findings.append(CopyFinding("host-copy-slow", "warning", path,
                                         f"GPU {row['gpu']} {row['direction']} from {node} {row['numa_node']}: "
-                                        f"{row['gbps']:.1f} GB/s is {row['gbps'] / expected:.0%} of the {expected:.1f} GB/s "
+                                        f"{format_gbps(row['gbps'], '.1f')} is {ratio:.0%} of the {format_gbps(expected, '.1f')} "
                                         "its PCIe link typically delivers (link trained down or a narrow slot?)"))
     return findings
 

@@ -329,10 +329,12 @@ def _torchrun(argv: list[str]) -> int:
     for row in result["rows"]:
         print(json.dumps(row))
     from linkscope.probes.bench.results import stragglers
+    from linkscope.topo.common.units import format_gbps
 
     for slow in stragglers(result["rows"]):
         print(f"straggler: {slow['dim']} group {slow['group']} on {', '.join(slow['hosts'])}: {slow['op']} "
-              f"{slow['bytes']} B at {slow['busbw_gbps']:.2f} GB/s busbw, {slow['ratio']:.0%} of {slow['fastest_group']}",
+              f"{slow['bytes']} B at {format_gbps(slow['busbw_gbps'], '.2f')} busbw, {slow['ratio']:.0%} of "
+              f"{slow['fastest_group']}",
               file=sys.stderr)
     if args.output:
         partial = Path(f"{args.output}.part-{os.getpid()}")

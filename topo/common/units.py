@@ -4,13 +4,27 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+
+GBPS = "GB/s"
+"""The bandwidth unit everywhere: 10^9 bytes per second."""
 
 
-def format_gbps(value: float) -> str:
-    """A bandwidth for people: `372 GB/s`, `5.8 GB/s`, `0.131 GB/s` (never a bare `0 GB/s`), `unbounded`."""
+def format_gbps(value: float, spec: str | None = None, infinite: str = "unbounded") -> str:
+    """A bandwidth for people, the one way linkscope writes one: `372 GB/s`, `5.8 GB/s`, `0.131 GB/s` (never a
+    bare `0 GB/s`); `spec` fixes the number's format where a table or a report lines its figures up (`.1f`:
+    `45.3 GB/s`); an infinite bandwidth (one rank moves nothing, a link with no cost) is `infinite`."""
     if math.isinf(value):
-        return "unbounded"
-    return f"{value:.0f} GB/s" if value >= 10 else f"{value:.2g} GB/s" if value >= 1 else f"{value:.3g} GB/s"
+        return infinite
+    if spec is not None:
+        return f"{value:{spec}} {GBPS}"
+    return f"{value:.0f} {GBPS}" if value >= 10 else f"{value:.2g} {GBPS}" if value >= 1 else f"{value:.3g} {GBPS}"
+
+
+def format_gbps_range(values: Iterable[float]) -> str:
+    """Whole GB/s, or the range they span: `390 GB/s`, `370-397 GB/s`."""
+    rounded = sorted({round(value) for value in values})
+    return f"{rounded[0]} {GBPS}" if len(rounded) == 1 else f"{rounded[0]}-{rounded[-1]} {GBPS}"
 
 
 def format_seconds(seconds: float | None) -> str:

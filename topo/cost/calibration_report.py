@@ -11,6 +11,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.calibrate import calibrate
 from linkscope.topo.cost.expect import COLLECTIVE_JUDGE_MIN_BYTES, expect_collective, host_of
 from linkscope.topo.cost.params import CostModel
@@ -34,7 +35,7 @@ class CalibrationChange:
     @property
     def message(self) -> str:
         """`all_reduce 1 GiB x8 over NV18 measured 312 GB/s busbw, model 355 (now 312)`."""
-        return (f"{self.subject} over {self.link} measured {self.measured_gbps:.3g} GB/s {self.metric}, model "
+        return (f"{self.subject} over {self.link} measured {format_gbps(self.measured_gbps, '.3g')} {self.metric}, model "
                 f"{self.model_gbps:.3g}" + ("" if abs(self.calibrated_gbps - self.model_gbps) < 0.005 * self.model_gbps
                                             else f" (calibrated: {self.calibrated_gbps:.3g})"))
 

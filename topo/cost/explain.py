@@ -147,7 +147,7 @@ def what_if_scenarios(ranks: int, intra: tuple[float, float], inter: tuple[float
 
 
 def _link_words(alpha_beta: tuple[float, float]) -> str:
-    return f"{alpha_beta[0]:g} us, {alpha_beta[1]:g} GB/s"
+    return f"{alpha_beta[0]:g} us, {format_gbps(alpha_beta[1], 'g')}"
 
 
 def fit(op: str, scenario: Scenario, size_bytes: int, observed_s: float, algo: str = "auto") -> Fit:
@@ -188,4 +188,4 @@ def describe_fit(each: Fit) -> str:
 
 
 def _gbps(value: float) -> str:
-    return format_gbps(value) if not math.isfinite(value) or value < 10 else f"{value:.3g} GB/s"
+    return format_gbps(value, ".3g") if math.isfinite(value) and value >= 10 else format_gbps(value)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.numbers import is_integer, non_negative_number, parse_float, parse_int
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.formats.lines import Line
 
 NCCL_TYPES: dict[str, str] = {
@@ -183,6 +184,6 @@ def _check_algbw(size: int, time_us: float, algbw: float, busbw: float, name: st
     if algbw == busbw and computed / 2 - tolerance <= algbw < computed:
         why = ("nccl-tests before mid-2020 printed all_gather and reduce_scatter algbw already scaled by (n-1)/n, "
                "so busbw cannot be checked; such tables are not read")
-    raise InputError(f"{name}:{number}: algbw {algbw} does not match size/time = {computed:.3g} GB/s ({why})")
+    raise InputError(f"{name}:{number}: algbw {algbw} does not match size/time = {format_gbps(computed, '.3g')} ({why})")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.expect import FAR_BELOW_FRACTION, SLOW_FRACTION, Expected, row_expectations
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
 
@@ -38,4 +39,4 @@ def measured_below_expected(context: HealthContext) -> Iterator[HealthFinding]:
 def _line(row: Expected) -> str:
     ratio = f"{row.ratio:.0%}" if row.ratio is not None else "?"
     expected = f"{row.expected_gbps:.1f}" if row.expected_gbps is not None else "?"
-    return f"{row.subject} over {row.link}: {row.metric} {row.measured_gbps:.1f} GB/s, expected {expected} ({ratio})"
+    return f"{row.subject} over {row.link}: {row.metric} {format_gbps(row.measured_gbps, '.1f')}, expected {expected} ({ratio})"

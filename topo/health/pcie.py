@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines, gpu_label, index_list
 
 LOADED_PCIE_GBPS = 0.5
@@ -54,7 +55,7 @@ def pcie_gen_low_under_load(context: HealthContext) -> Iterator[HealthFinding]:
     yield HealthFinding(
         "pcie-gen-low-under-load", "warning", host.hostname, indices,
         f"the PCIe link of {index_list(indices)} stayed below its maximum generation while moving data",
-        evidence_lines(f"GPU{index}: Gen{gen} of Gen{maximum[index]} at t = {t_s:g} s with {load:.1f} GB/s on PCIe"
+        evidence_lines(f"GPU{index}: Gen{gen} of Gen{maximum[index]} at t = {t_s:g} s with {format_gbps(load, '.1f')} on PCIe"
                        for index, (gen, load, t_s) in sorted(worst.items())),
         "check the slot and BIOS PCIe speed settings and `nvidia-smi -q -d PCIE` under load; a link that will not "
         "train up is a riser, slot or board fault",

@@ -9,6 +9,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.common.units import format_gbps
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 """Block characters from empty to full, in eighths of a cell."""
@@ -93,7 +94,7 @@ class BandwidthPlot(Widget):
         shown, bar_width = fit_points(self.points, width)
         every = f", {len(shown)} of {len(self.points)} sizes" if len(shown) < len(self.points) else ""
         marked = f", {EXPECTED_MARK} expected" if self.expected and bar_width > 1 else ""
-        facts = f"peak {peak:.1f} GB/s{marked}{every}"
+        facts = f"peak {format_gbps(peak, '.1f')}{marked}{every}"
         title = f"{self.title}  ({facts})" if len(self.title) + len(facts) + 4 <= width else f"{self.title}\n{facts}"
         # bars never wrap: a wrapped bar row would fall on the next line and the plot would read wrong
         text = Text(title + "\n", style="bold", no_wrap=True, overflow="crop")

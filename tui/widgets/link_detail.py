@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.model.host import Gpu, Host, LinkKind
 from linkscope.tui.link_cells import GridCell
 
@@ -34,13 +35,14 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
         text.append(f"  {links}" + (f", generation {generation}" if generation else ""))
     if cell.expected is not None:
         expected = cell.expected
-        text.append(f"\nexpected {expected.typical_gbps:.0f} GB/s typical, {expected.spec_gbps:.0f} GB/s spec ({expected.basis})")
+        text.append(f"\nexpected {format_gbps(expected.typical_gbps, '.0f')} typical, "
+                    f"{format_gbps(expected.spec_gbps, '.0f')} spec ({expected.basis})")
         if cell.reduced and cell.best_gbps is not None:
-            text.append(f"; best pair here: {cell.best_gbps:.0f} GB/s", style="bold")
+            text.append(f"; best pair here: {format_gbps(cell.best_gbps, '.0f')}", style="bold")
     if cell.measured_gbps is not None:
         ratio = cell.ratio
         size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""
-        text.append(f"\nmeasured {cell.measured_gbps:.1f} GB/s{size}")
+        text.append(f"\nmeasured {format_gbps(cell.measured_gbps, '.1f')}{size}")
         if ratio is not None:
             text.append(f" = {ratio:.0%} of typical", style="bold" if cell.degraded else "")
             if cell.degraded:
@@ -79,7 +81,8 @@ def describe_gpu_nic(host: Host, cell: GridCell) -> Text:
     if port:
         text.append(f"  ({port})")
     if cell.expected is not None:
-        text.append(f"\nexpected {cell.expected.typical_gbps:.0f} GB/s typical through the port ({cell.expected.basis})")
+        text.append(f"\nexpected {format_gbps(cell.expected.typical_gbps, '.0f')} typical through the port "
+                    f"({cell.expected.basis})")
     text.append(f"\nPCIe {_gpu_label(gpu)}: {_pci_path(gpu.pci_path)}")
     text.append(f"\nPCIe {nic.name}: {_pci_path(nic.pci_path)}")
     return text
