@@ -1,105 +1,22 @@
-"""Files the commands write and the measurements they read: one place for their errors.
+"""Measurements files the commands read and write, and the output checks done before any work.
 
-Every failure is an InputError naming the file, so the command line prints one line and exits 2.
+Every failure is an InputError naming the file, so the command line prints one line and exits 2; files
+are written by the one writer, :func:`topo.common.files.write_text_file`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.text import printable
+from linkscope.topo.common.files import check_writable, write_text_file
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.formats.source import read_stdin_text, read_text_file
 from linkscope.topo.model.codec import measurements_from_json, measurements_to_json, snapshot_to_json
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.model.validate import validate_measurements
-
-
-def write_text_file(path: str, text: str) -> None:
-    """Write `text` (plus a final newline) to `path` whole or not at all.
-
-    The text goes to a temporary file in the same directory, which then replaces `path` in one
-    step: a write cut short (disk full, a file-size limit, a signal) leaves the previous file as
-    it was. A symlink at `path` is refused rather than followed. The new file gets the mode the
-    old one had, or 0666 less the umask, like a file the shell creates.
-    """
-    import tempfile
-
-    check_writable(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    except OSError as exc:
-        raise InputError(f"{printable(path)}: cannot write ({exc.strerror})") from None
-    temporary = None
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=".linkscope-", suffix=".tmp", dir=directory)
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text if text.endswith("\n") else text + "\n")
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-        temporary = None
-    except OSError as exc:
-        raise InputError(f"{printable(path)}: cannot write ({exc.strerror}); the previous file is unchanged") from None
-    finally:
-        if temporary is not None:
-            _remove_quietly(temporary)
-
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
-
-
-def _remove_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def write_text_file_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` all at once: a temporary file in the same directory, then renamed over `path`,
-    so a reader never sees half a file and an interrupted write leaves the old one."""
-    import os
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    temporary = None
-    try:
-        descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; the file it replaces is an ordinary one
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None
-    finally:
-        if temporary is not None and os.path.exists(temporary):
-            os.unlink(temporary)
-
-
-def check_writable(path: str) -> None:
-    """InputError now, before a long run, when `path` could not be written later (or is a symlink)."""
-    if "\x00" in path:
-        raise InputError(f"{path!r}: a file name cannot hold a NUL character")
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.islink(path):
-        raise InputError(f"{printable(path)}: is a symbolic link; linkscope does not write through links (name the target)")
-    if os.path.isdir(path):
-        raise InputError(f"{path}: cannot write (it is a directory)")
-    if not os.path.isdir(parent):
-        raise InputError(f"{path}: cannot write (no directory {parent})")
-    if not os.access(path if os.path.exists(path) else parent, os.W_OK):
-        raise InputError(f"{path}: cannot write (permission denied)")
 
 
 def open_output(args: Any) -> Snapshot | None:
@@ -158,22 +75,3 @@ def write_measurements(path: str, measurements: Measurements, attach_to: Snapsho
         write_text_file(path, measurements_to_json(measurements))
         return
     write_text_file(path, snapshot_to_json(with_measurements(attach_to, measurements)))
-
-
-def replace_text_file(path: str, text: str) -> None:
-    """Write `text` to `path` atomically: a temporary file beside it, then a rename, so a reader never
-    sees half a file and an interrupted write leaves the old one."""
-    import os
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=".linkscope-", suffix=".tmp", dir=directory)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(handle, 0o666 & ~umask)  # as an ordinary write would create it, not mkstemp's 0600
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text if text.endswith("\n") else text + "\n")
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror})") from None

@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import seconds
 from linkscope.topo.common.text import printable
@@ -56,13 +55,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Collect; on rank 0 write the file and summarise. Exit 0, or 1 when some node gave no snapshot."""
-    from linkscope.files import check_writable, replace_text_file
     from linkscope.probes.cluster_collect import collect_cluster, launch_from_env
+    from linkscope.topo.common.files import check_writable, write_text_file
     from linkscope.topo.model.codec import snapshot_to_json
 
-    for name in ("probe_timeout", "rendezvous_timeout"):
-        if not getattr(args, name) > 0:
-            raise InputError(f"--{name.replace('_', '-')}: must be a positive number of seconds")
     launch = launch_from_env()
     if launch.rank == 0:
         check_writable(args.output)
@@ -72,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     started = time.monotonic()
-    replace_text_file(args.output, snapshot_to_json(result.snapshot, indent=None))
+    write_text_file(args.output, snapshot_to_json(result.snapshot, indent=None))
     timings = {**dict(result.timings_s), "write": time.monotonic() - started}
     missing = [gap for gap in result.snapshot.gaps if gap.subject.startswith("collect")]
     if args.json:

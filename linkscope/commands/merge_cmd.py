@@ -49,7 +49,7 @@ def _schema_of(text: str) -> object:
 
 def run(args: argparse.Namespace) -> int:
     """Read, check and join the files; write the cluster snapshot atomically."""
-    from linkscope.files import check_writable, replace_text_file
+    from linkscope.topo.common.files import check_writable, write_text_file
     from linkscope.topo.formats.source import read_text_file
     from linkscope.topo.machine.cluster import combine_hosts
     from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
               "carried into the cluster (they describe one host); pass them with --measurements", file=sys.stderr)
     meta = (("merged", f"{len(args.files)} file(s) by linkscope merge"),)
     cluster = combine_hosts(snapshots, "merge", meta=meta).snapshot
-    replace_text_file(args.output, snapshot_to_json(cluster, indent=None))
+    write_text_file(args.output, snapshot_to_json(cluster, indent=None))
     gpus = sum(len(host.gpus) for host in cluster.hosts)
     if args.json:
         print(json_text({"output": args.output, "hosts": [host.hostname for host in cluster.hosts], "gpus": gpus,

@@ -146,9 +146,9 @@ def _facts_line(snapshot: Snapshot) -> RenderableType:
 
 def run(args: argparse.Namespace) -> int:
     """Probe this machine and print the identity table, the views of `show`, NUMA nodes and gaps (or JSON)."""
-    from linkscope.files import write_text_file
     from linkscope.probes.host import DEFAULT_BUDGET_S, probe_host
     from linkscope.probes.identity import identity_table
+    from linkscope.topo.common.files import write_text_file
     from linkscope.topo.model.codec import snapshot_to_json, to_jsonable
 
     budget_s = DEFAULT_BUDGET_S if args.budget is None else args.budget

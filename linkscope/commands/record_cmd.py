@@ -78,9 +78,9 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Record, then write the snapshot atomically and say what was recorded."""
-    from linkscope.files import check_writable, write_text_file_atomic
     from linkscope.probes.nvml import load_pynvml
     from linkscope.probes.record import RecordUnavailable, record_snapshot
+    from linkscope.topo.common.files import check_writable, write_text_file
     from linkscope.topo.model.codec import snapshot_to_json
 
     _check_times(args.seconds, args.interval)
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.done()
-    write_text_file_atomic(args.output, snapshot_to_json(snapshot))
+    write_text_file(args.output, snapshot_to_json(snapshot))
     recording = snapshot.recording
     assert recording is not None
     gpus = len(recording.samples[0].gpus) if recording.samples else 0

@@ -284,6 +284,7 @@ def _torchrun(argv: list[str]) -> int:
     from linkscope.probes.bench.results import measurements_from_rows
     from linkscope.probes.bench.spec import add_collective_arguments, spec_from_args
     from linkscope.topo.common.errors import InputError
+    from linkscope.topo.common.files import check_writable, write_text_file
     from linkscope.topo.model.codec import measurements_to_json, to_jsonable
 
     parser = argparse.ArgumentParser(prog="python -m linkscope.probes.bench.worker collectives",
@@ -299,6 +300,8 @@ def _torchrun(argv: list[str]) -> int:
     rank, world, local_rank = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ.get("LOCAL_RANK", "0"))
     try:
         spec = spec_from_args(args, backend, world)
+        if args.output and rank == 0:
+            check_writable(args.output)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -337,9 +340,11 @@ def _torchrun(argv: list[str]) -> int:
               f"{slow['fastest_group']}",
               file=sys.stderr)
     if args.output:
-        partial = Path(f"{args.output}.part-{os.getpid()}")
-        partial.write_text(measurements_to_json(measurements))
-        os.replace(partial, args.output)  # atomically: a reader never sees half a file
+        try:
+            write_text_file(args.output, measurements_to_json(measurements))
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

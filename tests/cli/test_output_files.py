@@ -8,7 +8,10 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from support.fuzz import REAL, ROOT, assert_clean_outcome, run_cli
 
@@ -104,3 +107,51 @@ def test_import_from_stdin_still_reads(tmp_path: Path) -> None:
     outcome = run_cli(["import", "-", "--json"], stdin=NCCL_TESTS.read_text())
     assert outcome.status == 0, outcome.err
     assert json.loads(outcome.out)["measurements"]["collectives"]
+
+
+def _merge_to(target: Path, tmp_path: Path) -> list[str]:
+    hosts = []
+    for name in ("node-a", "node-b"):
+        snapshot = json.loads((ROOT / "topo" / "samples" / "dgx-h100.json").read_text())
+        snapshot["hosts"][0]["hostname"] = name
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(snapshot))
+        hosts.append(str(path))
+    return ["merge", *hosts, "-o", str(target)]
+
+
+def _probe_to(target: Path, tmp_path: Path) -> list[str]:
+    return ["probe", "-o", str(target)]
+
+
+@pytest.mark.parametrize("argv_for", [_merge_to, _probe_to, lambda target, _: _import_to(target)],
+                         ids=["merge", "probe", "import"])
+def test_every_command_writes_through_the_one_writer(argv_for: Callable[[Path, Path], list[str]], tmp_path: Path) -> None:
+    """merge, probe and import (as bench, record and collect, through the same function) keep the mode of the file
+    they replace, give a new one the umask's, leave no temporary file and refuse a symbolic link."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "written.json"
+    previous = os.umask(0o077)
+    try:
+        assert run_cli(argv_for(target, tmp_path)).status in (0, 1)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    target.chmod(0o644)
+    assert run_cli(argv_for(target, tmp_path)).status in (0, 1)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(path.name for path in folder.iterdir()) == ["written.json"]
+    link = folder / "link.json"
+    link.symlink_to(target)
+    outcome = run_cli(argv_for(link, tmp_path))
+    assert outcome.status == 2 and "symbolic link" in outcome.err
+
+
+def test_no_command_writes_a_file_its_own_way() -> None:
+    """Temporary files and renames over an output belong to topo/common/files.py alone."""
+    writer = ROOT / "topo" / "common" / "files.py"
+    offenders = [f"{path.relative_to(ROOT)}" for folder in ("topo", "probes", "tui", "linkscope")
+                 for path in (ROOT / folder).rglob("*.py")
+                 if path != writer and ("os.replace(" in path.read_text() or "mkstemp(" in path.read_text())]
+    assert not offenders, offenders

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from linkscope.files import write_text_file_atomic
 from linkscope.probes.record import ClockReader, RecordUnavailable, record_snapshot, replay_readings
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.files import write_text_file
 from linkscope.topo.health.finding import HealthContext
 from linkscope.topo.health.rules import run_health
 from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
@@ -125,11 +125,11 @@ def test_ctrl_c_keeps_what_was_read(tmp_path: Path) -> None:
 def test_atomic_write_replaces_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
     target = tmp_path / "rec.json"
     target.write_text("old")
-    write_text_file_atomic(str(target), '{"new": true}')
+    write_text_file(str(target), '{"new": true}')
     assert target.read_text() == '{"new": true}\n'
     assert os.listdir(tmp_path) == ["rec.json"]
     with pytest.raises(InputError, match="cannot write"):
-        write_text_file_atomic(str(tmp_path / "missing" / "rec.json"), "{}")
+        write_text_file(str(tmp_path / "missing" / "rec.json"), "{}")
 
 
 def test_record_command_writes_a_snapshot_with_the_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str],
