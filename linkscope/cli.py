@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from linkscope import __version__
+from linkscope.options import ExitStatus
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
 
@@ -43,12 +44,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "help",
 )
 """Subcommand names, in the order `--help` lists them; module `linkscope.commands.<name>_cmd` (`-` read as `_`)."""
-
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-
 
 _NEGATIVE_VALUE = re.compile(r"^-[0-9.]")
 """An argument that starts like a negative number (`-1G`, `-1:300`, `-.5`): a value, never an option."""
@@ -143,11 +138,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except InputError as exc:
         print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitStatus.BAD_INPUT
     except KeyboardInterrupt:
         print("linkscope: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitStatus.INTERRUPTED
     except BrokenPipeError:
         # the reader (`| head`) has gone: not an error; point stdout at nothing so the exit flush is quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        return ExitStatus.OK

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.options import ExitStatus, add_force_flag, add_json_flag
+from linkscope.render.bench_tables import print_step
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import seconds, whole_number
@@ -40,8 +42,8 @@ def register_step(sub: Any) -> None:
 
     parser.add_argument("--timeout", type=seconds(), default=900.0,
                         help="deadline for the whole run in seconds, above 0 (default 900)")
-    parser.add_argument("--force", action="store_true", help="run on GPUs that have other processes or little free memory")
-    parser.add_argument("--json", action="store_true", help="print JSON (modes, notes) instead of a table")
+    add_force_flag(parser, "run on GPUs that have other processes or little free memory")
+    add_json_flag(parser, "print JSON (modes, notes) instead of a table")
     parser.set_defaults(run=run_step)
 
 
@@ -69,7 +71,7 @@ def run_step(args: argparse.Namespace) -> int:
         raise InputError(f"--nproc {nproc}: only {gpus} CUDA GPU(s) visible (one process per GPU with nccl)")
     spec = step_spec_from_args(args, backend, nproc)
 
-    from linkscope.commands.bench_cmd import EXIT_OK, _measure_then_report, _run_guarded
+    from linkscope.commands.bench_run import measure_then_report, run_guarded
     from linkscope.render.progress import progress_bar
 
     def body(cancel: Any) -> int:
@@ -84,11 +86,11 @@ def run_step(args: argparse.Namespace) -> int:
 
         def report(_measurements: Any, result: dict[str, Any]) -> int:
             _report(args, spec, result["runs"], [*notes, *result["notes"]])
-            return EXIT_OK
+            return ExitStatus.OK
 
-        return _measure_then_report(measured, report)
+        return measure_then_report(measured, report)
 
-    return _run_guarded(body)
+    return run_guarded(body)
 
 
 def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], notes: list[str]) -> None:
@@ -109,26 +111,4 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
                     "backend": spec.backend, "nproc": spec.world_size,
                     "modes": [summary.to_json() for summary in summaries], "notes": notes}))
         return
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    from linkscope.render.console import table_console
-    from linkscope.topo.common.sizes import format_size_bytes
-    from linkscope.topo.common.units import format_share
-
-    console = table_console()
-    console.print(Text(f"{spec.layers} x Linear({spec.width}, {spec.width}): {spec.parameters:,} parameters, "
-                       f"{format_size_bytes(spec.parameters * 4)} of float32 gradients per step; batch {spec.batch}; "
-                       f"{spec.backend} x{spec.world_size}"))
-    table = Table(title="per step (ms, medians; the step time is the slowest rank's)", box=box.SIMPLE_HEAD)
-    for column in ("mode", "step", "10-90%", "compute", "comm", "exposed comm", "comm hidden", "speedup vs no-overlap"):
-        table.add_column(column, justify="left" if column == "mode" else "right")
-    for s in summaries:
-        hidden = format_share(1 - s.exposed_comm_ms / s.comm_ms) if s.comm_ms > 0 else "-"
-        table.add_row(s.label, f"{s.step_ms:.2f}", f"{s.step_p10_ms:.1f}-{s.step_p90_ms:.1f}", f"{s.compute_ms:.2f}",
-                      f"{s.comm_ms:.2f}", f"{s.exposed_comm_ms:.2f}", hidden,
-                      f"{s.speedup_vs_no_overlap:.2f}x" if s.speedup_vs_no_overlap else "-")
-    console.print(table)
-    for note in notes:
-        console.print(Text(f"note: {note}"))
+    print_step(spec, summaries, notes)

@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from linkscope.options import ExitStatus, add_json_flag, add_output_flag
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import seconds
 from linkscope.topo.common.text import printable
@@ -42,13 +43,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="where rank 0 writes the cluster snapshot")
+    add_output_flag(parser, "where rank 0 writes the cluster snapshot", required=True)
     parser.add_argument("--probe-timeout", type=seconds(), default=60.0, metavar="SECONDS",
                         help="a node's probe that takes longer is a gap (default 60)")
     parser.add_argument("--rendezvous-timeout", type=seconds(), default=120.0, metavar="SECONDS",
                         help="give up when the nodes have not all joined by then (default 120)")
-    parser.add_argument("--json", action="store_true",
-                        help="rank 0 prints one JSON object: output, hosts, gaps, duplicates, timings_s "
+    add_json_flag(parser, "rank 0 prints one JSON object: output, hosts, gaps, duplicates, timings_s "
                         "(rendezvous, probe, gather, write)")
     parser.set_defaults(run=run)
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.output)
     result = collect_cluster(launch, args.probe_timeout, args.rendezvous_timeout)
     if result is None:
-        return 0
+        return ExitStatus.OK
     import time
 
     started = time.monotonic()
@@ -86,4 +86,4 @@ def run(args: argparse.Namespace) -> int:
             print(printable(f"  {gap.host}: {gap.reason}"), file=sys.stderr)
         for name in result.duplicates:
             print(printable(f"  {name}: more than one node has this host name (kept as {name}#2...)"), file=sys.stderr)
-    return 1 if missing else 0
+    return ExitStatus.FINDINGS if missing else ExitStatus.OK

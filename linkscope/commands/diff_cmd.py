@@ -13,13 +13,12 @@ import gc
 import sys
 from typing import Any
 
+from linkscope.options import ExitStatus, add_json_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.machine.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out, shown_value
 from linkscope.topo.model.snapshot import Snapshot
 
-EXIT_SAME = 0
-EXIT_DIFFERENT = 1
 SHOWN_PER_HOST = 20
 """Differences listed per odd host in the text output (`--json` has them all)."""
 
@@ -48,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="two snapshots (files, sample:NAME), or with --odd-one-out three or more")
     parser.add_argument("--odd-one-out", action="store_true",
                         help="compare every host of the given snapshots and name those that differ from the majority")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser, "print one JSON object")
     parser.set_defaults(run=run)
 
 
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                "differences": [difference.to_json() for difference in differences]})
     else:
         _print_diff(args.sources, first, second, differences)
-    return EXIT_DIFFERENT if differences else EXIT_SAME
+    return ExitStatus.FINDINGS if differences else ExitStatus.OK
 
 
 def _run_odd(args: argparse.Namespace) -> int:
@@ -96,7 +95,7 @@ def _run_odd(args: argparse.Namespace) -> int:
         })
     else:
         _print_odd(report)
-    return EXIT_DIFFERENT if report.odd else EXIT_SAME
+    return ExitStatus.FINDINGS if report.odd else ExitStatus.OK
 
 
 def _dump(data: dict[str, Any]) -> None:

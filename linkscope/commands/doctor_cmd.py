@@ -13,19 +13,17 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from linkscope.source import add_source_argument, open_source
+from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, findings_status
+from linkscope.source import open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import run_health
-from linkscope.topo.model.findings import SEVERITIES, reaches
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
 NCCL_PREFIXES = ("NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 """Environment variables doctor reads (and lists as looked at)."""
 
@@ -59,13 +57,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         "default: those the snapshot carries")
     parser.add_argument("--baseline", default=None, metavar="SNAPSHOT",
                         help="a known-good snapshot of this machine (or of one of its kind): report what got worse")
-    parser.add_argument("--force", action="store_true",
-                        help="judge --measurements or --baseline of a different kind of machine anyway")
+    add_force_flag(parser, "judge --measurements or --baseline of a different kind of machine anyway")
     parser.add_argument("--env-file", default=None, metavar="FILE",
                         help="KEY=VALUE lines to judge instead of this process's environment (e.g. the job's env)")
-    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
-                        help="exit 1 when a finding is at or above this severity (default warning)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (findings, looked_at...)")
+    add_fail_on_flag(parser)
+    add_json_flag(parser, "print one JSON object (findings, looked_at...)")
     parser.set_defaults(run=run)
 
 
@@ -175,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         from linkscope.render.doctor_view import doctor_view
 
         table_console().print(doctor_view(findings, looked_at, qualified))
-    return EXIT_FINDINGS if reaches((finding.severity for finding in findings), args.fail_on) else EXIT_OK
+    return findings_status((finding.severity for finding in findings), args.fail_on)
 
 
 def doctor_json(snapshot: Snapshot, findings: tuple[HealthFinding, ...], looked_at: list[str],

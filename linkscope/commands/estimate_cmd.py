@@ -14,6 +14,7 @@ import argparse
 from typing import Any
 
 from linkscope.commands.estimate_sweep import add_sweep_argument, run_sweep_if_asked
+from linkscope.options import add_json_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
@@ -23,27 +24,15 @@ from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import (
     ALGORITHMS,
     PRICED_OPS,
+    WHAT_IF_INTER,
+    WHAT_IF_INTRA,
     GroupLinks,
     algorithm_times,
     collective_cost,
     parse_alpha_beta,
+    parse_op,
     uniform_links,
 )
-
-DEFAULT_INTRA = "1:300"
-"""NVLink 3 (A100) as in the DOMAIN worked example: 1 us per hop, 300 GB/s."""
-DEFAULT_INTER = "5:12.5"
-"""A 100 Gb/s network port per GPU: 5 us per hop, 12.5 GB/s."""
-
-
-def _op_name(text: str) -> str:
-    name = text.lower().replace("-", "_")
-    aliases = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-               "alltoall": "all_to_all", "sendrecv": "send_recv", "bcast": "broadcast", "p2p": "send_recv"}
-    name = aliases.get(name, name)
-    if name not in PRICED_OPS:
-        raise InputError(f"estimate: unknown operation {text!r} (known: {', '.join(PRICED_OPS)})")
-    return name
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -80,12 +69,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=1, metavar="K",
                         help="nodes the ranks spread over evenly (default 1)")
     parser.add_argument("--intra", default=None, metavar="ALPHA_US:GBPS",
-                        help=f"without SOURCE: hop inside a node (default {DEFAULT_INTRA})")
+                        help=f"without SOURCE: hop inside a node (default {WHAT_IF_INTRA})")
     parser.add_argument("--inter", default=None, metavar="ALPHA_US:GBPS",
-                        help=f"without SOURCE: hop between nodes, per GPU (default {DEFAULT_INTER})")
+                        help=f"without SOURCE: hop between nodes, per GPU (default {WHAT_IF_INTER})")
     parser.add_argument("--algo", choices=ALGORITHMS, default="auto",
                         help="algorithm (default auto: NCCL's cheapest for the size)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser, "print one JSON object")
     add_sweep_argument(parser)
     parser.set_defaults(run=run)
     _accept_source_after_options(parser)
@@ -136,7 +125,7 @@ def _links_on_source(spec: str, ranks: int, nodes: int) -> tuple[GroupLinks, str
 
 def run(args: argparse.Namespace) -> int:
     """Price the collective and print it."""
-    op = _op_name(args.op)
+    op = parse_op(args.op, "estimate")
     if args.sweep is None and args.bytes is None:
         raise InputError("estimate: give --bytes SIZE or --sweep MIN:MAX")
     if args.ranks < 1:
@@ -148,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--intra/--inter describe links without a machine: drop them or drop SOURCE")
         links, where, nodes = _links_on_source(args.source, args.ranks, args.nodes)
     else:
-        links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra or DEFAULT_INTRA, "--intra"),
-                              parse_alpha_beta(args.inter or DEFAULT_INTER, "--inter"))
+        links = uniform_links(args.ranks, args.nodes, parse_alpha_beta(args.intra or WHAT_IF_INTRA, "--intra"),
+                              parse_alpha_beta(args.inter or WHAT_IF_INTER, "--inter"))
         where, nodes = "on uniform links", args.nodes
     if (status := run_sweep_if_asked(args, op, links)) is not None:
         return status

@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.commands.estimate_cmd import DEFAULT_INTER, DEFAULT_INTRA, _op_name
+from linkscope.options import ExitStatus, add_json_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.common.units import format_gbps
-from linkscope.topo.cost.collectives import ALGORITHMS
+from linkscope.topo.cost.collectives import ALGORITHMS, WHAT_IF_INTER, WHAT_IF_INTRA, parse_op
 from linkscope.topo.cost.explain import (
     Fit,
     Scenario,
@@ -36,7 +36,6 @@ from linkscope.topo.layout.placement import DISTRIBUTIONS, parse_visible_devices
 DEFAULT_PCIE = "2:25.8"
 """A PCIe Gen4 x16 path as peer copies reach it (~82% of 31.5 GB/s), 2 us per hop."""
 
-EXIT_OK, EXIT_FINDINGS = 0, 1
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -71,14 +70,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="with SOURCE: nodes the ranks run on (default: as few as hold them)")
     parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="block", help="with SOURCE: rank placement")
     parser.add_argument("--visible-devices", default=None, metavar="LIST", help="with SOURCE: CUDA_VISIBLE_DEVICES per node")
-    parser.add_argument("--intra", default=DEFAULT_INTRA, metavar="ALPHA_US:GBPS",
-                        help=f"what-if intra-node link (default {DEFAULT_INTRA}, NVLink)")
-    parser.add_argument("--inter", default=DEFAULT_INTER, metavar="ALPHA_US:GBPS",
-                        help=f"what-if network per GPU (default {DEFAULT_INTER}, 100 Gb/s)")
+    parser.add_argument("--intra", default=WHAT_IF_INTRA, metavar="ALPHA_US:GBPS",
+                        help=f"what-if intra-node link (default {WHAT_IF_INTRA}, NVLink)")
+    parser.add_argument("--inter", default=WHAT_IF_INTER, metavar="ALPHA_US:GBPS",
+                        help=f"what-if network per GPU (default {WHAT_IF_INTER}, 100 Gb/s)")
     parser.add_argument("--pcie", default=DEFAULT_PCIE, metavar="ALPHA_US:GBPS",
                         help=f"what-if PCIe path between GPUs (default {DEFAULT_PCIE}, Gen4 x16)")
     parser.add_argument("--algo", choices=ALGORITHMS, default="auto", help="algorithm (default auto: the cheapest)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser, "print one JSON object")
     parser.set_defaults(run=run)
 
 
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.words) > 2:
         raise InputError(f"explain: expected OP [SOURCE], got {' '.join(args.words)!r}")
-    op = _op_name(args.words[0])
+    op = parse_op(args.words[0], "explain")
     args.source = args.words[1] if len(args.words) == 2 else None
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 1:
@@ -157,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(op, size_bytes, args.ranks, observed_s, busbw, fits, layout)
     slow = layout is not None and layout[0].verdict in ("slow", "far below")
-    return EXIT_FINDINGS if slow else EXIT_OK
+    return ExitStatus.FINDINGS if slow else ExitStatus.OK
 
 
 def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float, fits: list[Fit],

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from linkscope.options import add_force_flag, add_json_flag, add_output_flag
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import printable
 from linkscope.topo.cost.expect import RowExpectations, row_expectations
@@ -32,15 +33,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--op", default=None,
                         help="collective of every nccl-tests table (overrides what the log says; all_reduce, "
                         "all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv)")
-    parser.add_argument("--json", action="store_true", help="print Measurements JSON instead of tables")
-    parser.add_argument("-o", "--output", default=None, metavar="OUT", help="write Measurements JSON to OUT")
+    add_json_flag(parser, "print Measurements JSON instead of tables")
+    add_output_flag(parser, "write Measurements JSON to OUT")
     parser.add_argument("--attach", default=None, metavar="SOURCE",
                         help="compare every row with what SOURCE should deliver; with -o: write SOURCE's snapshot "
                         "carrying these measurements instead (opens in the app)")
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="compare every row with what SOURCE should deliver (default: the --attach SOURCE)")
-    parser.add_argument("--force", action="store_true",
-                        help="attach measurements of a different kind of machine anyway")
+    add_force_flag(parser, "attach measurements of a different kind of machine anyway")
     parser.set_defaults(run=run)
 
 

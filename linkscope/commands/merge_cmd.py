@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from linkscope.options import add_json_flag, add_output_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 
@@ -32,8 +33,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="snapshot JSON files, one or more hosts each")
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="where to write the cluster snapshot")
-    parser.add_argument("--json", action="store_true", help="print one JSON object: output, hosts, gpus, files")
+    add_output_flag(parser, "where to write the cluster snapshot", required=True)
+    add_json_flag(parser, "print one JSON object: output, hosts, gpus, files")
     parser.set_defaults(run=run)
 
 

@@ -10,15 +10,12 @@ P2P|SHM|NET|NVLS|COLLNET, `detail`, `same_host`) and `findings` (each `code`, `s
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
 from linkscope.topo.common.jsonio import json_text
-from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.model.findings import SEVERITIES
+from linkscope.topo.formats.nccl_log import read_nccl_log_file
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
 JSON_INDENT_LIMIT = 5000
 """Past this many connections the JSON is printed on one line (indenting costs seconds at that size)."""
 
@@ -44,9 +41,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("file", metavar="FILE", help="the log, or - for stdin")
     parser.add_argument("--snapshot", default=None, metavar="SOURCE",
                         help="place the connections on this machine's links (snapshot JSON, topo text, sample:NAME)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
-                        help="exit 1 when a finding is at or above this severity (default warning)")
+    add_json_flag(parser, "print one JSON object instead of tables")
+    add_fail_on_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -54,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
     from linkscope.topo.nccl.checks import nccl_findings, report_json
 
-    log = read_log_argument(args.file)
+    log = read_nccl_log_file(args.file)
     findings = nccl_findings(log)
     placement = None
     if args.snapshot is not None:
@@ -74,23 +70,4 @@ def run(args: argparse.Namespace) -> int:
         from linkscope.render.nccl_log_view import print_report
 
         print_report(log, findings, placement)
-    worst = max((SEVERITIES.index(finding.severity) for finding in findings), default=-1)
-    return EXIT_FINDINGS if worst >= SEVERITIES.index(args.fail_on) else EXIT_OK
-
-
-def read_log_argument(path: str) -> NcclLog:
-    """Read FILE (or `-`, with a size limit) as an NCCL log; every failure is one InputError line."""
-    from linkscope.topo.common.errors import InputError
-    from linkscope.topo.common.limits import MAX_STDIN_BYTES
-    from linkscope.topo.formats.nccl_log import read_nccl_log_stream
-
-    if path == "-":
-        return read_nccl_log_stream(sys.stdin.buffer, "<stdin>", MAX_STDIN_BYTES)
-    try:
-        with open(path, "rb") as handle:
-            return read_nccl_log_stream(handle, path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-
+    return findings_status((finding.severity for finding in findings), args.fail_on)

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from linkscope.files import check_measured_on, load_measurements, with_measurements
-from linkscope.source import add_source_argument
+from linkscope.options import add_force_flag, add_source_argument
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.source import load_source
 
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="measurements (linkscope bench/import -o) to show on SOURCE: measured GB/s on the Links grid, "
                         "results on the Bench tab, calibrated costs on the Ranks tab; refused when they come from a "
                         "different kind of machine")
-    parser.add_argument("--force", action="store_true", help="use --measurements from a different kind of machine anyway")
+    add_force_flag(parser, "use --measurements from a different kind of machine anyway")
     parser.add_argument("--trace", action="append", default=None, metavar="PATH",
                         help="a job's profiler traces (files or a directory; repeatable) for the Steps tab: exposed "
                         "communication per step and the collectives below their links' speed")
@@ -80,10 +80,10 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "nccl_log", None) is not None:
         if snapshot is None:
             raise InputError("--nccl-log: name the SOURCE the job ran on (a snapshot, topo text or sample:NAME)")
-        from linkscope.commands.nccl_log_cmd import read_log_argument
+        from linkscope.topo.formats.nccl_log import read_nccl_log_file
         from linkscope.topo.nccl.placement import place_edges
 
-        nccl = place_edges(read_log_argument(args.nccl_log), snapshot)
+        nccl = place_edges(read_nccl_log_file(args.nccl_log), snapshot)
     problem = terminal_problem()
     if problem is not None:
         shown = f" {source}" if source is not None else ""

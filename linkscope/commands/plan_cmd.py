@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.commands.check_cmd import add_model_arguments, cost_model_from_args, model_from_args
-from linkscope.source import add_source_argument, open_source
+from linkscope.job_options import add_cost_params_flag, add_model_arguments, cost_model_from_args, model_from_args
+from linkscope.options import add_json_flag, add_source_argument
+from linkscope.source import open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import whole_number
@@ -44,10 +45,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--vpp", type=whole_number(1), default=1, metavar="N",
                         help="virtual pipeline stages per rank (interleaved schedule: a smaller bubble; needs pp > 1)")
     add_model_arguments(parser)
-    parser.add_argument("--cost-params", default=None, metavar="FILE", help="JSON overrides of the link parameters")
+    add_cost_params_flag(parser, "JSON overrides of the link parameters")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="print the worksheet as markdown")
-    output.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(output, "print one JSON object")
     parser.set_defaults(run=run)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from linkscope.options import add_json_flag, add_output_flag
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import seconds
 
@@ -40,9 +41,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope probe -o box.json && linkscope show box.json"
         ),
     )
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the snapshot JSON to FILE")
+    add_json_flag(parser, "print one JSON object: `identity` (the identity table) and `snapshot` (what -o writes)")
+    add_output_flag(parser, "write the snapshot JSON to FILE")
     parser.add_argument("--budget", type=seconds(), default=None, metavar="SECONDS",
                         help="give up on NVML after this many seconds (default 10); without the persistence daemon NVML "
                              "can need seconds per GPU, and a probe cut short says it is partial")

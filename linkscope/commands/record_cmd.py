@@ -13,13 +13,10 @@ import argparse
 import sys
 from typing import Any
 
+from linkscope.options import ExitStatus, add_output_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_RECORD_SECONDS
 from linkscope.topo.common.numbers import WEEK_S, decimal_number
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -43,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="snapshot JSON to write")
+    add_output_flag(parser, "snapshot JSON to write", required=True)
     parser.add_argument("--seconds", type=decimal_number(0, WEEK_S), required=True, metavar="N", help="how long to record")
     parser.add_argument("--interval", type=decimal_number(0, WEEK_S), default=1.0, metavar="S",
                         help="seconds between readings (default 1; each reading takes ~20 ms per GPU for PCIe)")
@@ -100,4 +97,4 @@ def run(args: argparse.Namespace) -> int:
     cut = " (stopped early by Ctrl-C)" if interrupted else ""
     print(f"recorded {len(recording.samples)} readings of {gpus} GPU(s) over {recording.duration_s:g} s{cut} "
           f"to {args.output}")
-    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+    return ExitStatus.INTERRUPTED if interrupted else ExitStatus.OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.options import add_json_flag
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.samples import sample_description, sample_names
 
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
         epilog="examples:\n  linkscope samples\n  linkscope samples --json\n  linkscope show sample:dgx-a100",
     )
-    parser.add_argument("--json", action="store_true", help="print a JSON list of {name, source, description}")
+    add_json_flag(parser, "print a JSON list of {name, source, description}")
     parser.set_defaults(run=run)
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.options import add_force_flag, add_json_flag, add_source_argument
 from linkscope.render import gpu_nic_tokens, matrix_tokens
-from linkscope.source import add_source_argument, open_source
+from linkscope.source import open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.model.host import Gpu, Host
@@ -46,10 +47,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     add_source_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object (see the README for its fields)")
+    add_json_flag(parser, "print one JSON object (see the README for its fields)")
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements (linkscope bench/import -o, or raw tool output) to show against this machine")
-    parser.add_argument("--force", action="store_true", help="use --measurements from a different kind of machine anyway")
+    add_force_flag(parser, "use --measurements from a different kind of machine anyway")
     parser.set_defaults(run=run)
 
 

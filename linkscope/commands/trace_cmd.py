@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS
@@ -51,13 +52,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--visible-devices", default=None, metavar="LIST", help="CUDA_VISIBLE_DEVICES of the job, e.g. 0,2,1,3")
     parser.add_argument("--exposed-share", type=decimal_number(0, 1), default=EXPOSED_SHARE, metavar="FRACTION",
                         help=f"exposed communication above this share of a step is a finding (default {EXPOSED_SHARE})")
-    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
-                        help="exit 1 when a finding is at or above this severity (default warning)")
+    add_fail_on_flag(parser)
     parser.add_argument("--jobs", type=whole_number(1, 1024), default=None, metavar="N",
                         help="read N traces at once, each in its own process (default: one per CPU, at most "
                              f"{MAX_JOBS}, when the traces add up to {PARALLEL_MIN_BYTES >> 20} MB or more; else 1)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object: traces, collectives, steps, straggler, findings")
+    add_json_flag(parser, "print one JSON object: traces, collectives, steps, straggler, findings")
     parser.set_defaults(run=run)
 
 
@@ -91,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
         from linkscope.render.trace_view import print_trace_report
 
         print_trace_report(report, priced=pricer is not None)
-    threshold = SEVERITIES.index(args.fail_on)
-    return 1 if any(SEVERITIES.index(finding.severity) >= threshold for finding in report.findings) else 0
+    return findings_status((finding.severity for finding in report.findings), args.fail_on)
 
 

@@ -155,3 +155,40 @@ def test_no_flag_parses_numbers_with_int_or_float() -> None:
                  for number, line in enumerate(path.read_text().splitlines(), 1)
                  if re.search(r"\btype=(int|float)\b", line)]
     assert not offenders, offenders
+
+
+def test_commands_share_helpers_through_modules_made_for_sharing() -> None:
+    """No command module (`*_cmd.py`) imports another command module or a private name of any module of the command
+    line: what two commands share lives in options, job_options, files, source or a bench_* helper module."""
+    import ast
+
+    from support.paths import ROOT
+
+    offenders = []
+    for path in sorted((ROOT / "linkscope").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("linkscope."):
+                continue
+            module = node.module or ""
+            if module.endswith("_cmd") and path.name.endswith("_cmd.py"):
+                offenders.append(f"{path.name} imports {module}")
+            if not module.startswith(("linkscope.topo", "linkscope.probes", "linkscope.tui")):
+                offenders += [f"{path.name} imports {module}.{alias.name}" for alias in node.names if alias.name.startswith("_")]
+    assert not offenders, offenders
+
+
+def test_shared_flags_and_exit_statuses_are_defined_once() -> None:
+    """--json, -o, --force and --fail-on come from linkscope.options (one spelling, one meaning), and every exit
+    status is an ExitStatus: no command declares its own."""
+    import re
+
+    from support.paths import ROOT
+
+    shared = re.compile(r"""add_argument\(\s*["'](--json|--force|--fail-on|-o)["']""")
+    offenders = []
+    for path in sorted((ROOT / "linkscope").rglob("*.py")):
+        text = path.read_text()
+        if path.name != "options.py" and shared.search(text):
+            offenders.append(f"{path.relative_to(ROOT)} defines a shared flag")
+        offenders += [f"{path.relative_to(ROOT)}: {name}" for name in re.findall(r"^(EXIT_\w+)\s*=", text, flags=re.M)]
+    assert not offenders, offenders

@@ -88,29 +88,29 @@ def _rows() -> list[dict[str, object]]:
 
 
 def test_bench_collectives_report_has_expected_fields(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from linkscope.commands.bench_cmd import _report_collectives
+    from linkscope.commands.bench_collectives import report_collectives
 
     rows = _rows()
     measurements = measurements_from_rows(rows, [], [], identity=bench_identity("linkscope bench collectives nccl",
                                                                                 processes=8))
     args = argparse.Namespace(expect="sample:dgx-a100", json=True, output=None, attached=None, force=False)
-    assert _report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []}) == 0
+    assert report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []}) == 0
     printed = json.loads(capsys.readouterr().out)["rows"]
     expected = expectations(measurements, load_sample("dgx-a100"))
     assert [row["expected_busbw_gbps"] for row in printed] == pytest.approx([row.expected_gbps for row in expected])
     assert printed[0]["verdict"] == "far below" and printed[-1]["verdict"] == "ok" and printed[0]["link"] == "NV12"
     args.json = False
-    _report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []})
+    report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []})
     assert "far below" in capsys.readouterr().out
 
 
 def test_bench_attach_refuses_another_kind_after_the_run(tmp_path: pathlib.Path) -> None:
-    from linkscope.commands.bench_cmd import _write_output
+    from linkscope.commands.bench_run import write_output
     from linkscope.topo.common.errors import InputError
 
     out = tmp_path / "box.json"
     measurements = read_measurements(NVBANDWIDTH_H100.read_text(), "nvb")
     args = argparse.Namespace(output=str(out), attached=load_source("sample:consumer-2gpu"), force=False)
     with pytest.raises(InputError, match="--attach: measured on 8x NVIDIA H100"):
-        _write_output(args, measurements)
+        write_output(args, measurements)
     assert not out.exists()

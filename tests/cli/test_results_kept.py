@@ -41,7 +41,7 @@ def _before(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _during(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import linkscope.commands.bench_cmd as bench_cmd
+    import linkscope.commands.bench_collectives as bench_collectives
 
     @contextmanager
     def progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
@@ -54,7 +54,7 @@ def _during(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
         yield update
 
-    monkeypatch.setattr(bench_cmd, "progress_bar", progress)
+    monkeypatch.setattr(bench_collectives, "progress_bar", progress)
 
 
 def _after_last_row(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,15 +71,15 @@ def _after_last_row(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _reporting_before_the_table(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import linkscope.commands.bench_cmd as bench_cmd
+    import linkscope.commands.bench_collectives as bench_collectives
 
-    original = bench_cmd.json_text
+    original = bench_collectives.json_text
 
     def json_text(*args: Any, **kwargs: Any) -> str:
         _signal_self(signum)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(bench_cmd, "json_text", json_text)
+    monkeypatch.setattr(bench_collectives, "json_text", json_text)
 
 
 def _reporting_before_the_file(signum: int, monkeypatch: pytest.MonkeyPatch) -> None:

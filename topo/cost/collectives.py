@@ -325,6 +325,25 @@ def uniform_links(ranks: int, nodes: int, intra: tuple[float, float], inter: tup
     )
 
 
+WHAT_IF_INTRA = "1:300"
+"""The what-if link inside a node: NVLink 3 (A100) as in the DOMAIN worked example, 1 us per hop, 300 GB/s."""
+WHAT_IF_INTER = "5:12.5"
+"""The what-if network: a 100 Gb/s port per GPU, 5 us per hop, 12.5 GB/s."""
+
+_OP_ALIASES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+               "alltoall": "all_to_all", "sendrecv": "send_recv", "bcast": "broadcast", "p2p": "send_recv"}
+
+
+def parse_op(text: str, where: str) -> str:
+    """A collective's name as people type it (`allreduce`, `all-gather`, `bcast`) in nccl-tests' spelling;
+    InputError naming `where` for one the cost model does not price."""
+    name = text.lower().replace("-", "_")
+    name = _OP_ALIASES.get(name, name)
+    if name not in PRICED_OPS:
+        raise InputError(f"{where}: unknown operation {text!r} (known: {', '.join(PRICED_OPS)})")
+    return name
+
+
 def parse_alpha_beta(text: str, field: str) -> tuple[float, float]:
     """Parse `ALPHA_US:GBPS` (e.g. `1:300`); InputError naming `field` otherwise."""
     alpha_text, sep, gbps_text = text.partition(":")

@@ -24,15 +24,29 @@ Message formats, as NCCL prints them across versions (facts from its source and 
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES
+from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES, MAX_STDIN_BYTES
 from linkscope.topo.formats.lines import iter_clean_lines
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
 from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.formats.nccl_log_reader import LogReader
+
+
+def read_nccl_log_file(path: str) -> NcclLog:
+    """Read FILE (or `-`: stdin, up to MAX_STDIN_BYTES) as an NCCL log; every failure is one InputError line."""
+    if path == "-":
+        return read_nccl_log_stream(sys.stdin.buffer, "<stdin>", MAX_STDIN_BYTES)
+    try:
+        with open(path, "rb") as handle:
+            return read_nccl_log_stream(handle, path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def read_nccl_log_stream(stream: BinaryIO, name: str, max_bytes: int | None = None) -> NcclLog:

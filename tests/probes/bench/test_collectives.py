@@ -312,7 +312,7 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from linkscope.commands import bench_cmd
+    from linkscope.commands import bench_collectives
     from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
     mib = 1 << 20
@@ -321,10 +321,10 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
                     for group, ranks, busbw in (("tp0", (0, 1), 100.0), ("tp1", (2, 3), 50.0)))
     rows = [{"op": "all_reduce", "bytes": mib, "dtype": "float32", "group": r.group, "dim": "tp", "ranks": list(r.ranks),
              "time_us": 10.0, "algbw_gbps": r.busbw_gbps, "busbw_gbps": r.busbw_gbps, "wrong": 0} for r in results]
-    monkeypatch.setattr(bench_cmd, "_expected_on", lambda args, notes: None)
+    monkeypatch.setattr(bench_collectives, "expected_on", lambda args, notes: None)
     args = argparse.Namespace(json=True, expect=None, output=None)
-    outcome = bench_cmd._report_collectives(args, Measurements("t", collectives=results),
-                                            {"rows": rows, "setup_ms": [], "notes": []})
+    outcome = bench_collectives.report_collectives(args, Measurements("t", collectives=results),
+                                                   {"rows": rows, "setup_ms": [], "notes": []})
     captured = capsys.readouterr()
     assert outcome == status
     assert json.loads(captured.out)["stragglers"][0]["group"] == "tp1"

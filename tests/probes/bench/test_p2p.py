@@ -249,14 +249,14 @@ def _fake_result(verified: bool = True) -> dict[str, object]:
 def _report(result: dict[str, object], as_json: bool) -> int:
     import argparse
 
-    from linkscope.commands.bench_cmd import _report_p2p
+    from linkscope.commands.bench_p2p import report_p2p
     from linkscope.topo.model.measurements import HostCopy, Measurements
 
     copies = tuple(PeerCopy(**row) for row in result["peer"])  # type: ignore[attr-defined]
     measurements = Measurements("linkscope bench p2p", peer_copies=copies,
                                 host_copies=(HostCopy(0, "h2d", 0, 1024, 24.0),))
     args = argparse.Namespace(expect="sample:consumer-2gpu", json=as_json, output=None)
-    return _report_p2p(args, measurements, result)
+    return report_p2p(args, measurements, result)
 
 
 def test_p2p_report_json_has_matrices_and_ratios(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,65 @@
+"""What every command shares, defined once: the exit statuses and the flags of more than one command.
+
+`--json`, `-o`, `--force`, `--fail-on` and SOURCE mean the same thing wherever they appear; a command
+adds them here (with its own help text where the words differ) and maps findings to an exit status
+with :func:`findings_status`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+from collections.abc import Iterable
+
+from linkscope.topo.model.findings import SEVERITIES, Severity, reaches
+
+
+class ExitStatus(enum.IntEnum):
+    """The exit status of every command."""
+
+    OK = 0
+    """Done, and nothing at or above `--fail-on` found."""
+    FINDINGS = 1
+    """A finding at or above `--fail-on`, a difference (`diff`), a wrong result or a missing node."""
+    BAD_INPUT = 2
+    """Bad input or usage, one line on stderr naming the file, line or flag."""
+    FAILED = 2
+    """A run that could not complete (a benchmark worker failed): the same status as bad input."""
+    INTERRUPTED = 130
+    """Ctrl-C or SIGTERM; what was finished is still shown and written."""
+
+
+def findings_status(severities: Iterable[Severity], fail_on: Severity) -> ExitStatus:
+    """FINDINGS when one of `severities` is at or above `fail_on`, else OK: the rule every command with findings shares."""
+    return ExitStatus.FINDINGS if reaches(severities, fail_on) else ExitStatus.OK
+
+
+SOURCE_HELP = "snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine"
+
+
+def add_source_argument(parser: argparse.ArgumentParser, help_text: str = SOURCE_HELP) -> None:
+    """The optional positional SOURCE every machine-reading command takes (opened by :func:`linkscope.source.open_source`)."""
+    parser.add_argument("source", nargs="?", metavar="SOURCE", help=help_text)
+
+
+def add_json_flag(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup,
+                  help_text: str = "print one JSON object") -> None:
+    """`--json`: print one JSON object (standard JSON: no NaN or Infinity) instead of tables."""
+    parser.add_argument("--json", action="store_true", help=help_text)
+
+
+def add_output_flag(parser: argparse.ArgumentParser, help_text: str, required: bool = False) -> None:
+    """`-o FILE`: write a file whole or not at all (:func:`topo.common.files.write_text_file`)."""
+    parser.add_argument("-o", "--output", default=None, required=required, metavar="FILE", help=help_text)
+
+
+def add_force_flag(parser: argparse.ArgumentParser,
+                   help_text: str = "use --measurements from a different kind of machine anyway") -> None:
+    """`--force`: go on where linkscope would refuse (measurements of another machine, busy GPUs)."""
+    parser.add_argument("--force", action="store_true", help=help_text)
+
+
+def add_fail_on_flag(parser: argparse.ArgumentParser) -> None:
+    """`--fail-on SEVERITY`: the lowest severity that makes the exit status 1 (default warning)."""
+    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
+                        help="exit 1 when a finding is at or above this severity (default warning)")
