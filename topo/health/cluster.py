@@ -11,21 +11,14 @@ doctor can list them after its per-host rules.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
-from linkscope.topo.health.finding import HealthFinding
+from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.machine.cluster import fabric_key, gpu_rails, nvlink_domains
+from linkscope.topo.machine.compare import below_usual_per_gpu, usual_value
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
-
-K = TypeVar("K", bound=Hashable)
-
-def _usual(values: Sequence[K]) -> tuple[K, int]:
-    """The most common value and how many have it (first seen wins a tie)."""
-    value, count = Counter(values).most_common(1)[0]
-    return value, count
 
 
 def _not_collected(snapshot: Snapshot) -> list[HealthFinding]:
@@ -37,40 +30,29 @@ def _not_collected(snapshot: Snapshot) -> list[HealthFinding]:
 
 
 def _gpu_count(hosts: Sequence[Host]) -> list[HealthFinding]:
-    usual, count = _usual([len(host.gpus) for host in hosts])
+    most, count = usual_value([len(host.gpus) for host in hosts])
     return [HealthFinding("host-missing-gpus", "error", host.hostname, (),
-                           f"{host.hostname} shows {len(host.gpus)} GPUs where most hosts have {usual}",
-                           (f"{len(host.gpus)} GPUs; {usual} on {count} of {len(hosts)} hosts",),
+                           f"{host.hostname} shows {len(host.gpus)} GPUs where most hosts have {most}",
+                           (f"{len(host.gpus)} GPUs; {most} on {count} of {len(hosts)} hosts",),
                            "check `nvidia-smi` on the host: a GPU fell off the bus or its driver did not load; "
                            "drain the node before a job lands on it")
-            for host in hosts if len(host.gpus) < usual]
+            for host in hosts if len(host.gpus) < most]
 
 
 def _per_gpu(hosts: Sequence[Host], code: str, what: str, value: Callable[[Host, int], int | None],
              fix: str) -> list[HealthFinding]:
     """Hosts where a GPU position has less of `value` than that position has on most hosts."""
-    positions = max((len(host.gpus) for host in hosts), default=0)
-    by_host: dict[str, list[tuple[int, int, int]]] = {}
-    for position in range(positions):
-        values = [value(host, position) if position < len(host.gpus) else None for host in hosts]
-        known = [item for item in values if item is not None]
-        if not known:
-            continue
-        usual, _ = _usual(known)
-        for host, item in zip(hosts, values, strict=True):
-            if item is not None and item < usual:
-                by_host.setdefault(host.hostname, []).append((host.gpus[position].index, item, usual))
     return [HealthFinding(code, "warning", hostname, tuple(gpu for gpu, _, _ in items),
                            f"{hostname}: GPU {', '.join(str(gpu) for gpu, _, _ in items)} {what} than on most hosts",
                            tuple(f"GPU {gpu}: {got} against {usual} on most hosts" for gpu, got, usual in items), fix)
-            for hostname, items in by_host.items()]
+            for hostname, items in below_usual_per_gpu(hosts, value).items()]
 
 
 def _driver(hosts: Sequence[Host]) -> list[HealthFinding]:
     drivers = [host.versions.driver for host in hosts]
     if len(set(drivers)) < 2:
         return []
-    usual, count = _usual(drivers)
+    usual, count = usual_value(drivers)
     most = "most hosts" if count * 2 > len(hosts) else "the others"
     evidence = tuple(f"{driver or 'unknown'} on {number} host(s)" for driver, number in Counter(drivers).most_common())
     return [HealthFinding("host-driver-differs", "warning", host.hostname, (),
@@ -88,7 +70,7 @@ def _compute_nics(host: Host) -> dict[str, float | None]:
 def _nics(hosts: Sequence[Host]) -> list[HealthFinding]:
     per_host = [_compute_nics(host) for host in hosts]
     name_sets = [tuple(sorted(nics)) for nics in per_host]
-    usual_names, _ = _usual(name_sets)
+    usual_names, _ = usual_value(name_sets)
     findings = []
     for host, names in zip(hosts, name_sets, strict=True):
         missing = sorted(set(usual_names) - set(names))
@@ -105,7 +87,7 @@ def _nics(hosts: Sequence[Host]) -> list[HealthFinding]:
         for name, rate in nics.items():
             if rate is not None:
                 rates.setdefault(name, []).append(rate)
-    usual_rate = {name: _usual(values)[0] for name, values in rates.items()}
+    usual_rate = {name: usual_value(values)[0] for name, values in rates.items()}
     for host, nics in zip(hosts, per_host, strict=True):
         slow = [(name, rate) for name, rate in nics.items() if rate is not None and rate < usual_rate[name]]
         if slow:
@@ -124,7 +106,7 @@ def _rails(hosts: Sequence[Host]) -> list[HealthFinding]:
     for gpu in sorted({gpu for per_host in rails for gpu in per_host}):
         known = [per_host[gpu] for per_host in rails if per_host.get(gpu) is not None]
         if known:
-            usual[gpu] = _usual(known)[0]
+            usual[gpu] = usual_value(known)[0]
     findings = []
     for host, per_host in zip(hosts, rails, strict=True):
         off = [(gpu, nic) for gpu, nic in per_host.items() if gpu in usual and nic != usual[gpu]]
@@ -143,12 +125,20 @@ def _nvlink_domain(hosts: Sequence[Host]) -> list[HealthFinding]:
     keys = [fabric_key(host) for host in hosts]
     if all(key is None for key in keys):
         return []
-    usual, _ = _usual([key for key in keys if key is not None])
+    usual, _ = usual_value([key for key in keys if key is not None])
     return [HealthFinding("host-outside-nvlink-domain", "error", host.hostname, (),
                            f"{host.hostname}: its GPUs report no (or mixed) NVLink fabric clique while the other "
                            "hosts share one", (f"most hosts: clique {usual}",),
                            "check the fabric manager / IMEX service and `nvidia-smi -q` Fabric state")
             for host, key in zip(hosts, keys, strict=True) if key is None]
+
+
+def cross_host(context: HealthContext) -> tuple[HealthFinding, ...]:
+    """The cluster rules as one health rule: the odd nodes of a snapshot of several hosts (or with nodes missing)."""
+    snapshot = context.snapshot
+    if len(snapshot.hosts) < 2 and not any(gap.host for gap in snapshot.gaps):
+        return ()
+    return cluster_findings(snapshot)
 
 
 def cluster_findings(snapshot: Snapshot) -> tuple[HealthFinding, ...]:

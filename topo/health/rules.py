@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from linkscope.topo.health.affinity import cpu_binding_far, nic_numa_mismatch
 from linkscope.topo.health.baseline import worse_than_baseline
+from linkscope.topo.health.cluster import cross_host
 from linkscope.topo.health.environment import cuda_visible_reordered, nccl_environment
 from linkscope.topo.health.finding import HealthContext, HealthFinding, Rule
 from linkscope.topo.health.measured import measured_below_expected
@@ -33,17 +34,6 @@ from linkscope.topo.health.nvlink import nvlink_errors_growing, nvlink_fabric_in
 from linkscope.topo.health.pcie import pcie_gen_low_under_load, pcie_width_reduced
 from linkscope.topo.health.platform import iommu_translates_p2p, mig_enabled, p2p_off, peermem_missing
 from linkscope.topo.model.findings import SEVERITIES
-
-
-def cross_host(context: HealthContext) -> tuple[HealthFinding, ...]:
-    """The cluster rules (:func:`topo.health.cluster.cluster_findings`) on a snapshot of several hosts."""
-    from linkscope.topo.health.cluster import cluster_findings
-
-    snapshot = context.snapshot
-    if len(snapshot.hosts) < 2 and not any(gap.host for gap in snapshot.gaps):
-        return ()
-    return cluster_findings(snapshot)
-
 
 RULES: tuple[Rule, ...] = (
     nvlink_fewer_links,

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.model.host import Host, LinkKind
@@ -249,6 +250,33 @@ def members_of(snapshots: Iterable[tuple[str, Snapshot]]) -> list[Member]:
     return members
 
 
+K = TypeVar("K", bound=Hashable)
+
+
+def usual_value(values: Sequence[K]) -> tuple[K, int]:
+    """What most have: the most common of `values` and how many have it (the first seen wins a tie). Both the
+    odd-one-out of `diff` and the cluster rules of `doctor` and `show` compare each host with it."""
+    value, count = Counter(values).most_common(1)[0]
+    return value, count
+
+
+def below_usual_per_gpu(hosts: Sequence[Host], value: Callable[[Host, int], int | None]) -> dict[str, list[tuple[int, int, int]]]:
+    """Per host name, the GPUs with less of `value` than the same GPU position has on most hosts:
+    (NVML index, its value, the usual value)."""
+    positions = max((len(host.gpus) for host in hosts), default=0)
+    by_host: dict[str, list[tuple[int, int, int]]] = {}
+    for position in range(positions):
+        values = [value(host, position) if position < len(host.gpus) else None for host in hosts]
+        known = [item for item in values if item is not None]
+        if not known:
+            continue
+        most, _ = usual_value(known)
+        for host, item in zip(hosts, values, strict=True):
+            if item is not None and item < most:
+                by_host.setdefault(host.hostname, []).append((host.gpus[position].index, item, most))
+    return by_host
+
+
 def odd_one_out(members: Sequence[Member]) -> OddReport:
     """The members whose facts differ from what more than half of all members have."""
     total = len(members)
@@ -290,8 +318,7 @@ def _majority(facts: list[Fact | None], total: int) -> Fact:
             typical = Fact(median, median, present[0].gpus, measured=True)
             agreeing = sum(1 for fact in present if _same(typical, fact))
             return typical if agreeing * 2 > total else _SPLIT
-    tally = Counter(fact.value for fact in present)
-    value, count = tally.most_common(1)[0]
+    value, count = usual_value([fact.value for fact in present])
     if count * 2 <= total:
         return _SPLIT
     return next(fact for fact in present if fact.value == value)

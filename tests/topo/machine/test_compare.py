@@ -107,3 +107,20 @@ def test_the_same_file_twice_is_two_members() -> None:
     members = members_of([("sample:dgx-h100", H100), ("sample:dgx-h100", H100), ("sample:dgx-h100-degraded", DEGRADED)])
     assert [member.label for member in members] == ["dgx-h100 (sample:dgx-h100) #1", "dgx-h100 (sample:dgx-h100) #2",
                                                     "dgx-h100-degraded"]
+
+
+def test_one_engine_says_what_most_hosts_have() -> None:
+    """`diff --odd-one-out` and the cluster rules compare every host with usual_value; the rules are a health rule
+    like any other, imported by the registry at its top (no import inside a function to dodge a cycle)."""
+    import ast
+    import inspect
+
+    from linkscope.topo.health import cluster, rules
+    from linkscope.topo.machine.compare import usual_value
+
+    assert usual_value([18, 16, 18, 18]) == (18, 3) and usual_value(["a", "b"]) == ("a", 1)
+    assert cluster.cross_host in rules.RULES
+    assert "usual_value(" in inspect.getsource(cluster) and "def _usual" not in inspect.getsource(cluster)
+    nested = [node for function in ast.walk(ast.parse(inspect.getsource(rules))) if isinstance(function, ast.FunctionDef)
+              for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert not nested
