@@ -20,8 +20,8 @@ from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPan
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
-from linkscope.topo.machine.cluster import host_position, nvlink_domains
-from linkscope.topo.model.measurements import Measurements
+from linkscope.topo.machine.cluster import nvlink_domains, ring_on_host
+from linkscope.topo.model.measurements import merge_measurements
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.local_services import LocalServices
@@ -202,7 +202,8 @@ class LinkscopeApp(App[None]):
         """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
         links = self.query_one(LinksView)
         if self.snapshot is not None and len(nvlink_domains(self.snapshot)) != len(self.snapshot.hosts):
-            message = ring_on_host(self.snapshot, message)
+            node, hops, leaving = ring_on_host(self.snapshot, message.node, message.hops, message.off_node_hops)
+            message = dataclasses.replace(message, node=node, hops=hops, off_node_hops=leaving)
         if self.snapshot is not None and 0 <= message.node < len(self.snapshot.hosts):
             links.host_index = message.node
         links.ring = message if message.hops or message.off_node_hops else None
@@ -242,38 +243,6 @@ class LinkscopeApp(App[None]):
             yield SystemCommand(
                 f"Open sample: {name}", f"Show the built-in sample machine {name}", partial(self.open_sample, name)
             )
-
-
-def merge_measurements(old: Measurements | None, new: Measurements) -> Measurements:
-    """`new` appended to `old` (later entries win where both measured the same thing)."""
-    if old is None:
-        return new
-    return Measurements(
-        source=f"{old.source} + {new.source}" if new.source not in old.source else old.source,
-        peer_copies=old.peer_copies + new.peer_copies,
-        host_copies=old.host_copies + new.host_copies,
-        collectives=old.collectives + new.collectives,
-        group_setup_ms=old.group_setup_ms + new.group_setup_ms,
-        notes=old.notes + new.notes,
-    )
-
-
-def ring_on_host(snapshot: Snapshot, ring: RingChosen) -> RingChosen:
-    """A ring placed on a multi-host NVLink domain (one node of the layout) as the Links tab shows it: on the host
-    of its first hop, with the hops that leave that host counted as leaving."""
-    if ring.node >= len(nvlink_domains(snapshot)):
-        return ring
-    if not ring.hops:
-        return dataclasses.replace(ring, node=host_position(snapshot, ring.node, 0)[0])
-    host = host_position(snapshot, ring.node, ring.hops[0][0])[0]
-    hops, leaving = [], ring.off_node_hops
-    for a, b in ring.hops:
-        (host_a, local_a), (host_b, local_b) = host_position(snapshot, ring.node, a), host_position(snapshot, ring.node, b)
-        if host_a == host_b == host:
-            hops.append((local_a, local_b))
-        elif host_a != host_b:
-            leaving += 1
-    return dataclasses.replace(ring, node=host, hops=tuple(hops), off_node_hops=leaving)
 
 
 def build_app(

@@ -11,9 +11,8 @@ from linkscope.topo.checks.check import check_layout
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.checks.suggest import Suggestion
 from linkscope.topo.model.host import Link, LinkKind
-from linkscope.topo.model.measurements import Measurements, PeerCopy
+from linkscope.topo.model.measurements import Measurements, PeerCopy, merge_measurements
 from linkscope.topo.samples import load_sample
-from linkscope.tui.app import merge_measurements
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
 from linkscope.tui.link_cells import gpu_cells, nic_cells
 from linkscope.tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay

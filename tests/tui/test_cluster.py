@@ -59,13 +59,10 @@ async def test_ranks_on_nvl72_place_72_gpus_per_node() -> None:
 
 def test_a_ring_on_an_nvlink_domain_is_drawn_on_the_host_of_its_first_hop() -> None:
     """Ranks 4-11 of NVL72 (trays 02 and 03) as a TP ring: on Links it is tray02's four GPUs with two hops leaving."""
-    from linkscope.tui.app import ring_on_host
-    from linkscope.tui.messages import RingChosen
+    from linkscope.topo.machine.cluster import ring_on_host
 
     snapshot = load_sample("gb200-nvl72")
     hops = (*((position, position + 1) for position in range(4, 11)), (11, 4))
-    ring = ring_on_host(snapshot, RingChosen("tp1", 0, hops, 0))
-    assert ring.node == 1 and ring.hops == ((0, 1), (1, 2), (2, 3)) and ring.off_node_hops == 2
+    assert ring_on_host(snapshot, 0, hops, 0) == (1, ((0, 1), (1, 2), (2, 3)), 2)
     mixed = load_sample("h100-cluster-mixed")
-    plain_ring = RingChosen("tp2", 2, ((0, 1),), 0)
-    assert ring_on_host(mixed, plain_ring) == plain_ring
+    assert ring_on_host(mixed, 2, ((0, 1),), 0) == (2, ((0, 1),), 0)

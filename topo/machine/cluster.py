@@ -124,6 +124,26 @@ def host_position(snapshot: Snapshot, domain: int, position: int) -> tuple[int, 
     raise IndexError(domain)  # a domain always has a host
 
 
+def ring_on_host(snapshot: Snapshot, node: int, hops: tuple[tuple[int, int], ...],
+                 off_node_hops: int) -> tuple[int, tuple[tuple[int, int], ...], int]:
+    """A ring over node `node` of a layout (a multi-host NVLink domain counts as one node; `hops` are GPU positions
+    on it) as one host's grid shows it: (the host of its first hop, the hops between GPUs of that host, the hops
+    that leave it, counted with `off_node_hops`). A node that is one host is returned as it is."""
+    if node >= len(nvlink_domains(snapshot)):
+        return node, hops, off_node_hops
+    if not hops:
+        return host_position(snapshot, node, 0)[0], hops, off_node_hops
+    host = host_position(snapshot, node, hops[0][0])[0]
+    kept, leaving = [], off_node_hops
+    for a, b in hops:
+        (host_a, local_a), (host_b, local_b) = host_position(snapshot, node, a), host_position(snapshot, node, b)
+        if host_a == host_b == host:
+            kept.append((local_a, local_b))
+        elif host_a != host_b:
+            leaving += 1
+    return host, tuple(kept), leaving
+
+
 def domain_name(hosts: Sequence[Host]) -> str:
     """How a multi-host NVLink domain is named where a host name goes: `nvl:<first>..<last>`."""
     return hosts[0].hostname if len(hosts) == 1 else f"nvl:{hosts[0].hostname}..{hosts[-1].hostname}"

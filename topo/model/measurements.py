@@ -110,3 +110,20 @@ class Measurements:
         with_p2p = {(copy.host, copy.src, copy.dst) for copy in self.peer_copies if copy.p2p_enabled is not False}
         return tuple(copy for copy in self.peer_copies
                      if copy.p2p_enabled is not False or (copy.host, copy.src, copy.dst) not in with_p2p)
+
+
+def merge_measurements(earlier: Measurements | None, later: Measurements) -> Measurements:
+    """`later` appended to `earlier`, every field kept (where both measured the same thing, the later row comes
+    after, so a reader taking the last row per pair sees the newest): the sources joined, the notes of both
+    (each once), the later identity where it states one."""
+    if earlier is None:
+        return later
+    return Measurements(
+        source=f"{earlier.source} + {later.source}" if later.source not in earlier.source else earlier.source,
+        peer_copies=earlier.peer_copies + later.peer_copies,
+        host_copies=earlier.host_copies + later.host_copies,
+        collectives=earlier.collectives + later.collectives,
+        group_setup_ms=earlier.group_setup_ms + later.group_setup_ms,
+        notes=tuple(dict.fromkeys(earlier.notes + later.notes)),
+        identity=later.identity if later.identity is not None else earlier.identity,
+    )

@@ -138,3 +138,30 @@ def test_decoder_fills_defaults_and_names_a_missing_required_field() -> None:
     assert first.link(0, 0).token == "X"
     with pytest.raises(InputError, match=r"\$\.hosts\[1\]: missing field 'hostname'"):
         from_jsonable(Snapshot, {"hosts": [{"hostname": "a"}, {"gpus": []}]})
+
+
+def test_merging_measurements_keeps_every_field() -> None:
+    """The app merges each benchmark's results into the snapshot's: nothing of either is dropped (the identity of the
+    machine and the notes included), and a field added to Measurements must be merged too."""
+    import dataclasses
+
+    from linkscope.topo.model.measurements import (
+        CollectiveResult,
+        HostCopy,
+        MeasuredOn,
+        Measurements,
+        PeerCopy,
+        merge_measurements,
+    )
+
+    earlier = Measurements("a", peer_copies=(PeerCopy(0, 1, unidir_gbps=1.0),), host_copies=(HostCopy(0, "h2d", 0, None, 5.0),),
+                           collectives=(CollectiveResult("all_reduce", 8, "float32", 1.0, 1.0, 1.0, 2),),
+                           group_setup_ms=(("tp0", 1.0),), notes=("first",), identity=MeasuredOn(gpu_model="H100"))
+    later = Measurements("b", peer_copies=(PeerCopy(0, 1, unidir_gbps=2.0),), notes=("first", "second"))
+    merged = merge_measurements(earlier, later)
+    assert merged.source == "a + b" and merged.notes == ("first", "second") and merged.identity == earlier.identity
+    assert [copy.unidir_gbps for copy in merged.peer_copies] == [1.0, 2.0]
+    for field in dataclasses.fields(Measurements):
+        if field.name not in ("source", "identity", "notes"):
+            assert getattr(merged, field.name) == getattr(earlier, field.name) + getattr(later, field.name), field.name
+    assert merge_measurements(None, later) is later
