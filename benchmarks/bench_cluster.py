@@ -98,8 +98,8 @@ async def ranks_rows() -> list[tuple[str, float, float]]:
 
     from linkscope.tui.app import build_app
     from linkscope.tui.messages import LayoutChecked
-    from linkscope.tui.screens.ranks import RanksView
     from linkscope.tui.screenshots import wait_idle
+    from linkscope.tui.tabs.ranks import RanksView
     from linkscope.tui.widgets.rank_map import RankMap
 
     rows = []

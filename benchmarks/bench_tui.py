@@ -23,9 +23,9 @@ from linkscope.topo.samples import load_sample
 from linkscope.tui.app import TABS, LinkscopeApp, build_app
 from linkscope.tui.link_cells import gpu_cells
 from linkscope.tui.messages import LayoutChecked
-from linkscope.tui.screens.links import LinksView
-from linkscope.tui.screens.ranks import RanksView
 from linkscope.tui.screenshots import wait_idle
+from linkscope.tui.tabs.links import LinksView
+from linkscope.tui.tabs.ranks import RanksView
 from linkscope.tui.widgets.link_grid import LinkGrid
 from linkscope.tui.widgets.rank_map import RankMap
 

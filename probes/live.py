@@ -1,4 +1,4 @@
-"""Live counters for the Monitor screen: NVLink and PCIe traffic, NVLink errors, PCIe link state.
+"""Live counters for the Monitor tab: NVLink and PCIe traffic, NVLink errors, PCIe link state.
 
 Usage (the app calls this from a worker thread, never the UI thread)::
 

@@ -1,7 +1,8 @@
 """The linkscope app: six tabs over one snapshot, and the one factory that builds it.
 
 `build_app` is used by `linkscope open`, the tests and the screenshot script alike. The app owns
-the snapshot on show; tabs get it as an attribute and talk back with messages (:mod:`tui.messages`).
+the snapshot on show and binds it into every tab's view once (`data_bind`); the views talk back with
+messages (:mod:`tui.messages`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPane
 
@@ -26,13 +28,13 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.local_services import LocalServices
 from linkscope.tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
-from linkscope.tui.screens.bench import BenchView
-from linkscope.tui.screens.links import LinksView
-from linkscope.tui.screens.monitor import MonitorView
-from linkscope.tui.screens.ranks import RanksView
-from linkscope.tui.screens.steps import StepsView
-from linkscope.tui.screens.topology import TopologyView
 from linkscope.tui.services import Services
+from linkscope.tui.tabs.bench import BenchView
+from linkscope.tui.tabs.links import LinksView
+from linkscope.tui.tabs.monitor import MonitorView
+from linkscope.tui.tabs.ranks import RanksView
+from linkscope.tui.tabs.steps import StepsView
+from linkscope.tui.tabs.topology import TopologyView
 from linkscope.tui.text import printable_fields
 from linkscope.tui.widgets.key_bar import KeyBar
 
@@ -61,6 +63,13 @@ class LinkscopeApp(App[None]):
         Binding("escape", "leave_field", "Leave field", show=False),
     ]
 
+    snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
+    """The snapshot on show, its strings made printable: bound into every tab's view (set by :meth:`show_snapshot`)."""
+    live: reactive[bool] = reactive(False)
+    """Whether the snapshot is this machine now (the Bench and Monitor tabs then measure and sample it)."""
+    nccl: reactive[NcclPlacement | None] = reactive(None)
+    """An NCCL log laid on the snapshot, shown on the Links grid."""
+
     def __init__(
         self,
         services: Services,
@@ -74,11 +83,12 @@ class LinkscopeApp(App[None]):
     ) -> None:
         super().__init__()
         self.trace_paths = trace_paths
-        self.live = live
-        self.nccl = nccl
+        self.set_reactive(LinkscopeApp.live, live)
+        self.set_reactive(LinkscopeApp.nccl, nccl)
         self.services = services
         self.source = source
-        self.snapshot = snapshot
+        self._given_snapshot = snapshot
+        """A snapshot given to the constructor: shown (made printable) once the app is mounted."""
         self._initial_notice = notice
         self._initial_tab = initial_tab
 
@@ -86,23 +96,23 @@ class LinkscopeApp(App[None]):
         yield Header()
         with TabbedContent(initial=self._initial_tab):
             with TabPane("Links", id="links"):
-                yield LinksView()
+                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.snapshot)
             with TabPane("Topology", id="topology"):
-                yield TopologyView()
+                yield TopologyView().data_bind(LinkscopeApp.snapshot)
             with TabPane("Ranks", id="ranks"):
-                yield RanksView(self.services)
+                yield RanksView(self.services).data_bind(LinkscopeApp.snapshot)
             with TabPane("Bench", id="bench"):
-                yield BenchView(self.services)
+                yield BenchView(self.services).data_bind(LinkscopeApp.live, LinkscopeApp.snapshot)
             with TabPane("Monitor", id="monitor"):
-                yield MonitorView(self.services)
+                yield MonitorView(self.services).data_bind(LinkscopeApp.live, LinkscopeApp.snapshot)
             with TabPane("Steps", id="steps"):
-                yield StepsView(self.trace_paths)
+                yield StepsView(self.trace_paths).data_bind(LinkscopeApp.snapshot)
         yield KeyBar()
 
     def on_mount(self) -> None:
         self._focus_pane(self.query_one(TabbedContent).active_pane)
-        if self.snapshot is not None:
-            self.post_message(SnapshotLoaded(self.snapshot, self._initial_notice, live=self.live))
+        if self._given_snapshot is not None:
+            self.post_message(SnapshotLoaded(self._given_snapshot, self._initial_notice, live=self.live))
         else:
             self.sub_title = f"loading {printable(self.source)}" if self.source else "probing this machine..."
             self.load_source(self.source)
@@ -173,25 +183,16 @@ class LinkscopeApp(App[None]):
         self.notify(printable(message.reason), title="Cannot open", severity="error", timeout=15, markup=False)
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
-        """Put `snapshot` on every tab (`self.live` says whether it is this machine now); its strings
-        are made printable here, the one door through which snapshots reach the screen.
+        """Put `snapshot` on every tab (bound to `self.snapshot`; `self.live` says whether it is this machine now);
+        its strings are made printable here, the one door through which snapshots reach the screen.
 
         Once the tabs hold it, everything alive is moved out of the garbage collector's sight
         (`gc.freeze`): a 1,024-host snapshot and the app's widgets are hundreds of thousands of objects
         that a full collection, triggered by a check's allocations, would scan for 50-60 ms on every
         edit of the Ranks form. They stay freed by reference counting as usual."""
         snapshot = printable_fields(snapshot)
-        self.snapshot = snapshot
         self.sub_title = (snapshot.source or "snapshot") + (" (this machine, live)" if self.live else "")
-        self.query_one(BenchView).live = self.live
-        self.query_one(MonitorView).live = self.live
-        self.query_one(LinksView).nccl = self.nccl
-        self.query_one(LinksView).snapshot = snapshot
-        self.query_one(TopologyView).snapshot = snapshot
-        self.query_one(RanksView).snapshot = snapshot
-        self.query_one(BenchView).snapshot = snapshot
-        self.query_one(MonitorView).snapshot = snapshot
-        self.query_one(StepsView).snapshot = snapshot
+        self.snapshot = snapshot
         self.call_after_refresh(gc.freeze)
 
     def on_host_picked(self, message: HostPicked) -> None:

@@ -1,4 +1,4 @@
-"""App-level messages: small dataclasses that screens and workers post upwards.
+"""App-level messages: small dataclasses that the tabs and workers post upwards.
 
 Workers run on threads and never touch widgets; they post one of these and the app (on the UI
 thread) sets the attributes of the widgets that show it ("attributes down, messages up").
@@ -45,7 +45,7 @@ class HostPicked(Message):
 
 @dataclass
 class RingChosen(Message):
-    """The Ranks screen picked a group: draw its ring on the Links grid (empty: clear it)."""
+    """The Ranks tab picked a group: draw its ring on the Links grid (empty: clear it)."""
 
     label: str
     node: int

@@ -1,7 +1,7 @@
 """The app's I/O layer as an interface: loading snapshots, live counters, benchmarks, the checker.
 
 The app receives a :class:`Services` in its constructor and never calls probes directly, so tests
-hand it a fake and the screens stay free of hardware code. Every method here may block; the app
+hand it a fake and the tabs stay free of hardware code. Every method here may block; the app
 only calls them from thread workers. The real implementation is :class:`tui.local_services.LocalServices`;
 this module holds only the interface and the values that cross it, so nothing here imports an implementation.
 """
@@ -37,7 +37,7 @@ class LiveFeed(Protocol):
 
 
 BENCH_KINDS: tuple[str, ...] = ("p2p", "all_reduce", "all_gather", "reduce_scatter", "all_to_all")
-"""Benchmarks the Bench screen offers: peer copies between every GPU pair, then collectives."""
+"""Benchmarks the Bench tab offers: peer copies between every GPU pair, then collectives."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class BenchProgress:
 
 @dataclass(frozen=True)
 class LayoutForm:
-    """The Ranks screen's form, as plain values: what `linkscope check` takes on its command line."""
+    """The Ranks tab's form, as plain values: what `linkscope check` takes on its command line."""
 
     sizes: tuple[tuple[str, int], ...]
     """Dimensions given explicitly; a missing `dp` is inferred from the cluster size."""

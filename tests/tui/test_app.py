@@ -15,12 +15,12 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample, sample_names
 from linkscope.tui.app import TABS, build_app
 from linkscope.tui.messages import RingChosen
-from linkscope.tui.screens.bench import BenchView
 from linkscope.tui.screens.export import ExportScreen
-from linkscope.tui.screens.links import LinksView
-from linkscope.tui.screens.monitor import MonitorView
-from linkscope.tui.screens.ranks import RanksView
-from linkscope.tui.screens.topology import TopologyView
+from linkscope.tui.tabs.bench import BenchView
+from linkscope.tui.tabs.links import LinksView
+from linkscope.tui.tabs.monitor import MonitorView
+from linkscope.tui.tabs.ranks import RanksView
+from linkscope.tui.tabs.topology import TopologyView
 from linkscope.tui.widgets.link_detail import LinkDetail
 from linkscope.tui.widgets.link_grid import LinkGrid
 from linkscope.tui.widgets.plain_tree import PlainTree
@@ -498,8 +498,8 @@ def _counting_services() -> tuple[FakeServices, list[object]]:
 async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
     """Tabbing through untouched defaults paints nothing red; escape leaves a field; the key bar says
     ^q quits while typing; filling the form (apply a suggestion, a new machine) checks it once."""
-    from linkscope.tui.screens.ranks import DIMS
     from linkscope.tui.services import LayoutForm
+    from linkscope.tui.tabs.ranks import DIMS
     from linkscope.tui.widgets.key_bar import KeyBar
 
     services, checks = _counting_services()

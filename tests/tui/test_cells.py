@@ -16,8 +16,8 @@ from linkscope.topo.samples import load_sample
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
 from linkscope.tui.link_cells import gpu_cells, nic_cells
 from linkscope.tui.rank_cells import group_index, rank_grid, rank_ranges, ring_overlay
-from linkscope.tui.screens.bench import collective_points, peer_copy_points
 from linkscope.tui.services import LayoutForm
+from linkscope.tui.tabs.bench import collective_points, peer_copy_points
 from linkscope.tui.widgets.bandwidth_plot import plot_lines
 from support.tui import measured_copies, nvswitch_host
 
@@ -243,3 +243,23 @@ def test_a_long_sweep_fits_the_plot_width(width: int) -> None:
     assert len(lines[0]) == len(shown) * bar_width
     if width >= 62:
         assert shown == points
+
+
+def test_the_six_tabs_are_views_bound_to_the_snapshot_once() -> None:
+    """tui/tabs/ holds the six tab views (widgets, not Screens); the app binds its snapshot into each with data_bind
+    instead of assigning it to every view by hand."""
+    import inspect
+    import re
+
+    from textual.screen import Screen
+
+    from linkscope.tui import app as app_module
+    from linkscope.tui.tabs import bench, links, monitor, ranks, steps, topology
+
+    views = [module for module in (links, topology, ranks, bench, monitor, steps)]
+    for module in views:
+        classes = [value for _, value in inspect.getmembers(module, inspect.isclass) if value.__module__ == module.__name__]
+        assert classes and not any(issubclass(cls, Screen) for cls in classes), module.__name__
+    source = inspect.getsource(app_module)
+    assert source.count(".data_bind(") == 6 and source.count("LinkscopeApp.snapshot)") == 6
+    assert not re.search(r"query_one\(\w+View\)\.(snapshot|live|nccl) =", source)

@@ -7,9 +7,9 @@ from textual.widgets import DataTable
 
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
-from linkscope.tui.screens.links import LinksView
-from linkscope.tui.screens.ranks import RanksView
-from linkscope.tui.screens.topology import TopologyView
+from linkscope.tui.tabs.links import LinksView
+from linkscope.tui.tabs.ranks import RanksView
+from linkscope.tui.tabs.topology import TopologyView
 from linkscope.tui.widgets.plain_tree import PlainTree
 from support.tui import FakeServices, async_test, settle
 

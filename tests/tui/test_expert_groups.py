@@ -6,7 +6,7 @@ from textual.widgets import Input, Select
 
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
-from linkscope.tui.screens.ranks import COLOUR_DIMS, RanksView
+from linkscope.tui.tabs.ranks import COLOUR_DIMS, RanksView
 from support.tui import FakeServices, async_test, settle
 
 SIZE = (120, 40)

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static
 from linkscope.topo.model.recording import CounterSample, GpuCounters, LinkCounters, Recording
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
-from linkscope.tui.screens.monitor import MonitorView
+from linkscope.tui.tabs.monitor import MonitorView
 from linkscope.tui.widgets.plain_tree import PlainTree
 from support.tui import FakeFeed, FakeServices, async_test, traffic_reading
 

@@ -100,6 +100,8 @@ class BenchView(Vertical):
         Binding("s", "stop", "Stop"),
     ]
 
+    live: reactive[bool] = reactive(False)
+    """Whether the snapshot is this machine now (bound from the app)."""
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
     """The snapshot whose machine would be measured."""
 
@@ -107,7 +109,6 @@ class BenchView(Vertical):
         super().__init__()
         self.services = services
         self.unavailable: str | None = "no snapshot yet"
-        self.live = False
         """Set by the app: True when the snapshot is this machine now (benchmarks only measure this machine)."""
         self.running = False
         self._cancel = threading.Event()

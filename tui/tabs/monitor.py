@@ -83,6 +83,8 @@ def recorded_link_state(host: Host) -> tuple[GpuLive, ...]:
 class MonitorView(Vertical):
     """The Monitor tab; the app sets `snapshot`, which starts (or stops) the sampling worker."""
 
+    live: reactive[bool] = reactive(False)
+    """Whether the snapshot is this machine now (bound from the app)."""
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
     """The snapshot on show; only one probed on this machine has live counters."""
 
@@ -93,7 +95,6 @@ class MonitorView(Vertical):
         super().__init__()
         self.services = services
         self.reading: LiveReading | None = None
-        self.live = False
         """Set by the app: True when the snapshot is this machine now (else there are no counters to read)."""
         self._selected = 0
         self._replay: list[LiveReading] = []
