@@ -182,7 +182,7 @@ async def test_ranks_apply_suggestion_and_export() -> None:
         assert app.screen.command.startswith("linkscope check sample:dgx1-v100 --tp 2")
         assert '"groups"' in app.screen.document
         notices: list[str] = []
-        app.notify = lambda message, **_: notices.append(str(message))  # type: ignore[method-assign,assignment]
+        app.notify = lambda message, **_: notices.append(str(message))  # type: ignore[method-assign]
         await pilot.press("y")
         await pilot.pause()
         assert app.clipboard == app.screen.command
@@ -303,7 +303,7 @@ async def test_no_gpu_falls_back_to_a_sample() -> None:
     app = build_app(services=FakeServices(snapshots={None: empty, "sample:dgx-h100": sample}))
     notices: list[str] = []
     shown = app.notify
-    app.notify = lambda message, **options: (notices.append(str(message)), shown(message, **options))[-1]  # type: ignore[method-assign,assignment,func-returns-value]
+    app.notify = lambda message, **options: (notices.append(str(message)), shown(message, **options))[-1]  # type: ignore[method-assign,func-returns-value]
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
@@ -490,7 +490,7 @@ def _counting_services() -> tuple[FakeServices, list[object]]:
             checks.append(form)
         return original(snapshot, form, measurements, suggest)  # type: ignore[arg-type]
 
-    services.check = check  # type: ignore[method-assign]
+    services.check = check  # type: ignore[method-assign,assignment]
     return services, checks
 
 
@@ -527,7 +527,8 @@ async def test_ranks_form_tabbing_escape_quit_and_one_check_per_fill() -> None:
         view.fill_form(LayoutForm(sizes=(("tp", 4), ("pp", 2)), nodes=1, distribution="cyclic"))
         await settle(app)
         assert len(checks) == 1
-        assert view.checked_form == checks[0] and view.checked_form.distribution == "cyclic"
+        assert view.checked_form is not None and view.checked_form == checks[0]
+        assert view.checked_form.distribution == "cyclic"
         app.query_one("#size-pp", Input).focus()
         await pilot.press("end", "backspace")
         await settle(app)
@@ -574,7 +575,7 @@ def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> 
             await settle(app)
             await pilot.pause()
             plot = app.query_one(BandwidthPlot)
-            lines = plot.render().wrap(app.console, plot.content_size.width)  # type: ignore[union-attr]
+            lines = plot.render().wrap(app.console, plot.content_size.width)
             assert len(lines) <= plot.content_size.height
             assert any("█" in line.plain for line in lines)
             assert all(len(line.plain) <= plot.content_size.width for line in lines)
@@ -648,3 +649,25 @@ async def test_two_nodes_of_a_long_host_name_stay_apart_on_the_rank_map() -> Non
         rank_map = app.query_one(RankMap)
         rows = [rank_map.render_line(y).text.split()[0] for y in (1, 2)]
         assert rows[0] != rows[1] and rows[0].endswith("#0") and rows[1].endswith("#1")
+
+
+@async_test
+async def test_the_findings_columns_fit_their_rows_at_once() -> None:
+    """A finding list's columns have their widths the moment it is filled, not when the table next idles (under
+    load the Ranks picture caught them at the width of their labels), and they fit the rows on show alone."""
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
+    from linkscope.tui.widgets.findings_table import FindingsTable
+
+    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
+    assert len(report.findings) > 1
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        table = app.query_one(FindingsTable)
+        table.show(report.findings)
+        widths = [column.width for column in table.columns.values()]
+        assert widths[1] == max(len(finding.code) for finding in report.findings)
+        table.show(report.findings[:1])
+        assert [column.width for column in table.columns.values()][3] == len(report.findings[0].message)
+        assert widths[3] >= len(report.findings[0].message)

@@ -12,6 +12,8 @@ from textual.widgets import DataTable
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_ROWS
 
+COLUMNS = ("sev", "code", "dim", "message")
+
 
 class FindingsTable(DataTable[Text]):
     """One row per finding; Enter or a click chooses it (the parent draws its group)."""
@@ -37,37 +39,32 @@ class FindingsTable(DataTable[Text]):
         self._findings: Sequence[LayoutFinding] = ()
 
     def on_mount(self) -> None:
-        self.add_columns("sev", "code", "dim", "message")
+        self.show((), checked=False)
 
     def show(self, findings: Sequence[LayoutFinding], checked: bool = True) -> None:
-        """Replace the rows with `findings` (the first :data:`MAX_FINDING_ROWS`); `checked` False leaves it empty."""
+        """Replace the rows with `findings` (the first :data:`MAX_FINDING_ROWS`); `checked` False leaves it empty.
+
+        The columns are made anew with the widths of these rows: a DataTable fits its columns to new rows only when
+        it next idles (so a picture taken under load caught them at the width of their labels), and a column kept
+        the widest cell it ever held, which depended on how fast the earlier checks ran."""
         self._findings = findings
-        self.clear()
-        if not checked:
-            return
+        rows = self._rows(findings) if checked else []
+        self.clear(columns=True)
+        for number, label in enumerate(COLUMNS):
+            self.add_column(label, width=max([len(label), *(row[number].cell_len for row in rows)]))
+        self.add_rows(rows)
+
+    def _rows(self, findings: Sequence[LayoutFinding]) -> list[tuple[Text, Text, Text, Text]]:
         if not findings:
-            self.add_row(Text("ok"), Text("-"), Text("-"), Text("no findings: every group sits on the links it needs"))
-            return
+            return [(Text("ok"), Text("-"), Text("-"), Text("no findings: every group sits on the links it needs"))]
+        rows = []
         for finding in findings[:MAX_FINDING_ROWS]:
-            severity = str(finding.severity)
-            style = (
-                self.get_component_rich_style(f"findings--{severity}", partial=True, default=None)
-                if severity
-                in (
-                    "error",
-                    "warning",
-                    "info",
-                )
-                else None
-            )
-            self.add_row(
-                Text(severity, style=style or ""),
-                Text(str(finding.code)),
-                Text(str(finding.dim or "-")),
-                Text(str(finding.message)),
-            )
+            style = self.get_component_rich_style(f"findings--{finding.severity}", partial=True, default=None)
+            rows.append((Text(finding.severity, style=style or ""), Text(finding.code), Text(finding.dim or "-"),
+                         Text(finding.message)))
         if len(findings) > MAX_FINDING_ROWS:
-            self.add_row(Text("..."), Text(""), Text(""), Text(f"{len(findings) - MAX_FINDING_ROWS} more findings not listed"))
+            rows.append((Text("..."), Text(""), Text(""), Text(f"{len(findings) - MAX_FINDING_ROWS} more findings not listed")))
+        return rows
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Turn the row selection into a message carrying the finding."""
