@@ -63,10 +63,25 @@ def _dummy_distribution(where: Path, name: str) -> Path:
     return project
 
 
+def _see_these_dependencies(python: Path) -> None:
+    """Let the venv of `python` import the packages this interpreter has (textual, rich...), wherever they are
+    installed: a venv made with --system-site-packages sees the base interpreter's, not those of a venv running
+    the tests. The directories go after the venv's own, and their .pth files are not run (so an editable
+    linkscope installed here stays out of it)."""
+    import site
+    import sysconfig
+
+    here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    Path(own, "parent-dependencies.pth").write_text("".join(f"{path}\n" for path in sorted(here) if Path(path).is_dir()))
+
+
 def test_installing_beside_packages_named_tui_and_probes_leaves_both_working(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
+    _see_these_dependencies(python)
     others = [str(_dummy_distribution(tmp_path, name)) for name in ("tui", "probes")]
     pip = [str(python), "-m", "pip", "install", "-q", "--no-deps"]
     subprocess.run([*pip, *others], check=True, timeout=300, capture_output=True)

@@ -75,6 +75,7 @@ def test_readme_has_examples() -> None:
     assert len(_examples()) >= 5
 
 
+@pytest.mark.xdist_group("readme-examples")  # in README order, one after another: some open files others wrote
 @pytest.mark.parametrize(("command", "expected_status"), _examples(), ids=[c for c, _ in _examples()])
 def test_readme_example_runs(command: str, expected_status: int, tmp_path: pathlib.Path) -> None:
     argv = shlex.split(command)

@@ -103,5 +103,5 @@ def test_identity_json_rows(fake_dgx: None, capsys: pytest.CaptureFixture[str]) 
 def test_help_has_description_and_example() -> None:
     parser = argparse.ArgumentParser(prog="linkscope")
     probe_cmd.register(parser.add_subparsers(dest="command"))
-    text = parser._subparsers._group_actions[0].choices["probe"].format_help()  # type: ignore[union-attr]
+    text = parser._subparsers._group_actions[0].choices["probe"].format_help()  # type: ignore[union-attr,index]
     assert "identity table" in text and "linkscope probe -o box.json" in text

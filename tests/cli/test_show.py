@@ -145,7 +145,8 @@ def test_text_output_has_every_token_and_fits_80_columns(name: str, capsys: pyte
     assert tokens <= words
     assert {nic.name for nic in host.nics} <= words
     assert host.hostname in out and f"sample:{name}" in out and host.gpus[0].name in out
-    assert host.gpus[0].cpu_affinity in out and "Legend" in out and "No gaps recorded" in out
+    assert host.gpus[0].cpu_affinity is not None and host.gpus[0].cpu_affinity in out
+    assert "Legend" in out and "No gaps recorded" in out
 
 
 def test_degraded_gpu_is_visible_in_text(capsys: pytest.CaptureFixture[str]) -> None:

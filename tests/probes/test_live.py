@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from linkscope.probes.live import LiveSampler
@@ -140,9 +142,14 @@ def test_totals_are_read_from_the_aggregate_scope_only_unless_per_link_is_asked(
     fake = FakeNvml.from_snapshot(load_sample("dgx-a100"))
     sampler = LiveSampler(fake, with_pcie=False)
     sampler.read()
-    asked: list[object] = []
+    asked: list[tuple[int, int]] = []
     original = fake.nvmlDeviceGetFieldValues
-    fake.nvmlDeviceGetFieldValues = lambda handle, ids: asked.extend(ids) or original(handle, ids)  # type: ignore[method-assign]
+
+    def recorded(handle: Any, field_ids: list[Any]) -> list[Any]:
+        asked.extend(field_ids)
+        return original(handle, field_ids)
+
+    fake.nvmlDeviceGetFieldValues = recorded  # type: ignore[method-assign]
     sampler.read()
-    throughput = {scope for field_id, scope in asked if field_id in (138, 139)}  # type: ignore[misc]
+    throughput = {scope for field_id, scope in asked if field_id in (138, 139)}
     assert throughput == {0xFFFFFFFF}

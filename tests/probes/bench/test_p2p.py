@@ -128,7 +128,7 @@ def test_median() -> None:
 @pytest.mark.parametrize(("gpu_node", "expected"), [(1, [1, 0]), (0, [0, 2]), (None, [0, 1]), (7, [0, 1])])
 def test_numa_nodes_to_test_own_then_farthest(gpu_node: int | None, expected: list[int]) -> None:
     nodes = {0: {0, 1}, 1: {2, 3}, 2: {4, 5}, 3: set()}
-    distances = {0: (10, 21, 32, 32), 1: (21, 10, 21, 21), 2: (32, 21, 10, 21)}
+    distances: dict[int, tuple[int, ...]] = {0: (10, 21, 32, 32), 1: (21, 10, 21, 21), 2: (32, 21, 10, 21)}
     assert nodes_to_test(gpu_node, nodes, distances) == expected
 
 

@@ -61,6 +61,7 @@ def test_pairs_reproduce_the_recorded_nvlink_bridge_box() -> None:
     assert [(row["src"], row["dst"]) for row in result["peer"]] == [(0, 1), (1, 0)]
     for row in result["peer"]:
         want = _recorded(recording, row["src"], row["dst"])
+        assert want.unidir_gbps is not None and want.latency_us is not None
         # each 256 MiB copy pays the pair's 2.5 us latency once: 0.25% under the recorded rate
         assert row["unidir_gbps"] == pytest.approx(_through(256 * MiB, want.unidir_gbps, want.latency_us), rel=1e-6)
         assert row["unidir_gbps"] == pytest.approx(want.unidir_gbps, rel=5e-3)
@@ -90,7 +91,8 @@ def test_eight_gpu_nvswitch_box_every_pair_matches_nvbandwidth() -> None:
     measured = {(row["src"], row["dst"]): row["unidir_gbps"] for row in result["peer"]}
     assert len(measured) == 56
     for (src, dst), gbps in measured.items():
-        assert gbps == pytest.approx(_through(64 * MiB, _recorded(recording, src, dst).unidir_gbps, 2.0), rel=1e-6)
+        recorded = _recorded(recording, src, dst).unidir_gbps
+        assert recorded is not None and gbps == pytest.approx(_through(64 * MiB, recorded, 2.0), rel=1e-6)
 
 
 def test_the_gate_keeps_host_enqueue_cost_out_of_the_latency() -> None:

@@ -61,7 +61,7 @@ def test_profile_traces_read_back_with_the_model_s_traffic(experiment: tuple[dic
     _, profile = experiment
     for label, expected_calls in (("no-overlap", 2 * LAYERS), ("ddp-0.1mb", None), ("ddp-25mb", 1)):
         traces = [read_trace_file(path) for path in trace_paths([str(profile / label)])]
-        assert sorted(t.rank for t in traces) == [0, 1]
+        assert sorted(t.rank for t in traces if t.rank is not None) == [0, 1]
         for trace in traces:
             assert trace.backend == "gloo" and len(trace.steps) == 3
             per_step: dict[int, list] = defaultdict(list)

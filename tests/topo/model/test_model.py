@@ -78,7 +78,7 @@ def test_parse_link_token_rejects_unknown(token: str) -> None:
         parse_link_token(token)
 
 
-def _mutated(change) -> str:  # type: ignore[no-untyped-def]
+def _mutated(change) -> str:
     data = to_jsonable(_two_gpu_snapshot())
     change(data)
     return json.dumps(data)
@@ -97,7 +97,7 @@ def _mutated(change) -> str:  # type: ignore[no-untyped-def]
         (lambda d: d["hosts"][0].pop("hostname"), "$.hosts[0]: "),
     ],
 )
-def test_bad_snapshot_json_is_one_clear_line(change, expected_fragment: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_snapshot_json_is_one_clear_line(change, expected_fragment: str) -> None:
     with pytest.raises(InputError) as caught:
         snapshot_from_json(_mutated(change), "box.json")
     message = str(caught.value)
