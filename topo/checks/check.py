@@ -1,43 +1,19 @@
 """Findings over a job layout on a machine: which group crosses which slow link, and the fix.
 
 `check_layout` expands the layout into process groups (:mod:`topo.layout`), places the ranks
-(:mod:`topo.layout.placement`), prices every group's collectives (:mod:`topo.cost`) and reports:
-
-| code | severity | when |
-|---|---|---|
-| `layout-mismatch` | error | the layout and the machine disagree (a GPU the host lacks, two ranks on one GPU) |
-| `layout-rejected-by-megatron` | error | Megatron-Core refuses the layout at start-up (`megatron_refusal`) |
-| `tp-crosses-node` | error | a tensor-parallel group spans nodes |
-| `tp-slow-link` | warning | a TP group's best ring crosses PCIe on an NVLink box, SYS, or a far slower link than the best |
-| `ep-crosses-node` | warning | an expert-parallel group spans nodes |
-| `group-imbalance` | warning | groups of one dimension ride different links, so one group straggles |
-| `nic-far-from-gpu` | warning | a GPU with cross-node traffic reaches its nearest NIC through the CPU |
-| `dp-not-rail-aligned` | info | a DP group uses different local GPUs on different nodes, so its traffic changes rails |
-| `layout-underfills` | warning | the layout uses fewer GPUs than the cluster has: the others sit idle |
-| `layers-not-divisible` | warning | a named model's layers do not split evenly over pp (or over vpp chunks) |
+(:mod:`topo.layout.placement`), prices every group's collectives (:mod:`topo.cost`) and runs every rule of
+:mod:`topo.checks.rules` (the table of codes is there) over the result.
 
 Layouts whose groups cannot be built at all (sizes that do not divide the world, an order that
 leaves out a dimension in use) are bad input (InputError, exit 2), with Megatron's reason where it has one.
-
-plus the health findings of :mod:`topo.health` (a GPU with NVLinks down, a narrow PCIe link...) on the
-GPUs the layout places ranks on, with those ranks and the group they slow down.
 """
 
 from __future__ import annotations
 
 from linkscope.topo.checks.context import LayoutContext
-from linkscope.topo.checks.health_rules import health_on_ranks, snapshot_health
-from linkscope.topo.checks.layout_rules import layers_not_divisible, rejected_by_megatron, underfills
-from linkscope.topo.checks.link_rules import (
-    dp_not_rail_aligned,
-    ep_crosses_node,
-    group_imbalance,
-    nic_far_from_gpu,
-    tp_crosses_node,
-    tp_slow_link,
-)
 from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.checks.request import CheckRequest, model_for, volume_assumptions
+from linkscope.topo.checks.rules import RULES
 from linkscope.topo.checks.suggest import suggest_layout
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.cost.calibrate import calibrate
@@ -56,19 +32,6 @@ from linkscope.topo.layout.volumes import step_traffic
 from linkscope.topo.model.findings import SEVERITIES
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
-
-FINDING_CODES: tuple[str, ...] = (
-    "layout-mismatch",
-    "layout-rejected-by-megatron",
-    "tp-crosses-node",
-    "tp-slow-link",
-    "ep-crosses-node",
-    "group-imbalance",
-    "nic-far-from-gpu",
-    "dp-not-rail-aligned",
-    "layout-underfills",
-    "layers-not-divisible",
-)
 
 
 def check_layout(
@@ -115,21 +78,11 @@ def check_layout(
         assumptions = (*assumptions, f"these groups are what {order_needs(layout)} builds")
     traffic = step_traffic(spec, {**dict(layout.sizes), "vpp": layout.vpp}, layout.gradient_groups())
     pricer = GroupPricer(placement, cost_model)
-    context = LayoutContext(layout, groups, placement, pricer, traffic, {})
+    context = LayoutContext(snapshot, request, spec, hosts, capacity, cost_model, layout, groups, placement, pricer,
+                            traffic, {})
     costs = step_costs(groups, pricer, traffic, context.links)
     context.costs.update({cost.dim: cost for cost in costs})
-    findings = [
-        *rejected_by_megatron(context),
-        *layers_not_divisible(context, spec, given=request.model is not None or request.model_spec is not None),
-        *tp_crosses_node(context),
-        *tp_slow_link(context),
-        *ep_crosses_node(context),
-        *group_imbalance(context),
-        *nic_far_from_gpu(context, cost_model),
-        *dp_not_rail_aligned(context),
-        *underfills(context, hosts, capacity, request),
-        *health_on_ranks(context, snapshot_health(snapshot)),
-    ]
+    findings = [finding for rule in RULES for finding in rule(context)]
     findings.sort(key=lambda finding: -SEVERITIES.index(finding.severity))
     suggestion = None
     if suggest and request.rank_map is None:

@@ -1,23 +1,38 @@
-"""What every layout rule reads: the layout, its groups, their placement and their priced links.
-"""
+"""What every layout rule reads: the request and the machine, the layout, its groups, their placement and their
+priced links; a rule is a function `LayoutContext -> list[LayoutFinding]` (the registry: :mod:`topo.checks.rules`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
 from linkscope.topo.cost.step import DimensionCost, links_per_group
 from linkscope.topo.layout.placement import (
     Placement,
 )
 from linkscope.topo.layout.spec import Layout
-from linkscope.topo.layout.volumes import Traffic
+from linkscope.topo.layout.volumes import ModelSpec, Traffic
+from linkscope.topo.model.host import Host
+from linkscope.topo.model.snapshot import Snapshot
 
 
 @dataclass
 class LayoutContext:
+    """One check: what it was asked, on which machine, and what the rules share while they judge it."""
+
+    snapshot: Snapshot
+    request: CheckRequest
+    spec: ModelSpec
+    """The model that sets the volumes (given, or the preset assumed)."""
+    hosts: tuple[Host, ...]
+    """The cluster's nodes (a multi-host NVLink domain is one)."""
+    capacity: int
+    """GPUs the layout could use."""
+    cost_model: CostModel
     layout: Layout
     groups: dict[str, list[list[int]]]
     placement: Placement

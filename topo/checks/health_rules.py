@@ -33,9 +33,9 @@ def snapshot_health(snapshot: Snapshot) -> tuple[HealthFinding, ...]:
     return found
 
 
-def health_on_ranks(ctx: LayoutContext, health: tuple[HealthFinding, ...]) -> list[LayoutFinding]:
+def health_on_ranks(ctx: LayoutContext) -> list[LayoutFinding]:
     """Health findings on GPUs this layout uses, as findings on the ranks placed there."""
-    found = [finding for finding in health if not finding.code.startswith("env-")]
+    found = [finding for finding in snapshot_health(ctx.snapshot) if not finding.code.startswith("env-")]
     if not found:
         return []
     ranks_at: dict[tuple[str, int | None], list[int]] = {}

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from linkscope.topo.checks.context import LayoutContext, finding_ranks, pp_last
 from linkscope.topo.checks.report import LayoutFinding
-from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.layout.groups import megatron_refusal
-from linkscope.topo.layout.volumes import ModelSpec
-from linkscope.topo.model.host import Host
 
 
 def rejected_by_megatron(ctx: LayoutContext) -> list[LayoutFinding]:
@@ -21,10 +18,11 @@ def rejected_by_megatron(ctx: LayoutContext) -> list[LayoutFinding]:
     return [LayoutFinding("layout-rejected-by-megatron", "error", "pp", finding_ranks(ctx.groups["pp"][0]), message, fix=fix)]
 
 
-def layers_not_divisible(ctx: LayoutContext, spec: ModelSpec, given: bool) -> list[LayoutFinding]:
+def layers_not_divisible(ctx: LayoutContext) -> list[LayoutFinding]:
     """Megatron-Core builds an even pipeline only when the layers split evenly: num_layers % pp == 0, and with
     an interleaved schedule (layers per pipeline rank) % vpp == 0 (get_num_layers_to_build asserts both, at
     model build). An uneven split needs the first/last stage sizes given. Judged only for a model the user named."""
+    spec, given = ctx.spec, ctx.request.model is not None or ctx.request.model_spec is not None
     pp, vpp, layers = ctx.layout.size("pp"), ctx.layout.vpp, spec.layers
     if not given or pp < 2 or ctx.layout.mesh:
         return []
@@ -47,8 +45,8 @@ def layers_not_divisible(ctx: LayoutContext, spec: ModelSpec, given: bool) -> li
     return [LayoutFinding("layers-not-divisible", "warning", "pp", finding_ranks(ctx.groups["pp"][0]), message, fix=fix)]
 
 
-def underfills(ctx: LayoutContext, hosts: tuple[Host, ...], capacity: int, request: CheckRequest) -> list[LayoutFinding]:
-    world = ctx.layout.world_size
+def underfills(ctx: LayoutContext) -> list[LayoutFinding]:
+    world, hosts, capacity, request = ctx.layout.world_size, ctx.hosts, ctx.capacity, ctx.request
     if request.rank_map is not None or world >= capacity:
         return []
     used: dict[int, set[int]] = {}

@@ -12,7 +12,7 @@ from linkscope.topo.checks.suggest import best_partition, largest_clean_size, ri
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.groups import GroupPricer
-from linkscope.topo.cost.params import CostModel, nic_path_class
+from linkscope.topo.cost.params import nic_path_class
 from linkscope.topo.cost.step import step_costs
 from linkscope.topo.layout.groups import megatron_refusal
 from linkscope.topo.layout.spec import GROUP_NAMES
@@ -156,7 +156,8 @@ def group_imbalance(ctx: LayoutContext) -> list[LayoutFinding]:
     return findings
 
 
-def nic_far_from_gpu(ctx: LayoutContext, cost_model: CostModel) -> list[LayoutFinding]:
+def nic_far_from_gpu(ctx: LayoutContext) -> list[LayoutFinding]:
+    cost_model = ctx.cost_model
     if len(ctx.placement.hosts) < 2:
         return []
     crossing_dims = [dim for dim in ctx.costs if any(item.nodes > 1 for item in ctx.links(dim))]

@@ -295,3 +295,18 @@ def test_health_findings_name_the_dimension_they_slow() -> None:
     assert dims["host-nic-missing"] == "dp" and dims["host-off-rail"] == "dp" and dims["pcie-width-reduced"] == "dp"
     one_node = _check("dgx-h100-degraded", sizes=(("tp", 8),))
     assert {f.code: f.dim for f in one_node.findings}["pcie-width-reduced"] == ""  # no group leaves the node
+
+
+def test_every_layout_rule_is_in_the_registry_with_one_signature() -> None:
+    """check_layout runs RULES, each a function of the LayoutContext alone (as doctor's rules take the HealthContext)."""
+    import inspect
+
+    from linkscope.topo.checks import health_rules, layout_rules, link_rules
+    from linkscope.topo.checks.rules import RULES
+
+    public = [function for module in (layout_rules, link_rules, health_rules)
+              for name, function in inspect.getmembers(module, inspect.isfunction)
+              if function.__module__ == module.__name__ and not name.startswith("_") and name != "snapshot_health"]
+    assert set(public) == set(RULES)
+    for rule in RULES:
+        assert list(inspect.signature(rule).parameters) == ["ctx"], rule.__name__
