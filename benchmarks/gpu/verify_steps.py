@@ -310,9 +310,10 @@ def _sysfs_facts() -> dict[str, Any]:
 
 def step_install(kit: Kit) -> None:
     """pip install --no-deps --no-build-isolation --no-index from a copy of the tree, into a folder of its own."""
-    if subprocess.run([sys.executable, "-c", "import setuptools"], capture_output=True).returncode != 0:
-        kit.add("install from the working tree", "setuptools missing", "-", "skipped")
-        kit.notes.append("install: setuptools is not installed here (pip --no-build-isolation needs it); "
+    recent = "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) < 68)"  # pyproject's floor
+    if subprocess.run([sys.executable, "-c", recent], capture_output=True).returncode != 0:
+        kit.add("install from the working tree", "setuptools missing or older than 68", "-", "skipped")
+        kit.notes.append("install: setuptools 68 or newer is not installed here (pip --no-build-isolation needs it); "
                          "linkscope runs as this Python has it installed (pip install -e . in the working tree) instead")
         return
     source = kit.work / "source"
