@@ -23,6 +23,7 @@ from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import whole_number
 
 if TYPE_CHECKING:
+    from linkscope.probes.bench.results import CollectiveSweep
     from linkscope.probes.bench.runner import BenchOutcome
 
 
@@ -80,7 +81,7 @@ def run_collectives(args: argparse.Namespace) -> int:
 
         preflight = gpu_preflight(nproc, args.force) if backend == "nccl" else []
 
-        def measured() -> BenchOutcome:
+        def measured() -> BenchOutcome[Any]:
             with progress_bar(spec.steps, f"{backend} x{nproc}", not args.json) as update:
                 return measure(spec, args.timeout, lambda done, _total: update(done), cancel=cancel,
                                notes=tuple(preflight))
@@ -90,40 +91,41 @@ def run_collectives(args: argparse.Namespace) -> int:
     return run_guarded(body)
 
 
-def report_collectives(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
+def report_collectives(args: argparse.Namespace, measurements: Any, sweep: CollectiveSweep) -> int:
     from dataclasses import replace
 
     from linkscope.probes.bench.results import stragglers
     from linkscope.topo.cost.expect import row_expectations
 
-    notes = list(result["notes"])
-    slow_groups = stragglers(result["rows"])
+    notes = list(sweep.notes)
+    slow_groups = stragglers(sweep.rows)
     snapshot = None
     if measurements.collectives and measurements.collectives[0].backend == "nccl":
         snapshot = expected_on(args, notes)
     else:
         notes.append("gloo runs on CPU processes: no GPU link to expect a figure from")
-    if result["rows"] and all(row.get("nranks") == 1 for row in result["rows"]):
+    if sweep.rows and all(row.nranks == 1 for row in sweep.rows):
         notes.append("one rank: nothing crosses a link, so no figure is judged; the times are the calls' own cost "
                      "(an in-place all_reduce does nothing; out-of-place ops copy locally), and busbw follows "
                      "nccl-tests' factors (broadcast and reduce keep algbw)")
-    expected: list[Any] = [None] * len(result["rows"])
+    expected: list[Any] = [None] * len(sweep.rows)
     if snapshot is not None:
         if args.expect is None and measurements.identity is not None:
             names = " / ".join(sorted({gpu.name for gpu in snapshot.host.gpus if gpu.name})) or None
             measurements = replace(measurements, identity=replace(measurements.identity, gpu_model=names))
         expected = list(row_expectations(measurements, snapshot).collectives)
-    rows = [{**row, "expected_busbw_gbps": each.expected_gbps if each else None, "ratio": each.ratio if each else None,
-             "verdict": each.verdict if each else None, "link": each.link if each else None}
-            for row, each in zip(result["rows"], expected, strict=True)]
+    rows = [{**row.to_json(), "expected_busbw_gbps": each.expected_gbps if each else None,
+             "ratio": each.ratio if each else None, "verdict": each.verdict if each else None,
+             "link": each.link if each else None}
+            for row, each in zip(sweep.rows, expected, strict=True)]
     if args.json:
-        print(json_text({"rows": rows, "group_setup_ms": dict(result["setup_ms"]),
-                         "stragglers": slow_groups, "notes": notes}))
+        print(json_text({"rows": rows, "group_setup_ms": dict(sweep.setup_ms),
+                         "stragglers": [slow.to_json() for slow in slow_groups], "notes": notes}))
     else:
-        print_collectives(result["rows"], result["setup_ms"], slow_groups, notes, expected,
-                           snapshot.source if snapshot is not None else None)
+        print_collectives(sweep.rows, sweep.setup_ms, slow_groups, notes, expected,
+                          snapshot.source if snapshot is not None else None)
     write_output(args, measurements)
-    wrong = sum(row["wrong"] or 0 for row in result["rows"])
+    wrong = sum(row.wrong or 0 for row in sweep.rows)
     if wrong:
         print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
     # a straggler on GPUs is a finding (a slower link); gloo's CPU processes straggle by contention alone

@@ -74,7 +74,7 @@ def run_p2p(args: argparse.Namespace) -> int:
         preflight = gpu_preflight(count, args.force)
         steps = len(pairs) + count * (int(not args.no_host) + int(args.pageable) + int(args.local))
 
-        def measured() -> BenchOutcome:
+        def measured() -> BenchOutcome[Any]:
             with progress_bar(steps, f"p2p x{count}", not args.json) as update:
                 return run_peer_copies(pairs, size_bytes, args.samples, args.copies, not args.no_host, args.timeout,
                                        lambda done, _total: update(done), cancel=cancel, gpu_count=count,

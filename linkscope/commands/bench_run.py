@@ -7,7 +7,7 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from linkscope.options import ExitStatus, add_force_flag, add_json_flag, add_output_flag
 from linkscope.topo.common.errors import InputError
@@ -16,6 +16,8 @@ from linkscope.topo.common.text import printable
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.runner import BenchOutcome
+
+ResultT = TypeVar("ResultT")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +64,7 @@ def failure_status(exc: Exception, shown: bool) -> int:
     return ExitStatus.FAILED
 
 
-def measure_then_report(measure: Callable[[], BenchOutcome], report: Callable[[Any, dict[str, Any]], int]) -> int:
+def measure_then_report(measure: Callable[[], BenchOutcome[ResultT]], report: Callable[[Any, ResultT], int]) -> int:
     """Run `measure` and report its outcome; a run cut short (Ctrl-C, the deadline, a failed worker)
     still reports what it measured before it ended, then fails as it would have."""
     outcome = measure()

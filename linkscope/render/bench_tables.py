@@ -3,9 +3,14 @@ host copies, the communicator-reuse comparison and the overlap experiment."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from linkscope.topo.common.units import format_gbps
+
+if TYPE_CHECKING:
+    from linkscope.probes.bench.results import Straggler, SweepRow
+    from linkscope.topo.cost.expect import Expected
 
 
 def verdict_text(verdict: str | None) -> Any:
@@ -16,8 +21,9 @@ def verdict_text(verdict: str | None) -> Any:
     return Text(verdict or "-", style=VERDICT_STYLES.get(verdict or "", ""))
 
 
-def print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, float]], slow_groups: list[dict[str, Any]],
-                       notes: list[str], expected: list[Any], against: str | None) -> None:
+def print_collectives(rows: Sequence[SweepRow], setup_ms: Sequence[tuple[str, float]], slow_groups: Sequence[Straggler],
+                      notes: Sequence[str], expected: Sequence[Expected | None], against: str | None) -> None:
+    """`bench collectives`: a row per (group, op, size), its expected figures against `against`, and stragglers."""
     from rich import box
     from rich.table import Table
 
@@ -32,26 +38,25 @@ def print_collectives(rows: list[dict[str, Any]], setup_ms: list[tuple[str, floa
     if against is not None:
         add_expected_columns(table)
     for row, each in zip(rows, expected, strict=True):
-        group = row["group"]
-        wrong = "-" if row["wrong"] is None else str(row["wrong"])
-        table.add_row(row["op"], format_size_bytes(row["bytes"]), row["dtype"], group, f"{row['time_us']:.1f}",
-                      f"{row['algbw_gbps']:.3f}", f"{row['busbw_gbps']:.3f}", wrong,
+        wrong = "-" if row.wrong is None else str(row.wrong)
+        table.add_row(row.op, format_size_bytes(row.size_bytes), row.dtype, row.group, f"{row.time_us:.1f}",
+                      f"{row.algbw_gbps:.3f}", f"{row.busbw_gbps:.3f}", wrong,
                       *(expected_cells(each) if against is not None else ()),
-                      style="bold red" if row["wrong"] else None)
+                      style="bold red" if row.wrong else None)
     console = table_console()
     console.print(table)
     if against is not None:
         print_verdict_summary(console, [each for each in expected if each is not None], against)
-    groups = {row["group"]: row["ranks"] for row in rows if row["group"] != "world"}
+    groups = {row.group: list(row.ranks) for row in rows if row.group != "world"}
     if groups:
         console.print("groups: " + ", ".join(f"{label} {ranks}" for label, ranks in groups.items()), highlight=False)
     if setup_ms:
         console.print("process-group set-up: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in setup_ms),
                       highlight=False)
     for slow in slow_groups:
-        console.print(f"straggler: {slow['op']} {format_size_bytes(slow['bytes'])} in {slow['dim']}: {slow['group']} "
-                      f"{format_gbps(slow['busbw_gbps'], '.3f')} busbw is {slow['ratio']:.0%} of {slow['fastest_group']} "
-                      f"{slow['fastest_busbw_gbps']:.3f}", highlight=False, markup=False)
+        console.print(f"straggler: {slow.op} {format_size_bytes(slow.size_bytes)} in {slow.dim}: {slow.group} "
+                      f"{format_gbps(slow.busbw_gbps, '.3f')} busbw is {slow.ratio:.0%} of {slow.fastest_group} "
+                      f"{slow.fastest_busbw_gbps:.3f}", highlight=False, markup=False)
     for note in notes:
         console.print(f"note: {note}", highlight=False, markup=False)
 

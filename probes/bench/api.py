@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from linkscope.probes.bench.results import bench_identity, measurements_from_rows, order_rows
+from linkscope.probes.bench.results import CollectiveSweep, bench_identity, measurements_from_rows, order_rows
 from linkscope.probes.bench.runner import BenchError, BenchOutcome, run_workers
 from linkscope.probes.bench.spec import CollectiveSpec
 from linkscope.probes.bench.step_spec import StepSpec
@@ -22,7 +22,7 @@ PEER_FIELDS = ("src", "dst", "size_bytes", "unidir_gbps", "bidir_gbps", "latency
 
 
 def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
-                    cancel: threading.Event | None = None, notes: tuple[str, ...] = ()) -> BenchOutcome:
+                    cancel: threading.Event | None = None, notes: tuple[str, ...] = ()) -> BenchOutcome[CollectiveSweep]:
     """Run a collective sweep on `spec.world_size` local workers; `on_progress(done, total)` per row step."""
     total = spec.steps
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
@@ -32,21 +32,20 @@ def run_collectives(spec: CollectiveSpec, timeout_s: float, on_progress: Callabl
         result = run_workers("collectives", to_jsonable(spec), spec.world_size, timeout_s, on_progress=progress,
                              cancel=cancel)
     except BenchError as exc:
-        rows = order_rows([value for kind, value in exc.kept if kind == "collective"], spec)
-        if not rows:
+        kept = order_rows([value for kind, value in exc.kept if kind == "collective"], spec)
+        if not kept:
             raise
-        partial_notes = [*notes, f"run cut short ({exc}): {len(rows)} row(s) measured before it ended"]
-        partial = {"rows": rows, "setup_ms": [], "notes": partial_notes}
-        return BenchOutcome(measurements_from_rows(rows, [], partial_notes, identity=identity), partial, exc)
-    result["notes"] = [*notes, *result["notes"]]
-    return BenchOutcome(measurements_from_rows(result["rows"], result["setup_ms"], result["notes"], identity=identity),
-                        result)
+        partial = CollectiveSweep.from_json({"rows": kept, "notes": [
+            *notes, f"run cut short ({exc}): {len(kept)} row(s) measured before it ended"]})
+        return BenchOutcome(measurements_from_rows(partial.rows, [], partial.notes, identity=identity), partial, exc)
+    sweep = CollectiveSweep.from_json({**result, "notes": [*notes, *result["notes"]]})
+    return BenchOutcome(measurements_from_rows(sweep.rows, sweep.setup_ms, sweep.notes, identity=identity), sweep)
 
 
 def run_peer_copies(pairs: list[tuple[int, int]], size_bytes: int, samples: int, copies: int, host: bool, timeout_s: float,
                     on_progress: Callable[[int, int], None] | None = None, cancel: threading.Event | None = None,
                     gpu_count: int = 0, notes: tuple[str, ...] = (), pageable: bool = False,
-                    local: bool = False) -> BenchOutcome:
+                    local: bool = False) -> BenchOutcome[dict[str, Any]]:
     """Peer copies for `pairs` (and host copies per GPU when `host`; pageable host copies when `pageable`;
     copies within each GPU when `local`) in one worker driving every GPU."""
     spec = {"pairs": pairs, "size_bytes": size_bytes, "samples": samples, "copies": copies, "host": host,
@@ -86,7 +85,7 @@ def _peer_results(result: dict[str, Any], notes: tuple[str, ...]) -> tuple[Measu
 
 
 def run_step_experiment(spec: StepSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
-                        cancel: threading.Event | None = None) -> BenchOutcome:
+                        cancel: threading.Event | None = None) -> BenchOutcome[dict[str, Any]]:
     """The overlap experiment on `spec.world_size` local workers; `on_progress(done, total)` per mode run.
     A run cut short keeps the modes finished before it ended (`result["runs"]`)."""
     total = len(spec.runs)
@@ -103,7 +102,7 @@ def run_step_experiment(spec: StepSpec, timeout_s: float, on_progress: Callable[
 
 
 def run_reuse_experiment(spec: CollectiveSpec, timeout_s: float, on_progress: Callable[[int, int], None] | None = None,
-                         cancel: threading.Event | None = None) -> BenchOutcome:
+                         cancel: threading.Event | None = None) -> BenchOutcome[dict[str, Any]]:
     """all_reduce on a reused process group against a group created per call, per size of `spec`."""
     total = len(spec.sizes_bytes)
     progress = (lambda done: on_progress(done, total)) if on_progress is not None else None

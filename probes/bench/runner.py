@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import psutil
 
@@ -60,15 +60,19 @@ class BenchError(Exception):
         self.kept: list[tuple[str, Any]] = []
 
 
+ResultT = TypeVar("ResultT")
+
+
 @dataclass(frozen=True)
-class BenchOutcome:
+class BenchOutcome(Generic[ResultT]):
     """What a benchmark run gave: finished (`stopped` is None), or cut short with what the workers measured
     before it ended and why."""
 
     measurements: Measurements | None
     """The results as Measurements; None for runs that are not measurements of links (bench step, --reuse)."""
-    result: dict[str, Any]
-    """The raw result: rows, notes, and what the command renders."""
+    result: ResultT
+    """What the command renders: a :class:`~probes.bench.results.CollectiveSweep` of typed rows for a sweep; the
+    workers' JSON for the others."""
     stopped: BenchError | None = None
     """Why the run ended early; None when it finished."""
 

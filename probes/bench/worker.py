@@ -281,7 +281,7 @@ def _write_result(job_dir: Path, result: dict[str, Any]) -> None:
 
 def _torchrun(argv: list[str]) -> int:
     """Multi-node entry: rendezvous from torchrun's environment, rank 0 prints rows and writes `-o`."""
-    from linkscope.probes.bench.results import measurements_from_rows
+    from linkscope.probes.bench.results import CollectiveSweep, measurements_from_rows
     from linkscope.probes.bench.spec import add_collective_arguments, spec_from_args
     from linkscope.topo.common.errors import InputError
     from linkscope.topo.common.files import check_writable, write_text_file
@@ -327,17 +327,17 @@ def _torchrun(argv: list[str]) -> int:
     dist.destroy_process_group()
     if result is None:
         return 0
-    measurements = measurements_from_rows(result["rows"], [("init_process_group", init_ms), *result["setup_ms"]],
+    sweep = CollectiveSweep.from_json(result)
+    measurements = measurements_from_rows(sweep.rows, [("init_process_group", init_ms), *sweep.setup_ms],
                                           result["notes"], source="linkscope bench collectives (torchrun)")
     for row in result["rows"]:
         print(json.dumps(row))
     from linkscope.probes.bench.results import stragglers
     from linkscope.topo.common.units import format_gbps
 
-    for slow in stragglers(result["rows"]):
-        print(f"straggler: {slow['dim']} group {slow['group']} on {', '.join(slow['hosts'])}: {slow['op']} "
-              f"{slow['bytes']} B at {format_gbps(slow['busbw_gbps'], '.2f')} busbw, {slow['ratio']:.0%} of "
-              f"{slow['fastest_group']}",
+    for slow in stragglers(sweep.rows):
+        print(f"straggler: {slow.dim} group {slow.group} on {', '.join(slow.hosts)}: {slow.op} "
+              f"{slow.size_bytes} B at {format_gbps(slow.busbw_gbps, '.2f')} busbw, {slow.ratio:.0%} of {slow.fastest_group}",
               file=sys.stderr)
     if args.output:
         try:

@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from linkscope.probes.bench.results import bench_identity, measurements_from_rows
+from linkscope.probes.bench.results import CollectiveSweep, SweepRow, bench_identity, measurements_from_rows
 from linkscope.topo.cost.expect import expectations
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.formats.source import load_source
@@ -79,12 +79,11 @@ def test_check_peer_copy_calibration_per_link_kind(tmp_path: pathlib.Path, capsy
     assert calibration["NV16"]["calibrated_gbps"] == pytest.approx(calibration["NV16"]["measured_gbps"], rel=0.01)
 
 
-def _rows() -> list[dict[str, object]]:
+def _rows() -> list[SweepRow]:
     """Worker rows as `bench collectives` gets them from NCCL workers: the sendrecv fixture's numbers."""
     measured = read_measurements(A100_SENDRECV.read_text(), "a100")
-    return [{"op": r.op, "bytes": r.size_bytes, "dtype": r.dtype, "time_us": r.time_us, "algbw_gbps": r.algbw_gbps,
-             "busbw_gbps": r.busbw_gbps, "nranks": 8, "wrong": 0, "ranks": list(range(8)), "group": "world",
-             "dim": "world", "in_place": r.in_place, "backend": "nccl"} for r in measured.collectives]
+    return [SweepRow(r.op, r.size_bytes, r.dtype, r.time_us, r.algbw_gbps, r.busbw_gbps, 0, "world", "world",
+                     tuple(range(8)), 8, r.in_place, "nccl") for r in measured.collectives]
 
 
 def test_bench_collectives_report_has_expected_fields(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,13 +93,13 @@ def test_bench_collectives_report_has_expected_fields(tmp_path: pathlib.Path, ca
     measurements = measurements_from_rows(rows, [], [], identity=bench_identity("linkscope bench collectives nccl",
                                                                                 processes=8))
     args = argparse.Namespace(expect="sample:dgx-a100", json=True, output=None, attached=None, force=False)
-    assert report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []}) == 0
+    assert report_collectives(args, measurements, CollectiveSweep(tuple(rows))) == 0
     printed = json.loads(capsys.readouterr().out)["rows"]
     expected = expectations(measurements, load_sample("dgx-a100"))
     assert [row["expected_busbw_gbps"] for row in printed] == pytest.approx([row.expected_gbps for row in expected])
     assert printed[0]["verdict"] == "far below" and printed[-1]["verdict"] == "ok" and printed[0]["link"] == "NV12"
     args.json = False
-    report_collectives(args, measurements, {"rows": rows, "setup_ms": [], "notes": []})
+    report_collectives(args, measurements, CollectiveSweep(tuple(rows)))
     assert "far below" in capsys.readouterr().out
 
 

@@ -224,19 +224,21 @@ def test_on_cpu_a_rank_may_fill_its_share_of_the_hosts_available_memory(monkeypa
 
 
 def test_the_straggler_group_is_named_when_it_falls_below_three_quarters_of_the_fastest() -> None:
-    from linkscope.probes.bench.results import stragglers
+    from linkscope.probes.bench.results import Straggler, SweepRow, stragglers
 
-    def row(group: str, dim: str, size: int, busbw: float) -> dict[str, object]:
-        hosts = {"tp0": ["node-a"], "tp1": ["node-b"]}.get(group, ["node-a", "node-b"])
-        return {"group": group, "dim": dim, "op": "all_reduce", "bytes": size, "busbw_gbps": busbw, "hosts": hosts}
+    def row(group: str, dim: str, size: int, busbw: float) -> SweepRow:
+        hosts = {"tp0": ("node-a",), "tp1": ("node-b",)}.get(group, ("node-a", "node-b"))
+        return SweepRow("all_reduce", size, "float32", 1.0, busbw, busbw, 0, group, dim, (0, 1), 2, False, "gloo", hosts)
 
     mib = 1 << 20
     rows = [row("tp0", "tp", mib, 100.0), row("tp1", "tp", mib, 74.0),             # 74%: tp1 straggles
             row("tp0", "tp", 2 * mib, 100.0), row("tp1", "tp", 2 * mib, 76.0),     # 76%: no finding
             row("tp0", "tp", 1024, 100.0), row("tp1", "tp", 1024, 10.0),           # latency-bound: not judged
             row("dp0", "dp", mib, 10.0), row("world", "world", mib, 1.0)]
-    assert stragglers(rows) == [{"dim": "tp", "op": "all_reduce", "bytes": mib, "group": "tp1", "busbw_gbps": 74.0,
-                                 "fastest_group": "tp0", "fastest_busbw_gbps": 100.0, "hosts": ["node-b"], "ratio": 0.74}]
+    assert stragglers(rows) == [Straggler("tp", "all_reduce", mib, "tp1", 74.0, "tp0", 100.0, ("node-b",), 0.74)]
+    assert stragglers(rows)[0].to_json() == {"dim": "tp", "op": "all_reduce", "bytes": mib, "group": "tp1",
+                                             "busbw_gbps": 74.0, "fastest_group": "tp0", "fastest_busbw_gbps": 100.0,
+                                             "hosts": ["node-b"], "ratio": 0.74}
 
 
 @pytest.mark.parametrize(("op", "size_bytes", "dtype", "nranks", "elements"), [
@@ -313,6 +315,7 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
     import argparse
 
     from linkscope.commands import bench_collectives
+    from linkscope.probes.bench.results import CollectiveSweep
     from linkscope.topo.model.measurements import CollectiveResult, Measurements
 
     mib = 1 << 20
@@ -324,7 +327,7 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
     monkeypatch.setattr(bench_collectives, "expected_on", lambda args, notes: None)
     args = argparse.Namespace(json=True, expect=None, output=None)
     outcome = bench_collectives.report_collectives(args, Measurements("t", collectives=results),
-                                                   {"rows": rows, "setup_ms": [], "notes": []})
+                                                   CollectiveSweep.from_json({"rows": rows}))
     captured = capsys.readouterr()
     assert outcome == status
     assert json.loads(captured.out)["stragglers"][0]["group"] == "tp1"
