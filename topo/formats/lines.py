@@ -170,7 +170,7 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
                numbered_as: int | None = None) -> Line:
     """One raw line cleaned; `srun_labels`/`host_labels` say whether those ambiguous styles are in use,
     `numbered_as` the editor's line number the line carries when the input is numbered."""
-    text = _visible(raw)
+    text = _without_repeated_tag(_visible(raw))
     rank: int | None = None
     host: str | None = None
     srun_left, host_left = srun_labels, host_labels
@@ -195,6 +195,18 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
     if _FENCE.fullmatch(text):
         text = ""  # a fence inside a quote or under a prefix
     return Line(number=number, text=text.rstrip(), rank=rank, host=host)
+
+
+def _without_repeated_tag(text: str) -> str:
+    """Open MPI tags every write of a process (`--tag-output`), and nccl-tests writes a row in pieces, so a row can
+    carry its own tag again mid-line (`... sum  -1[1,0]<stdout>:    85.14 ...`): the repeats of the line's own tag
+    go (another rank's tag mid-line is two processes' output fused, and stays for the readers to refuse)."""
+    if "]<std" not in text:
+        return text
+    tag = _OPEN_MPI.search(text)
+    if tag is None or text.count(tag.group(0)) < 2:
+        return text
+    return text[:tag.end()] + text[tag.end():].replace(tag.group(0), " ")
 
 
 def _strip_number(text: str, numbered_as: int | None) -> tuple[str, int | None]:

@@ -26,13 +26,17 @@ from linkscope.topo.formats.nccl_log_lines import (
     INIT_END,
     LEADING,
     MARKER,
+    NVLS_COMM,
+    NVLS_MULTICAST,
     PREFIX,
     PREFIX_WINDOW,
     RING_NEIGHBOURS,
     RING_ORDER,
     SEPARATORS,
     SIZE_KEY,
+    TEST_RANK,
     TREE_ITEM,
+    TREE_NEIGHBOURS,
     TREES,
     UNREADABLE,
     VERSION,
@@ -41,7 +45,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     parse_connection,
     transport_class,
 )
-from linkscope.topo.formats.nccl_log_model import Communicator, Edge, Message, NcclLog, Rank
+from linkscope.topo.formats.nccl_log_model import Communicator, Edge, Message, NcclLog, Nvls, NvlsSetup, Rank
 
 
 class _Tally:
@@ -87,6 +91,16 @@ class LogReader:
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+        self.hosts: dict[str, None] = {}
+        """Hosts that wrote NCCL lines, first seen first."""
+        self.host_lines: dict[tuple[str, int | None], int] = {}
+        """Lines per (host, pid): a host seen once under the pid of another, much busier host is a fragment."""
+        self.test_hosts: dict[int, str] = {}
+        """Rank -> host from nccl-tests' `# Rank N ... on HOST device D` lines."""
+        self.nvls_setups: dict[tuple[str | None, int | None], NvlsSetup] = {}
+        self.nvls_channels: int | None = None
+        self.nvls_tree = False
+        self.nvls_multicast: dict[tuple[str | None, int | None], bool] = {}
 
     def skip(self, number: int) -> None:
         self.skipped_count += 1
@@ -102,7 +116,7 @@ class LogReader:
             if leading is not None:
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
                 return False
-        return "NCCL" in raw or raw == UNREADABLE
+        return "NCCL" in raw or raw == UNREADABLE or ("Rank" in raw and " Pid " in raw)
 
     def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
         """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
@@ -118,6 +132,7 @@ class LogReader:
             if len(self.prefixes) < MAX_PARSED_LINES:
                 self.prefixes[head] = known
         host, pid, dev, warn = known
+        self.saw_host(host, pid)
         if warn:
             self.note(self.warnings, text[end:].strip(), host, number)
         else:
@@ -130,6 +145,10 @@ class LogReader:
             self.skip(line.number)
             return
         if "NCCL" not in text:
+            test_rank = TEST_RANK.match(text.strip()) if " Pid " in text else None
+            if test_rank is not None and int(test_rank.group(1)) <= MAX_NCCL_RANK:
+                self.test_hosts.setdefault(int(test_rank.group(1)), test_rank.group(2))
+                self.hosts.setdefault(test_rank.group(2))
             return
         leading = LEADING.match(text)
         if leading is not None:
@@ -159,12 +178,42 @@ class LogReader:
         self.nccl_lines += 1
         host = prefix.group("host") if prefix is not None and prefix.group("host") else line.host
         pid = int(prefix.group("pid")) if prefix is not None and prefix.group("pid") else None
+        if host is not None:
+            self.saw_host(host, pid)
         dev = int(prefix.group("dev")) if prefix is not None else None
         message = text[marker.end():]
         if marker.group(1) == "WARN":
             self.note(self.warnings, message.strip(), host, line.number)
             return
         self.info(message, host, pid, dev, line.number)
+
+    def saw_host(self, host: str, pid: int | None) -> None:
+        if host not in self.hosts and len(self.hosts) < MAX_PARSED_LINES:
+            self.hosts[host] = None
+        key = (host, pid)
+        if key in self.host_lines or len(self.host_lines) < MAX_PARSED_LINES:
+            self.host_lines[key] = self.host_lines.get(key, 0) + 1
+
+    def host_fragments(self) -> dict[str, str]:
+        """Host names that are pieces of another's, left by processes writing at once (`xn0` and
+        `x3006c0s19b1x3006c0s1b0n0` beside `x3006c0s19b1n0`): seen on a line or two under the pid of a host seen
+        on many more, and spelled like it (one ends as the other does, or starts and ends alike). Each maps to
+        the host it is a piece of."""
+        by_pid: dict[int | None, list[tuple[int, str]]] = {}
+        for (host, pid), count in self.host_lines.items():
+            by_pid.setdefault(pid, []).append((count, host))
+        fragments: dict[str, str] = {}
+        for hosts in by_pid.values():
+            if len(hosts) < 2:
+                continue
+            busiest_count, busiest = max(hosts)
+            for count, host in hosts:
+                alike = busiest.endswith(host) or host.endswith(busiest) or \
+                    (busiest[:1] == host[:1] and len(host) >= 2 and busiest.endswith(host[-2:]))
+                if host != busiest and count <= 2 and busiest_count >= 5 * count and alike:
+                    fragments[host] = busiest
+        return {host: real for host, real in fragments.items() if not any(
+            other == host and lines > 2 for (other, _), lines in self.host_lines.items())}
 
     def note(self, table: dict[str, _Tally], text: str, host: str | None, number: int) -> None:
         tally = table.get(text)
@@ -184,11 +233,23 @@ class LogReader:
         if first in ("C", "R"):
             if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
                 return
-            if CONNECTION_START.match(message) and not RING_NEIGHBOURS.match(message):
+            if message.startswith("Connected NVLS tree"):
+                self.nvls_tree = True
+                return
+            neighbours = RING_NEIGHBOURS.match(message)
+            if neighbours is not None:
+                self.neighbours(neighbours.group(2), (neighbours.group(1), neighbours.group(3)), host, pid, dev)
+            elif CONNECTION_START.match(message):
                 self.skip(number)
             return
         if first == "T" and message.startswith("Trees"):
             self.tree(message, host, pid, dev, number)
+            return
+        if first == "T" and (tree := TREE_NEIGHBOURS.match(message)) is not None:
+            self.neighbours(tree.group(2), (tree.group(1), *tree.group(3).split("/")), host, pid, dev)
+            return
+        if first == "N" and message.startswith("NVLS"):
+            self.nvls(message, host, pid, dev, number)
             return
         if "comm 0x" in message:
             self.communicator(message, host, pid, dev, number)
@@ -206,6 +267,8 @@ class LogReader:
                 return
         if first.isdigit() and " coll channels" in message:
             counts = CHANNEL_COUNTS.match(message)
+            if counts is not None and counts.group(3) is not None:
+                self.nvls_channels = max(self.nvls_channels or 0, int(counts.group(3)))
             known = self.process_comms.get((host, pid))
             if counts is not None and known:
                 self.channel_counts.setdefault(known[-1][0], tuple(
@@ -213,6 +276,32 @@ class LogReader:
             return
         if " -> " in message and ERROR_TRACE.match(message):
             self.note(self.errors, message.strip(), host, number)
+
+    def neighbours(self, me: str, others: tuple[str, ...], host: str | None, pid: int | None, dev: int | None) -> None:
+        """`Ring 00 : 15 -> 0 -> 1` or `Tree 0 : -1 -> 0 -> 1/8/-1` (NCCL 2.5-2.12): this rank, where it runs, and
+        the ranks next to it (each a rank of the communicator, though it may log nothing here)."""
+        rank = int(me)
+        known = [int(other) for other in others if other.lstrip("-").isdecimal() and int(other) >= 0]
+        if max([rank, *known]) > MAX_NCCL_RANK:
+            return
+        comm = self.comm_of(host, pid, rank, max([rank, *known]))
+        self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
+        for other in known:
+            self.rank_entry(comm, other)
+
+    def nvls(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
+        """`NVLS comm 0x... headRank H nHeads N ...` and `NVLS multicast support is (not) available on dev D`."""
+        multicast = NVLS_MULTICAST.match(message)
+        if multicast is not None:
+            self.nvls_multicast.setdefault((host, int(multicast.group(2))), multicast.group(1) is None)
+            return
+        setup = NVLS_COMM.match(message)
+        if setup is None or len(self.nvls_setups) >= MAX_EDGES:
+            return
+        comm = self.pointer_comm.get((host, pid, setup.group(1).lower()))
+        rank = next((rank for key, rank, _ in reversed(self.process_comms.get((host, pid), ())) if key == comm), None)
+        self.nvls_setups.setdefault((comm, rank if rank is not None else -1 - len(self.nvls_setups)), NvlsSetup(
+            comm=comm, rank=rank, host=host, head_rank=int(setup.group(2)), nheads=int(setup.group(3)), line=number))
 
     def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
         """The communicator a line of (host, pid) about rank `printer` belongs to: the one the line names
@@ -301,6 +390,7 @@ class LogReader:
             if len(self.edges) >= MAX_EDGES:
                 self.edges_dropped += 1
                 return True
+            self.rank_entry(comm, dst if printer == src else src)  # the other end is a rank too, wherever it logs
             entry = self.rank_entry(comm, printer)
             if host is not None and "host" not in entry:
                 entry["host"] = host
@@ -397,8 +487,24 @@ class LogReader:
                 known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
                 self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
 
+    def hosts_of_test_ranks(self) -> None:
+        """Give ranks the log names no host for the host nccl-tests' rank lines name, in the communicators of the
+        test's size (or of unknown size): those are the test's own ranks."""
+        if not self.test_hosts:
+            return
+        size = max(self.test_hosts) + 1
+        for (comm, rank), entry in self.ranks.items():
+            nranks = self.comm_sizes.get(comm or "", (None, None))[0]
+            if "host" not in entry and rank in self.test_hosts and nranks in (None, size):
+                entry["host"] = self.test_hosts[rank]
+
     def result(self) -> NcclLog:
         self.settle_communicators()
+        self.hosts_of_test_ranks()
+        fragments = self.host_fragments()
+        for entry in self.ranks.values():
+            if entry.get("host") in fragments:
+                entry["host"] = fragments[str(entry["host"])]
         if self.nccl_lines == 0:
             if self.skipped_count:
                 raise InputError(f"{self.name}:{self.skipped[0]}: no NCCL line reads cleanly "
@@ -433,6 +539,10 @@ class LogReader:
             warnings=_messages(self.warnings), errors=_messages(self.errors),
             lines=self.lines, nccl_lines=self.nccl_lines,
             skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
+            hosts=tuple(host for host in self.hosts if host not in fragments),
+            nvls=Nvls(setups=tuple(sorted(self.nvls_setups.values(), key=lambda setup: setup.line)),
+                      channels=self.nvls_channels, tree=self.nvls_tree,
+                      multicast=tuple((host, dev, ok) for (host, dev), ok in self.nvls_multicast.items())),
         )
 
 

@@ -128,7 +128,10 @@ def _scan(lines: Sequence[str], name: str) -> _Scan:
         index = block.end
     if scan.matrix is None:
         if scan.p2p or scan.unlabelled_p2p_lines:
-            raise InputError(f"{name}: only `nvidia-smi topo -p2p` matrices, no `nvidia-smi topo -m` matrix")
+            first = min([block.header.line for block in scan.p2p.values()] + scan.unlabelled_p2p_lines)
+            raise InputError(f"{name}: line {first}: only `nvidia-smi topo -p2p` matrices (P2P status), no "
+                             "`nvidia-smi topo -m` matrix: P2P status gives no link types to build a topology from "
+                             "(save `nvidia-smi topo -m` with it)")
         raise InputError(f"{name}: no `nvidia-smi topo -m` matrix (no header line starting with a GPU0 column)")
     scan.hostname = scan.hostname or first_prompt_host
     return scan
