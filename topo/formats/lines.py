@@ -206,7 +206,10 @@ def _without_repeated_tag(text: str) -> str:
     tag = _OPEN_MPI.search(text)
     if tag is None or text.count(tag.group(0)) < 2:
         return text
-    return text[:tag.end()] + text[tag.end():].replace(tag.group(0), " ")
+    rest = text[tag.end():]
+    while rest.startswith(tag.group(0)):  # the same tag stacked in front: one of them is enough
+        rest = rest[len(tag.group(0)):]
+    return text[:tag.end()] + rest.replace(tag.group(0), " ")
 
 
 def _strip_number(text: str, numbered_as: int | None) -> tuple[str, int | None]:
