@@ -576,5 +576,86 @@ CHECKS: dict[str, Callable[[Outcome, dict[str, Any]], None]] = {
 }
 
 
+# --- gaps ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GapRule:
+    """A kind of gap a reader must report, how the sidecars word it, and where the reader says it."""
+
+    kinds: tuple[str, ...]
+    wording: re.Pattern[str]
+    said: Callable[[Any, re.Match[str]], bool]
+    where: str
+
+
+def _notes(result: Any) -> str:
+    return "\n".join(getattr(result, "notes", ()))
+
+
+def _half_written(result: Any, match: re.Match[str]) -> bool:
+    line = re.search(r"line (\d+)", match.string)
+    note = "half-written last row dropped"
+    return any(note in text and (line is None or f"line {line.group(1)}:" in text) for text in result.notes)
+
+
+def _no_command_names_it(result: Any, match: re.Match[str]) -> bool:
+    sources = {row.op_source for row in result.collectives}
+    return sources == {"inferred"} and ("no command line names" in _notes(result) or "op shown as both" in _notes(result))
+
+
+def _gaps_of(result: Any) -> str:
+    return "\n".join(f"{gap.subject}: {gap.reason}" for gap in getattr(result, "gaps", ()))
+
+
+GAP_RULES: tuple[GapRule, ...] = (
+    GapRule(("nccl_tests", "p2p"), re.compile(r"half-written"), _half_written, "a note naming the dropped row"),
+    GapRule(("nccl_tests",), re.compile(r"collective (?:is )?not named|no command line / collective name"),
+            _no_command_names_it, "op_source `inferred` and a note that no command line names the collective"),
+    GapRule(("nccl_tests",), re.compile(r"named only through the wrapper"),
+            lambda result, _: {row.op_source for row in result.collectives} == {"command"},
+            "op_source `command` (the wrapper's command line)"),
+    GapRule(("nccl_tests",), re.compile(r"size-0 rows"), lambda result, _: "0 bytes skipped" in _notes(result),
+            "a note that the 0-byte rows were skipped"),
+    GapRule(("nccl_tests",), re.compile(r"ONE GPU|ONE rank"), lambda result, _: "ran on ONE rank" in _notes(result),
+            "a note that a table ran on one rank"),
+    GapRule(("nccl_tests",), re.compile(r"data corruption|#wrong > 0"),
+            lambda result, _: "report wrong elements" in _notes(result), "a note that rows report wrong elements"),
+    GapRule(("nccl_tests",), re.compile(r"rows? (?:below|between)[^,]*elided|rows? [^,]*elided by the author"),
+            lambda result, _: "left out by the poster" in _notes(result), "a note naming the elision line"),
+    GapRule(("nccl_tests",), re.compile(r"removed [^;]*columns|in-place half of each row absent"),
+            lambda result, _: "columns cut from the table" in _notes(result) or "only the out-of-place half" in _notes(result),
+            "a note that columns (or the in-place half) are missing"),
+    GapRule(("nccl_tests",), re.compile(r"inconsistent with the busbw factor"),
+            lambda result, _: "busbw/algbw of its rows says" in _notes(result), "a note that the ratio overrules the rank lines"),
+    GapRule(("nccl_log",), re.compile(r"no connection|no transport \(via\)|init lines only|no connections to read"),
+            lambda log, _: not log.edges, "no connections read"),
+    GapRule(("nccl_log",), re.compile(r"cut/fused|fused/truncated|NCCL line overwritten"),
+            lambda log, _: log.skipped_count > 0, "the unreadable lines counted as skipped"),
+    GapRule(("topo",), re.compile(r"no (?:NIC )?legend"),
+            lambda snapshot, _: not any(re.fullmatch(r"NIC\d+", nic.name) for nic in snapshot.host.nics)
+            or "NIC device names" in _gaps_of(snapshot), "a gap `NIC device names` where NIC columns keep NICn labels"),
+    GapRule(("topo",), re.compile(r"no NUMA Affinity column"), lambda snapshot, _: "NUMA Affinity: line" in _gaps_of(snapshot),
+            "a gap for the missing NUMA Affinity column"),
+    GapRule(("p2p", "nvbandwidth_json"), re.compile(r"waived"), lambda result, _: "waived" in _notes(result),
+            "a note that the test was waived"),
+    GapRule(("p2p",), re.compile(r"aborted"), lambda result, _: "failed before printing a matrix" in _notes(result),
+            "a note that the test failed before its matrix"),
+    GapRule(("trace",), re.compile(r"no distributedInfo"),
+            lambda trace, _: trace.rank is None and trace.world_size is None, "rank and world size unknown"),
+    GapRule(("trace",), re.compile(r"no NCCL kernel events"),
+            lambda trace, _: all(call.launch_only for call in trace.collectives), "every call timed on the CPU"),
+    GapRule(("trace",), re.compile(r"kernels cannot be used to count calls|kernels outside the annotated calls"),
+            lambda trace, _: bool(trace.notes), "a note on the kernels that are no calls or the calls no kernel timed"),
+)
+"""The gaps a reader must report. A sidecar gap no rule matches describes the file for people (`no footer`, `network
+not stated`, `GPU model not printed`): nothing a reader could say about it is missing from its reading."""
+
+
 def _check_gaps(outcome: Outcome, gaps: list[str]) -> None:
-    return
+    for gap in gaps:
+        for rule in GAP_RULES:
+            match = rule.wording.search(gap)
+            if match is None or outcome.file.kind not in rule.kinds:
+                continue
+            outcome.expect(f"gap: {gap}", rule.said(outcome.result, match), "not said", rule.where)

@@ -175,6 +175,8 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
     tables: list[_Table] = []
     context = Context()
     table: _Table | None = None
+    elided: list[int] = []
+    """Lines outside the tables that stand for text the poster left out."""
     continued = ""
     """A command line continued with backslashes, so far."""
     for line in lines:
@@ -219,9 +221,15 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
             tables.append(table)
             context = closed(context)
             continue
+        if _ELISION.match(stripped):
+            elided.append(line.number)
+            continue
         context = read_context(stripped, line.text, context, tables[-1].op_concluded if tables else [])
     if table is not None:
         _close(table, name, notes, ended=True)
+    if elided and tables:
+        notes.append(f"line(s) {', '.join(str(number) for number in elided)}: text left out by the poster ('...'): "
+                     "rows, rank lines or a preamble may be missing")
     return tables
 
 
