@@ -9,6 +9,7 @@ import pytest
 from linkscope.cli import main
 from support.samples import REAL_TOPO_DIR
 
+
 def _printed_rows(file_name: str) -> list[list[str]]:
     """The GPU rows of the first matrix in the file, split on whitespace, up to the first blank line."""
     lines = [line for line in (REAL_TOPO_DIR / file_name).read_text().splitlines() if not line.startswith("#")]
@@ -31,7 +32,7 @@ def _printed_as_read(file_name: str) -> bool:
     header = next(line.split() for line in text.splitlines() if line.split()[:1] == ["GPU0"])
     columns = [word for word in header if word not in ("CPU", "NUMA", "GPU", "Affinity", "ID")]
     tokens = {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}
-    return bool(rows) and all(all(word in tokens or word.startswith("NV") and word[2:].isdigit()
+    return bool(rows) and all(all(word in tokens or (word.startswith("NV") and word[2:].isdigit())
                                   for word in row[1:1 + len(columns)]) for row in rows) and \
         all(len(row) > len(columns) or len(row) == len(columns) + 1 for row in rows)
 

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from support.paths import REAL
-
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.model.busbw import bus_factor
+from support.paths import REAL
 
 SIDECAR = ".facts.json"
 NOT_CORPUS = frozenset({"SOURCES.md", "README.md"})
@@ -181,8 +180,7 @@ def check_nccl_tests(outcome: Outcome, read: dict[str, Any], prefix: str = "") -
         if per_block and key in ("nranks", "peak_busbw_gbps"):
             # a summary over blocks that each say their own: it must be one of theirs
             tables = [[row for row in rows if row.table_line == table] for table in _tables_of(rows)]
-            got_values = [[row.nranks for row in table][0] if key == "nranks" else max(row.busbw_gbps for row in table)
-                          for table in tables]
+            got_values = [table[0].nranks if key == "nranks" else max(row.busbw_gbps for row in table) for table in tables]
             outcome.expect(fact, want in got_values, got_values, f"{want} in one of the blocks")
         elif key == "op":
             ops = _stated_ops(str(want))
@@ -419,7 +417,8 @@ def _why_unrepresented(cell: str) -> str:
     if "CPU" in cell and "latency" in cell:
         return "the CPU-side latency of the launch, not of a link"
     if "disabled" in cell:
-        return "P2P=Disabled figures of pairs that cannot reach their peer: their P2P=Enabled figures already are host-staged copies"
+        return ("P2P=Disabled figures of pairs that cannot reach their peer: their P2P=Enabled figures already are "
+                "host-staged copies")
     if "reads" in cell:
         return "P2P Reads figures beside the P2P Writes of the same test: linkscope's peer copies are writes"
     if "sum" in cell.lower():
@@ -450,7 +449,7 @@ def _p2p_cell(measurements: Any, cell: str, no_peer: bool = False) -> Any:
         src, dst = int(pair.group(1)), int(pair.group(2))
     else:
         return None
-    p2p: bool | None | str = "any"
+    p2p: bool | str | None = "any"
     if "disabled" in words or (no_peer and "enabled" in words):
         p2p = False
     elif "enabled" in words:

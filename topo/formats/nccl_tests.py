@@ -87,7 +87,7 @@ def looks_like_nccl_tests(text: str) -> bool:
         words = stripped.split()
         if is_integer(words[0]) and (row_columns(words) is not None or _fused_row(words, stripped)):
             return True
-        preamble = preamble or "nThread" in stripped and "nGpus" in stripped
+        preamble = preamble or ("nThread" in stripped and "nGpus" in stripped)
         footer = footer or _FOOTER.match(stripped) is not None
     return preamble and footer
 

@@ -154,9 +154,7 @@ def _shape_fits(table: TableFacts, signature: Signature, op: str, nranks: int | 
         if first.redop == "":
             if op != "all_to_all":
                 return False
-        elif (first.redop != "none") != signature.reduces:
-            return False
-        elif op == "send_recv" and first.redop != "sum":
+        elif (first.redop != "none") != signature.reduces or (op == "send_recv" and first.redop != "sum"):
             return False
     if first.root is not None and (first.root >= 0) != signature.rooted:
         return False

@@ -165,7 +165,8 @@ def read_block(lines: Sequence[str], header: Header, vocabulary: Vocabulary, nam
             tokens, values = split_row(fields, devices, vocabulary)
         except ValueError as exc:
             last_line = not any(line.strip() for line in lines[line_number:])
-            if last_line and not label.startswith("GPU") and all(device in seen for device in devices if device.startswith("GPU")):
+            gpus_read = all(device in seen for device in devices if device.startswith("GPU"))
+            if last_line and not label.startswith("GPU") and gpus_read:
                 cut_line = line_number  # a NIC row the paste cut part-way: as if it were missing
                 break
             cut = " - the text ends in this row: it looks cut short" if last_line else ""

@@ -202,8 +202,8 @@ def _build_host(scan: _Scan, name: str) -> tuple[Host, list[Gap]]:
     gaps.extend(_p2p_gaps(scan))
     if block.missing:
         gaps.append(Gap(f"NIC rows {', '.join(block.missing)}",
-                        f"line {block.cut_line}: the rows stop here, with none for them (a paste cut short); their cells with the GPUs "
-                        "are read from the GPU rows, NIC-to-NIC cells are unknown"))
+                        f"line {block.cut_line}: the rows stop here, with none for them (a paste cut short); their "
+                        "cells with the GPUs are read from the GPU rows, NIC-to-NIC cells are unknown"))
     for column in ("CPU Affinity", "NUMA Affinity"):
         if column not in block.header.value_columns:
             gaps.append(Gap(column, f"line {block.header.line}: the matrix has no {column} column (older nvidia-smi, "

@@ -135,11 +135,11 @@ def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
         if launch is None:
             unlaunched += 1
             continue
-        index = _call_at(annotated, by_thread.get((launch[0], launch[1]), []), launch[2])
-        if index is None:
+        call_index = _call_at(annotated, by_thread.get((launch[0], launch[1]), []), launch[2])
+        if call_index is None:
             own.append(kernel_collective(kernel, collected, groups, shared))
         else:
-            kernels.setdefault(index, []).append(kernel)
+            kernels.setdefault(call_index, []).append(kernel)
     calls = [_timed(call, kernels.get(index, []), collected) for index, (_, _, call) in enumerate(annotated)]
     if unlaunched:
         notes.append(f"{unlaunched} NCCL kernel(s) launched before the trace began (no launch in it): timed in their "

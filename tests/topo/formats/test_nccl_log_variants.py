@@ -3,11 +3,10 @@ communicators, old formats; and its fuzz discipline (InputError or a result, lin
 
 from __future__ import annotations
 
-import re
-
 import contextlib
 import io
 import random
+import re
 import time
 from pathlib import Path
 

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nccl_tests import read_nccl_tests
 from linkscope.topo.formats.nccl_tests_infer import RowFacts, ranks_from_ratio
 from linkscope.topo.model.busbw import bus_factor

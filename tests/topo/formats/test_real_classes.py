@@ -79,7 +79,8 @@ def test_rank_lines_that_contradict_the_ratio_yield_to_it_and_say_so() -> None:
 
 
 @pytest.mark.parametrize("name", ["b200-8gpu-gcp-a4-vm-8nic-pix-pairs-numa-gpu-numa-id-collapsed-spacing.txt",
-                                  "h100-8gpu-nv18-13nic-named-ib-eth.txt", "dgx1-p100-8gpu-nv1-soc-4nic-fused-header-no-separators.txt",
+                                  "h100-8gpu-nv18-13nic-named-ib-eth.txt",
+                                  "dgx1-p100-8gpu-nv1-soc-4nic-fused-header-no-separators.txt",
                                   "v100-sxm2-8gpu-hybrid-cube-mesh-mlx5.txt"])
 @pytest.mark.parametrize("keep", ["first NIC row", "no NIC row", "half the first NIC row"])
 def test_a_topology_cut_after_its_gpu_rows_reads_whole_and_says_what_is_missing(name: str, keep: str) -> None:

@@ -4,7 +4,6 @@ outputs must read to the same Measurements (or Snapshot) as the clean file, thro
 from __future__ import annotations
 
 import dataclasses
-
 import re
 from pathlib import Path
 
