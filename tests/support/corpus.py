@@ -119,6 +119,11 @@ class Outcome:
     held: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
+    def absorb(self, other: Outcome) -> None:
+        """Take the facts another check of the same file held and failed."""
+        self.held.extend(other.held)
+        self.failed.extend(other.failed)
+
     def expect(self, fact: str, ok: bool, got: object = None, want: object = None) -> None:
         if ok:
             self.held.append(fact)
@@ -240,8 +245,7 @@ def check_nccl_tests(outcome: Outcome, read: dict[str, Any], prefix: str = "") -
                 sub = Outcome(outcome.file, _only(measurements, table))
                 check_nccl_tests(sub, {key: value for key, value in block.items()
                                        if key in ("op", "nranks", "peak_busbw_gbps", "rows")}, f"{fact}[{number}].")
-                outcome.held.extend(sub.held)
-                outcome.failed.extend(sub.failed)
+                outcome.absorb(sub)
         elif key in NOT_A_READER_FACT["nccl_tests"]:
             continue
         else:
@@ -525,8 +529,7 @@ def check_nccl_log(outcome: Outcome, read: dict[str, Any]) -> None:
                 outcome.failed.append(f"also_nccl_tests: refused: {exc}")
                 continue
             check_nccl_tests(tables, want, "also_nccl_tests.")
-            outcome.held.extend(tables.held)
-            outcome.failed.extend(tables.failed)
+            outcome.absorb(tables)
         elif key in NOT_A_READER_FACT["nccl_log"]:
             continue
         else:

@@ -20,27 +20,18 @@ experts should be a multiple of expert model parallel_size" -- judged only for a
 from __future__ import annotations
 
 import itertools
-import math
 
 import pytest
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.layout.groups import megatron_refusal
 from linkscope.topo.layout.spec import DIMENSIONS, resolve_layout
+from support.layout import reference_groups
 
 
 def _pp_groups(order: list[str], sizes: dict[str, int]) -> list[list[int]]:
-    """The pipeline groups of a grid: ranks that agree on every coordinate but pp (first order dimension fastest)."""
-    full = order + [dim for dim in DIMENSIONS if dim not in order]
-    world = math.prod(sizes[dim] for dim in full)
-    stride, strides = 1, {}
-    for dim in full:
-        strides[dim] = stride
-        stride *= sizes[dim]
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for rank in range(world):
-        groups.setdefault(tuple((rank // strides[dim]) % sizes[dim] for dim in full if dim != "pp"), []).append(rank)
-    return sorted(groups.values())
+    """The pipeline groups of a grid (Megatron appends the dimensions the order leaves out, all of size 1)."""
+    return reference_groups(order + [dim for dim in DIMENSIONS if dim not in order], sizes, {"pp"})
 
 
 def megatron_startup(world: int, tp: int, cp: int, ep: int, etp: int | None, pp: int, order: str) -> str | None:
