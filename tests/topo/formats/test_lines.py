@@ -116,3 +116,18 @@ def test_long_adversarial_lines_are_linear() -> None:
                "2025-11-12 20:42:20" + " -" * 100_000, "> " * 150_000, "[pod/" + "a/" * 150_000]
     for line in hostile:
         clean_lines(line)
+
+
+def test_a_row_written_in_pieces_drops_the_repeats_of_its_own_launcher_tag() -> None:
+    """nccl-tests writes a row in pieces and Open MPI / MPICH tag every write: NVIDIA/nccl #1453 pasted
+    `[0]      1048576  262144  float  sum  -1[0]    1626.5 ...`. The line's own tag repeated inside it goes; NCCL's
+    `0[0] -> 1[1]` brackets and another rank's tag stay."""
+    lines = clean_lines(
+        "[0]      1048576        262144     float     sum      -1[0]    1626.5    0.64    1.24      0[0]    2302.3\n"
+        "[1,0]<stdout>:           8             2     float     sum      -1[1,0]<stdout>:    85.14    0.00\n"
+        "[0] host:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n"
+        "[0]      1048576        262144     float     sum      -1[1]    1626.5\n")
+    assert lines[0].text.split() == ["1048576", "262144", "float", "sum", "-1", "1626.5", "0.64", "1.24", "0", "2302.3"]
+    assert lines[1].text.split() == ["8", "2", "float", "sum", "-1", "85.14", "0.00"]
+    assert "0[0] -> 1[1]" in lines[2].text
+    assert "-1[1]" in lines[3].text
