@@ -11,6 +11,7 @@ import re
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_EDGES, MAX_KEPT_MESSAGES, MAX_MESSAGE_CHARS, MAX_NCCL_RANK, MAX_PARSED_LINES
 from linkscope.topo.formats.lines import Line
+from linkscope.topo.formats.nccl_log_books import HostBook, NvlsBook, Tally, messages, rank_of
 from linkscope.topo.formats.nccl_log_lines import (
     BUS_ID,
     CHANNEL_COUNTS,
@@ -26,8 +27,6 @@ from linkscope.topo.formats.nccl_log_lines import (
     INIT_END,
     LEADING,
     MARKER,
-    NVLS_COMM,
-    NVLS_MULTICAST,
     PREFIX,
     PREFIX_WINDOW,
     RING_NEIGHBOURS,
@@ -45,18 +44,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     parse_connection,
     transport_class,
 )
-from linkscope.topo.formats.nccl_log_model import Communicator, Edge, Message, NcclLog, Nvls, NvlsSetup, Rank
-
-
-class _Tally:
-    """How often one warning or error text was seen, and where first."""
-
-    __slots__ = ("count", "host", "line")
-
-    def __init__(self, host: str | None, line: int) -> None:
-        self.host = host
-        self.line = line
-        self.count = 1
+from linkscope.topo.formats.nccl_log_model import Communicator, Edge, NcclLog
 
 
 class LogReader:
@@ -76,8 +64,8 @@ class LogReader:
         self.rings: dict[tuple[str | None, int], tuple[int, ...]] = {}
         self.trees: dict[tuple[str | None, int, int], tuple[tuple[int, ...], int]] = {}
         self.env: dict[str, str] = {}
-        self.warnings: dict[str, _Tally] = {}
-        self.errors: dict[str, _Tally] = {}
+        self.warnings: dict[str, Tally] = {}
+        self.errors: dict[str, Tally] = {}
         self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
         """(host, pid, comm pointer) -> communicator key."""
         self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
@@ -91,16 +79,8 @@ class LogReader:
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
-        self.hosts: dict[str, None] = {}
-        """Hosts that wrote NCCL lines, first seen first."""
-        self.host_lines: dict[tuple[str, int | None], int] = {}
-        """Lines per (host, pid): a host seen once under the pid of another, much busier host is a fragment."""
-        self.test_hosts: dict[int, str] = {}
-        """Rank -> host from nccl-tests' `# Rank N ... on HOST device D` lines."""
-        self.nvls_setups: dict[tuple[str | None, int | None], NvlsSetup] = {}
-        self.nvls_channels: int | None = None
-        self.nvls_tree = False
-        self.nvls_multicast: dict[tuple[str | None, int | None], bool] = {}
+        self.hosts = HostBook()
+        self.nvls = NvlsBook()
 
     def skip(self, number: int) -> None:
         self.skipped_count += 1
@@ -132,7 +112,7 @@ class LogReader:
             if len(self.prefixes) < MAX_PARSED_LINES:
                 self.prefixes[head] = known
         host, pid, dev, warn = known
-        self.saw_host(host, pid)
+        self.hosts.saw(host, pid)
         if warn:
             self.note(self.warnings, text[end:].strip(), host, number)
         else:
@@ -147,8 +127,7 @@ class LogReader:
         if "NCCL" not in text:
             test_rank = TEST_RANK.match(text.strip()) if " Pid " in text else None
             if test_rank is not None and int(test_rank.group(1)) <= MAX_NCCL_RANK:
-                self.test_hosts.setdefault(int(test_rank.group(1)), test_rank.group(2))
-                self.hosts.setdefault(test_rank.group(2))
+                self.hosts.test_rank(int(test_rank.group(1)), test_rank.group(2))
             return
         leading = LEADING.match(text)
         if leading is not None:
@@ -179,7 +158,7 @@ class LogReader:
         host = prefix.group("host") if prefix is not None and prefix.group("host") else line.host
         pid = int(prefix.group("pid")) if prefix is not None and prefix.group("pid") else None
         if host is not None:
-            self.saw_host(host, pid)
+            self.hosts.saw(host, pid)
         dev = int(prefix.group("dev")) if prefix is not None else None
         message = text[marker.end():]
         if marker.group(1) == "WARN":
@@ -187,40 +166,12 @@ class LogReader:
             return
         self.info(message, host, pid, dev, line.number)
 
-    def saw_host(self, host: str, pid: int | None) -> None:
-        if host not in self.hosts and len(self.hosts) < MAX_PARSED_LINES:
-            self.hosts[host] = None
-        key = (host, pid)
-        if key in self.host_lines or len(self.host_lines) < MAX_PARSED_LINES:
-            self.host_lines[key] = self.host_lines.get(key, 0) + 1
-
-    def host_fragments(self) -> dict[str, str]:
-        """Host names that are pieces of another's, left by processes writing at once (`xn0` and
-        `x3006c0s19b1x3006c0s1b0n0` beside `x3006c0s19b1n0`): seen on a line or two under the pid of a host seen
-        on many more, and spelled like it (one ends as the other does, or starts and ends alike). Each maps to
-        the host it is a piece of."""
-        by_pid: dict[int | None, list[tuple[int, str]]] = {}
-        for (host, pid), count in self.host_lines.items():
-            by_pid.setdefault(pid, []).append((count, host))
-        fragments: dict[str, str] = {}
-        for hosts in by_pid.values():
-            if len(hosts) < 2:
-                continue
-            busiest_count, busiest = max(hosts)
-            for count, host in hosts:
-                alike = busiest.endswith(host) or host.endswith(busiest) or \
-                    (busiest[:1] == host[:1] and len(host) >= 2 and busiest.endswith(host[-2:]))
-                if host != busiest and count <= 2 and busiest_count >= 5 * count and alike:
-                    fragments[host] = busiest
-        return {host: real for host, real in fragments.items() if not any(
-            other == host and lines > 2 for (other, _), lines in self.host_lines.items())}
-
-    def note(self, table: dict[str, _Tally], text: str, host: str | None, number: int) -> None:
+    def note(self, table: dict[str, Tally], text: str, host: str | None, number: int) -> None:
         tally = table.get(text)
         if tally is not None:
             tally.count += 1
         elif len(table) < MAX_KEPT_MESSAGES:
-            table[text] = _Tally(host, number)
+            table[text] = Tally(host, number)
 
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         first = message[:1]
@@ -234,7 +185,7 @@ class LogReader:
             if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
                 return
             if message.startswith("Connected NVLS tree"):
-                self.nvls_tree = True
+                self.nvls.tree = True
                 return
             neighbours = RING_NEIGHBOURS.match(message)
             if neighbours is not None:
@@ -249,7 +200,7 @@ class LogReader:
             self.neighbours(tree.group(2), (tree.group(1), *tree.group(3).split("/")), host, pid, dev)
             return
         if first == "N" and message.startswith("NVLS"):
-            self.nvls(message, host, pid, dev, number)
+            self.nvls.line(message, host, pid, number, self.pointer_comm, self.process_comms)
             return
         if "comm 0x" in message:
             self.communicator(message, host, pid, dev, number)
@@ -268,7 +219,7 @@ class LogReader:
         if first.isdigit() and " coll channels" in message:
             counts = CHANNEL_COUNTS.match(message)
             if counts is not None and counts.group(3) is not None:
-                self.nvls_channels = max(self.nvls_channels or 0, int(counts.group(3)))
+                self.nvls.channels = max(self.nvls.channels or 0, int(counts.group(3)))
             known = self.process_comms.get((host, pid))
             if counts is not None and known:
                 self.channel_counts.setdefault(known[-1][0], tuple(
@@ -288,20 +239,6 @@ class LogReader:
         self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
         for other in known:
             self.rank_entry(comm, other)
-
-    def nvls(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
-        """`NVLS comm 0x... headRank H nHeads N ...` and `NVLS multicast support is (not) available on dev D`."""
-        multicast = NVLS_MULTICAST.match(message)
-        if multicast is not None:
-            self.nvls_multicast.setdefault((host, int(multicast.group(2))), multicast.group(1) is None)
-            return
-        setup = NVLS_COMM.match(message)
-        if setup is None or len(self.nvls_setups) >= MAX_EDGES:
-            return
-        comm = self.pointer_comm.get((host, pid, setup.group(1).lower()))
-        rank = next((rank for key, rank, _ in reversed(self.process_comms.get((host, pid), ())) if key == comm), None)
-        self.nvls_setups.setdefault((comm, rank if rank is not None else -1 - len(self.nvls_setups)), NvlsSetup(
-            comm=comm, rank=rank, host=host, head_rank=int(setup.group(2)), nheads=int(setup.group(3)), line=number))
 
     def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
         """The communicator a line of (host, pid) about rank `printer` belongs to: the one the line names
@@ -487,30 +424,15 @@ class LogReader:
                 known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
                 self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
 
-    def hosts_of_test_ranks(self) -> None:
-        """Give ranks the log names no host for the host nccl-tests' rank lines name, in the communicators of the
-        test's size (or of unknown size): those are the test's own ranks."""
-        if not self.test_hosts:
-            return
-        size = max(self.test_hosts) + 1
-        for (comm, rank), entry in self.ranks.items():
-            nranks = self.comm_sizes.get(comm or "", (None, None))[0]
-            if "host" not in entry and rank in self.test_hosts and nranks in (None, size):
-                entry["host"] = self.test_hosts[rank]
-
     def result(self) -> NcclLog:
         self.settle_communicators()
-        self.hosts_of_test_ranks()
-        fragments = self.host_fragments()
-        for entry in self.ranks.values():
-            if entry.get("host") in fragments:
-                entry["host"] = fragments[str(entry["host"])]
+        fragments = self.hosts.place_ranks(self.ranks, self.comm_sizes)
         if self.nccl_lines == 0:
             if self.skipped_count:
                 raise InputError(f"{self.name}:{self.skipped[0]}: no NCCL line reads cleanly "
                                  f"({self.skipped_count} unreadable)")
             raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
-        ranks = tuple(sorted((_rank(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
+        ranks = tuple(sorted((rank_of(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
                              key=lambda item: (item.comm or "", item.rank)))
         edges = tuple(Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
                       for (comm, src, dst, channel, side, detail), number in self.edges.items())
@@ -536,28 +458,8 @@ class LogReader:
             name=self.name, version=self.version, communicators=communicators, ranks=ranks,
             edges=tuple(sorted(edges, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))),
             env=tuple(self.env.items()),
-            warnings=_messages(self.warnings), errors=_messages(self.errors),
+            warnings=messages(self.warnings), errors=messages(self.errors),
             lines=self.lines, nccl_lines=self.nccl_lines,
             skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
-            hosts=tuple(host for host in self.hosts if host not in fragments),
-            nvls=Nvls(setups=tuple(sorted(self.nvls_setups.values(), key=lambda setup: setup.line)),
-                      channels=self.nvls_channels, tree=self.nvls_tree,
-                      multicast=tuple((host, dev, ok) for (host, dev), ok in self.nvls_multicast.items())),
+            hosts=self.hosts.names(fragments), nvls=self.nvls.frozen(),
         )
-
-
-def _rank(comm: str | None, rank: int, facts: dict[str, object]) -> Rank:
-    def number(key: str) -> int | None:
-        value = facts.get(key)
-        return value if isinstance(value, int) else None
-
-    def text(key: str) -> str | None:
-        value = facts.get(key)
-        return value if isinstance(value, str) else None
-
-    return Rank(comm=comm, rank=rank, host=text("host"), pid=number("pid"), cuda_dev=number("cuda_dev"),
-                nvml_dev=number("nvml_dev"), bus_id=text("bus_id"), device_index=number("device_index"))
-
-
-def _messages(table: dict[str, _Tally]) -> tuple[Message, ...]:
-    return tuple(Message(text=text, host=tally.host, line=tally.line, count=tally.count) for text, tally in table.items())

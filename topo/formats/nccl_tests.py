@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_COMMAND_CHARS
+from linkscope.topo.common.limits import MAX_COMMAND_CHARS, MAX_NAMED_ROWS
 from linkscope.topo.common.numbers import is_decimal, is_integer
 from linkscope.topo.formats.lines import Line, clean_lines, iter_clean_lines
 from linkscope.topo.formats.nccl_tests_context import PERF_TO_OP, Context, closed, names_op, read_context
@@ -61,8 +61,6 @@ _FOOTER = re.compile(r"#?[ \t]*(?:Avg bus bandwidth|Out of bounds values)\b")
 _ELISION = re.compile(r"#?[ \t]*(?:\.{3,}|…|\[\s*\.{3}\s*\]|\(?\.{3}[^\n]{0,80}(?:truncated|elided|omitted|snip)[^\n]{0,80})\s*$",
                       re.IGNORECASE)
 """A line that stands for rows a poster left out: `...`, `[...]`, `# ... (truncated output) ...`."""
-MAX_ROW_NOTES = 3
-"""Rows whose busbw does not fit are named one by one up to this many, then counted."""
 
 
 def known_op(op: str) -> str:
@@ -228,7 +226,7 @@ def _tables(lines: list[Line], name: str, notes: list[str]) -> list[_Table]:
     if table is not None:
         _close(table, name, notes, ended=True)
     if elided and tables:
-        notes.append(f"line(s) {', '.join(str(number) for number in elided)}: text left out by the poster ('...'): "
+        notes.append(f"{_lines(elided)}: text left out by the poster ('...'): "
                      "rows, rank lines or a preamble may be missing")
     return tables
 
@@ -299,11 +297,10 @@ def _results(table: _Table, name: str, given: str | None, label: str | None, not
             ))
     if unfit and nranks is not None:
         lines = sorted(set(unfit))
-        shown = ", ".join(str(line) for line in lines[:MAX_ROW_NOTES])
-        more = f" and {len(lines) - MAX_ROW_NOTES} more" if len(lines) > MAX_ROW_NOTES else ""
+        more = f" and {len(lines) - MAX_NAMED_ROWS} more" if len(lines) > MAX_NAMED_ROWS else ""
         notes.append(f"{op} table ({where}): busbw is not algbw x {bus_factor(op, nranks):.4g} ({op} on {nranks} ranks) "
-                     f"even allowing for the printed rounding on line(s) {shown}{more}: those rows are kept as printed; "
-                     "distrust them")
+                     f"even allowing for the printed rounding on {_lines(lines[:MAX_NAMED_ROWS])}{more}: those rows are kept "
+                     "as printed; distrust them")
     return results
 
 
@@ -316,8 +313,7 @@ def _table_notes(table: _Table, op: str, where: str, notes: list[str]) -> None:
     if table.zero_rows:
         notes.append(f"{op} table ({where}): {table.zero_rows} row(s) of 0 bytes skipped")
     if table.elided:
-        notes.append(f"{op} table ({where}): rows left out by the poster at line(s) "
-                     f"{', '.join(str(line) for line in table.elided)}")
+        notes.append(f"{op} table ({where}): rows left out by the poster at {_lines(table.elided)}")
     if table.columns.check == "error":
         worst = max((row.error for row in table.rows if row.error is not None), default=None)
         notes.append(f"{op} table ({where}): older format, its `error` column is the largest numeric "
@@ -370,6 +366,11 @@ def _inferred_op(facts: TableFacts, nranks: int | None, name: str, first_line: i
     said = f"could be {' or '.join(candidates)}" if candidates else "fits no collective's columns"
     raise InputError(f"{name}:{first_line}: cannot tell which collective this table is (no `*_perf` command or "
                      f"`# Collective test` line names it, and its columns {said}); give --op")
+
+
+def _lines(numbers: list[int]) -> str:
+    """`line 7` or `lines 7, 9`."""
+    return ("line " if len(numbers) == 1 else "lines ") + ", ".join(str(number) for number in numbers)
 
 
 def _possible_counts(nranks: int | None) -> tuple[int, ...]:

@@ -137,7 +137,7 @@ def test_a_row_whose_busbw_misses_the_factor_beyond_its_printed_rounding_is_a_no
     m = read_nccl_tests(PREAMBLE + HEADER + bad + GOOD.replace("1048576", "2097152").replace("279.5", "559.0")
                         .replace("280.2", "560.4"), "log.txt")
     assert [row.busbw_gbps for row in m.collectives][:2] == [1.88, 3.74]
-    assert any("busbw is not algbw x 1 (all_reduce on 2 ranks) even allowing for the printed rounding on line(s) 7:"
+    assert any("busbw is not algbw x 1 (all_reduce on 2 ranks) even allowing for the printed rounding on line 7:"
                in note for note in m.notes), m.notes
 
 
