@@ -170,6 +170,6 @@ def test_an_assumed_preset_never_refuses_a_layout_a_given_model_does(capsys: pyt
     code, data = check_json(["sample:dgx-h100", "--nodes", "9", "--tp", "8", "--ep", "3", "--pp", "3"], capsys)
     assert code in (0, 1) and data["groups"]["ep"][0] == [0, 8, 16]
     assert any("8x7b preset with 9 experts instead of its 8" in line for line in data["assumptions"])
-    code, out, err = run_cli(["check", "sample:dgx-h100", "--nodes", "9", "--tp", "8", "--ep", "3", "--pp", "3",
+    code, _, err = run_cli(["check", "sample:dgx-h100", "--nodes", "9", "--tp", "8", "--ep", "3", "--pp", "3",
                               "--experts", "8"], capsys)
     assert_one_line_error(code, err, "Number of experts should be a multiple of expert model parallel_size")
