@@ -147,3 +147,29 @@ def test_json_writer_turns_non_finite_numbers_into_null() -> None:
     text = json_text({"speedup": math.inf, "rows": [1.5, -math.inf, (math.nan, 2)]}, compact=True)
     assert text == '{"speedup":null,"rows":[1.5,null,[null,2]]}'
     assert strict_json(json_text({"a": math.inf}))["a"] is None
+
+
+@pytest.mark.parametrize(("argv", "reason"), [
+    (["--nodes", "64", "--ep", "2", "--pp", "2", "--dp", "256", "--order", "tp-cp-ep-pp-dp"],
+     "When not using pp-last rank ordering, the data parallel size of the attention and moe layers must be the same"),
+    (["--nodes", "2", "--tp", "2", "--cp", "2", "--ep", "2", "--pp", "2", "--order", "tp-ep-pp-cp-dp"],
+     "Pipeline parallel groups are expected to be the same for Non-Expert and Expert part"),
+])
+def test_the_layouts_megatron_refuses_at_start_up_are_refused_with_its_reason_and_versions(
+        argv: list[str], reason: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = check_json(["sample:dgx-h100", *argv], capsys)
+    refused = [finding for finding in data["findings"] if finding["code"] == "layout-rejected-by-megatron"]
+    assert code == 1 and len(refused) == 1
+    assert reason in refused[0]["message"] and "megatron-core v0.15.3 and main alike" in refused[0]["message"]
+
+
+def test_an_assumed_preset_never_refuses_a_layout_a_given_model_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """--tp 8 --ep 3 --pp 3 on 9 nodes: Megatron starts it with a model whose experts 3 divides. With no model given
+    the 8x7b preset's 8 experts are not the user's: the layout is checked (with 9 experts assumed, and said); with
+    --experts 8 it is the user's model, and Megatron's arguments refuse it."""
+    code, data = check_json(["sample:dgx-h100", "--nodes", "9", "--tp", "8", "--ep", "3", "--pp", "3"], capsys)
+    assert code in (0, 1) and data["groups"]["ep"][0] == [0, 8, 16]
+    assert any("8x7b preset with 9 experts instead of its 8" in line for line in data["assumptions"])
+    code, _, err = run_cli(["check", "sample:dgx-h100", "--nodes", "9", "--tp", "8", "--ep", "3", "--pp", "3",
+                              "--experts", "8"], capsys)
+    assert_one_line_error(code, err, "Number of experts should be a multiple of expert model parallel_size")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -58,3 +59,17 @@ def assert_one_line_error(code: int, err: str, *fragments: str) -> None:
 
 NVLINK_PAIRS_4 = ("X NV12 SYS SYS", "NV12 X SYS SYS", "SYS SYS X NV12", "SYS SYS NV12 X")
 """Four GPUs with NVLink bridges in pairs (0-1, 2-3), every other pair across sockets."""
+
+
+def reference_groups(order: list[str], sizes: dict[str, int], along: set[str]) -> list[list[int]]:
+    """Group every rank by its coordinates outside `along` (first order dimension fastest)."""
+    world = math.prod(sizes[dim] for dim in order)
+    stride, strides = 1, {}
+    for dim in order:
+        strides[dim] = stride
+        stride *= sizes[dim]
+    buckets: dict[tuple[int, ...], list[int]] = {}
+    for rank in range(world):
+        key = tuple((rank // strides[dim]) % sizes[dim] for dim in order if dim not in along)
+        buckets.setdefault(key, []).append(rank)
+    return sorted((sorted(group) for group in buckets.values()), key=lambda group: group[0])

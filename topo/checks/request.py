@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
@@ -52,8 +53,10 @@ MOE_DEFAULT_PRESET = "8x7b"
 def model_for(request: CheckRequest) -> tuple[ModelSpec, tuple[str, ...]]:
     """The model that sets the volumes, and a note when it was assumed rather than given.
 
-    InputError where Megatron's training script refuses the model with the layout: --ep > 1 on a
-    dense model, or a number of experts that --ep does not divide.
+    InputError where Megatron's training script refuses the model the user gave with the layout: --ep > 1
+    on a dense model, or a number of experts that --ep does not divide. An assumed preset never refuses a
+    layout (the user's own model may allow it): where --ep does not divide its experts, the volumes assume
+    the fewest experts above it that --ep divides, and the note says so.
     """
     ep = dict(request.sizes).get("ep", 1)
     notes: tuple[str, ...] = ()
@@ -65,6 +68,13 @@ def model_for(request: CheckRequest) -> tuple[ModelSpec, tuple[str, ...]]:
         name = MOE_DEFAULT_PRESET if ep > 1 else DEFAULT_PRESET
         spec = preset(name)
         notes = (f"no model given: volumes of the {name} preset (--model, --hidden... to change)",)
+        if spec.experts and spec.experts % ep:
+            experts = -(-spec.experts // ep) * ep
+            notes = (f"no model given: volumes of the {name} preset with {experts} experts instead of its "
+                     f"{spec.experts} (--ep {ep} must divide the experts: Megatron refuses num_experts {spec.experts} "
+                     f"with expert_model_parallel_size {ep}, so the rule is judged only for a model you give with "
+                     "--experts or --model)",)
+            spec = dataclasses.replace(spec, name=f"{name} with {experts} experts", experts=experts)
     if ep > 1 and not spec.experts:
         raise InputError(f"--ep {ep}: num_experts must be given to use expert model parallelism (Megatron's rule): "
                          f"add --experts N or a mixture-of-experts --model such as {MOE_DEFAULT_PRESET}")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from linkscope.topo.cost.channels import RingSet, disjoint_rings
 from linkscope.topo.cost.collectives import GroupLinks
-from linkscope.topo.cost.params import HOST_MEMORY_GBPS, NVLS_ALLREDUCE_FRACTION, CostModel, Hop
+from linkscope.topo.cost.params import HOST_MEMORY_GBPS, CostModel, Hop, nvls_algbw_fraction
 from linkscope.topo.layout.placement import Placement, cluster_hosts, place_ranks
 from linkscope.topo.machine.links import nvlink_generation
 from linkscope.topo.machine.rings import Ring, best_chain, best_ring, ring_hops
@@ -151,18 +151,15 @@ class GroupPricer:
             self._ring_sets[key] = found
         return self._ring_sets[key]
 
-    def nvls_gbps(self, host_class: int, ring_gbps: float) -> float:
-        """NVLS all_reduce algbw inside a host of this class for a group whose ring runs at `ring_gbps`
-        (0 where NCCL has no NVLS: no NVSwitch, or NVLink before generation 4)."""
+    def nvls_gbps(self, host_class: int, ring_gbps: float, gpus: int) -> float:
+        """NVLS all_reduce algbw inside a host of this class for a group of `gpus` GPUs there whose ring runs at
+        `ring_gbps` (0 where NCCL has no NVLS: no NVSwitch, or NVLink before generation 4)."""
         if not self.switched(host_class):
             return 0.0
         host = self.host(host_class)
         first = host.link(0, 1)
         generation = first.nvlink_gen or min(nvlink_generation(gpu, first.nvlink_count) for gpu in host.gpus)
-        fraction = NVLS_ALLREDUCE_FRACTION.get(generation)
-        if fraction is None:
-            fraction = NVLS_ALLREDUCE_FRACTION[max(NVLS_ALLREDUCE_FRACTION)] if generation > 5 else 0.0
-        return fraction * ring_gbps
+        return nvls_algbw_fraction(generation, gpus) * ring_gbps
 
     def _intra(self, host_class: int, positions: tuple[int, ...], closed: bool) -> tuple[float, float, str, str, int, list[str]]:
         """(bandwidth, alpha, label, class, rings, hop labels) of the rings a group runs through `positions` of one host."""
@@ -196,7 +193,7 @@ class GroupPricer:
             used.extend(labels)
             if gbps < intra_gbps:
                 intra_gbps, intra_label, intra_class, rings = gbps, label, link_class, ring_count
-            nvls = min(nvls, self.nvls_gbps(host_class, gbps))
+            nvls = min(nvls, self.nvls_gbps(host_class, gbps, len(positions)))
             for i, a in enumerate(positions):
                 for b in positions[i + 1 :]:
                     pair_min = min(pair_min, self.hop(host_class, a, b).bandwidth_gbps)

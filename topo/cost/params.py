@@ -7,9 +7,11 @@ Moving b bytes over a hop costs `alpha + b / beta`. Defaults, and where they com
   H100, 40 on B200. They match measured ring all_reduce busbw (A100 ~230, H100 ~370 GB/s).
 - PCIe beta = the typical copy rate of the slower GPU's PCIe link, reduced for paths through
   the CPU and across sockets (:func:`topo.machine.links.link_speed`).
-- Network beta = the typical rate of the GPU's nearest NIC port (:func:`topo.machine.links.network_speed`),
-  reduced like a PCIe path when the NIC is not under the GPU's own PCIe switch, unless an NVLink peer
-  sits under the NIC's switch: NCCL's PXN then relays the traffic over NVLink instead of the CPU.
+- Network beta = the line rate of the GPU's nearest NIC port times the share NCCL reaches on its fabric
+  (:data:`NIC_EFFICIENCY`: InfiniBand 93%, RoCE and Google's gIB 80%, AWS EFA 60%, each from published runs;
+  the fabric is what the snapshot says of the port, InfiniBand assumed when it says nothing), reduced like a
+  PCIe path when the NIC is not under the GPU's own PCIe switch, unless an NVLink peer sits under the NIC's
+  switch: NCCL's PXN then relays the traffic over NVLink instead of the CPU.
 - PCIe pairs without peer-to-peer (nvidia-smi topo -p2p `NS`, GeForce cards, most VMs): NCCL's SHM
   transport stages every chunk through host memory and reaches about two thirds of the GPU's PCIe
   copy rate (HOST_PATH_FRACTION); all GPUs of the ring share the host's memory (HOST_MEMORY_GBPS).
@@ -25,13 +27,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.machine.links import PCIE_PATH_FACTOR, link_speed, network_speed, nvlink_generation
-from linkscope.topo.model.host import Host, Link, LinkKind, parse_link_token
+from linkscope.topo.machine.links import PCIE_PATH_FACTOR, link_speed, nvlink_generation
+from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
 """Per-link NVLink bandwidth NCCL assumes for rings, by NVLink generation (topo.h SM70/80/90/100)."""
@@ -41,9 +44,29 @@ NCCL_NVLINK_RING_CAP_GBPS: dict[int, float] = {3: 235.0}
 sm80, at most 235 GB/s; measured 8x A100 ring busbw ~230)."""
 
 NVLS_ALLREDUCE_FRACTION: dict[int, float] = {4: 0.74, 5: 0.67}
-"""NVLS all_reduce algbw as a share of the GPU's NCCL NVLink ring bandwidth, by NVLink generation:
+"""NVLS all_reduce algbw at 8 GPUs as a share of the GPU's NCCL NVLink ring bandwidth, by NVLink generation:
 8x H100 reach algbw ~275 (busbw ~480) of 18 x 20.6 = 370.8 GB/s (NCCL maintainer, nccl-tests #212);
 8x B300 reach algbw 483 of 18 x 40 = 720 (NVIDIA/nccl #2140). NVLS needs NVSwitch and NVLink 4+."""
+
+NVLS_BUSBW_GAIN_H100: dict[int, float] = {2: 1.0, 3: 1.0, 4: 1.0, 5: 420 / 370, 6: 440 / 370, 7: 460 / 370, 8: 480 / 370}
+"""NVLS all_reduce busbw over the ring's, by GPUs in the node (8x H100 SXM, NCCL_ALGO=NVLS against RING, 2-4 GiB:
+NVIDIA/nccl #1455): no gain from 2 to 4 GPUs (365-370 GB/s alike), then 420, 440, 460 and 480 GB/s from 5 to 8."""
+
+
+def nvls_algbw_fraction(generation: int, gpus: int) -> float:
+    """NVLS all_reduce algbw as a share of the GPU's NCCL NVLink ring bandwidth, for `gpus` GPUs of one node
+    (0 where NCCL has no NVLS). At 8 GPUs :data:`NVLS_ALLREDUCE_FRACTION`; below, the gain over the ring shrinks as
+    :data:`NVLS_BUSBW_GAIN_H100` measured it, to none at 4 GPUs and fewer (the same shape is assumed for NVLink 5,
+    whose gain at 8 is published, not below). A fraction f means busbw = f x ring x 2(g-1)/g."""
+    fraction = NVLS_ALLREDUCE_FRACTION.get(generation)
+    if fraction is None:
+        fraction = NVLS_ALLREDUCE_FRACTION[max(NVLS_ALLREDUCE_FRACTION)] if generation > 5 else 0.0
+    if fraction == 0.0 or gpus < 2:
+        return 0.0
+    full_gain = fraction * 2 * 7 / 8  # busbw over the ring's at 8 GPUs: 1.295 on NVLink 4, 1.17 on NVLink 5
+    h100 = NVLS_BUSBW_GAIN_H100[min(gpus, 8)]
+    gain = 1 + (h100 - 1) * (full_gain - 1) / (NVLS_BUSBW_GAIN_H100[8] - 1)
+    return gain / (2 * (gpus - 1) / gpus)
 
 NVLS_GATHER_FRACTION = 0.85
 """NVLS all_gather / reduce_scatter algbw as a share of the ring bandwidth (NCCL's Hopper NVLS
@@ -83,6 +106,47 @@ DEFAULT_ALPHA_US: dict[str, float] = {
 
 DEFAULT_NIC_GBIT = 100.0
 """NIC line rate assumed when the snapshot has no NIC (or no rate for it)."""
+
+NIC_EFFICIENCY: dict[str, float] = {"InfiniBand": 0.93, "RoCE": 0.80, "gIB": 0.76, "EFA": 0.80}
+"""Share of a NIC's line rate NCCL's busbw reaches through it, by fabric (see :data:`NIC_EFFICIENCY_SOURCES`)."""
+
+NIC_EFFICIENCY_SOURCES: dict[str, str] = {
+    "InfiniBand": "NDR 400 Gb/s reaches 46.5 of 50 GB/s (2x 8 B200 on InfiniBand: all_reduce busbw 702.9 where the "
+                  "node's 8 NICs bound it, dstack Lambda cluster example)",
+    "RoCE": "2x 8 H200 on 8x 400G RoCE (NVIDIA/nccl-tests #256, NVLS-tree bound) and 4x 8 H100 on 8x 400G RoCE "
+            "(NVIDIA/nccl #1221: ~320 from 3 nodes up)",
+    "gIB": "Google Cloud gIB (RoCE on ConnectX-7): one 400G NIC per H200 reaches 31.9 GB/s (google/dranet MPI "
+           "Operator example), one per B200 45.1 GB/s, 2x 8 B200 all_reduce 683.5 (dstack GCP A4 example)",
+    "EFA": "AWS EFA: 2x p5.48xlarge (8 H100, 3200 Gb/s EFA each) all_reduce busbw 438.9 on 16 ranks, NVLS-tree bound "
+           "by the network (aws-samples/aws-do-eks nccl-test README)",
+}
+"""Where each fabric's efficiency comes from (published nccl-tests runs, in :mod:`topo.cost.published` too)."""
+
+_GIB_NETDEV = re.compile(r"gpu\d+rdma\d+")
+"""Google Cloud's names of the RDMA NICs of a GPU VM (gIB): `gpu0rdma0`."""
+
+
+def nic_fabric(nic: Nic) -> str | None:
+    """The fabric a NIC is on, as the snapshot says it: AWS EFA (`efa*`, `rdmap*` devices), Google gIB (`gpuNrdmaM`
+    interfaces), InfiniBand or RoCE (the port's link layer); None when it does not say."""
+    names = (nic.name.lower(), (nic.netdev or "").lower())
+    if any(name.startswith(("efa", "rdmap")) for name in names):
+        return "EFA"
+    if any(_GIB_NETDEV.fullmatch(name) for name in names):
+        return "gIB"
+    if nic.link_layer is not None and nic.link_layer.lower() == "infiniband":
+        return "InfiniBand"
+    if nic.link_layer is not None and nic.link_layer.lower() == "ethernet":
+        return "RoCE"
+    return None
+
+
+def nic_efficiency(nic: Nic | None) -> tuple[float, str]:
+    """Share of line rate NCCL reaches through `nic`, and its fabric as said (`InfiniBand assumed` when unknown)."""
+    fabric = nic_fabric(nic) if nic is not None else None
+    if fabric is None:
+        return NIC_EFFICIENCY["InfiniBand"], "InfiniBand assumed"
+    return NIC_EFFICIENCY[fabric], fabric
 
 LINK_CLASSES: tuple[str, ...] = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
 """Link classes of the cost model, fastest first: NVLink, the PCIe path classes, the network."""
@@ -158,19 +222,22 @@ class CostModel:
         """
         nearest = self._nearest_nics(host, gpu)
         if not nearest:
-            gbps = self._scaled("NET", network_speed(self.default_nic_gbit).typical_gbps)
-            return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", f"network (no NIC known, {self.default_nic_gbit:g} Gb/s)"), ""
+            share, fabric = nic_efficiency(None)
+            gbps = self._scaled("NET", self.default_nic_gbit / 8 * share)
+            return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET",
+                       f"network (no NIC known, {self.default_nic_gbit:g} Gb/s, {fabric})"), ""
         turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
         name, rate, path, column = nearest[turn % len(nearest)]
-        gbps = network_speed(rate).typical_gbps
+        share, fabric = nic_efficiency(host.nics[column])
+        gbps = rate / 8 * share
         relay = self._pxn_relay(host, gpu, column) if path not in ("PIX", "PXB") else None
         if self.nic_path_penalty and relay is None:
             gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
         gbps = self._scaled("NET", gbps)
         if relay is not None:
-            label = f"{name} {rate:g} Gb/s via PXN (GPU {host.gpus[relay].index})"
+            label = f"{name} {rate:g} Gb/s {fabric} via PXN (GPU {host.gpus[relay].index})"
         else:
-            label = f"{name} {rate:g} Gb/s" + ("" if path in ("PIX", "PXB") else f" via {path}")
+            label = f"{name} {rate:g} Gb/s {fabric}" + ("" if path in ("PIX", "PXB") else f" via {path}")
         return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
 
     def _pxn_relay(self, host: Host, gpu: int, column: int) -> int | None:

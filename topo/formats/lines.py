@@ -170,7 +170,7 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
                numbered_as: int | None = None) -> Line:
     """One raw line cleaned; `srun_labels`/`host_labels` say whether those ambiguous styles are in use,
     `numbered_as` the editor's line number the line carries when the input is numbered."""
-    text = _visible(raw)
+    text = _without_repeated_tag(_visible(raw))
     rank: int | None = None
     host: str | None = None
     srun_left, host_left = srun_labels, host_labels
@@ -195,6 +195,32 @@ def clean_line(raw: str, number: int, srun_labels: bool = False, host_labels: bo
     if _FENCE.fullmatch(text):
         text = ""  # a fence inside a quote or under a prefix
     return Line(number=number, text=text.rstrip(), rank=rank, host=host)
+
+
+_MPICH_REPEAT = re.compile(r"(?<=[0-9])\[(?P<rank>\d{1,7})\](?=[ \t])")
+"""MPICH's `[3]` again behind a number inside a row (`-1[0]    1626.5`)."""
+
+
+def _without_repeated_tag(text: str) -> str:
+    """Open MPI (`--tag-output`) and MPICH (`-prepend-rank`) tag every write of a process, and nccl-tests writes a
+    row in pieces, so a row can carry its own tag again mid-line (`... sum  -1[1,0]<stdout>:    85.14 ...`,
+    `... sum  -1[0]    1626.5 ...`): the repeats of the line's own tag go (another rank's tag mid-line is two
+    processes' output fused, and stays for the readers to refuse; NCCL's own lines, whose `0[0] -> 1[1]` brackets
+    look alike, are left as they are)."""
+    if "]<std" not in text:
+        mpich = _MPICH_RANK.match(text)
+        if mpich is None or "NCCL" in text or "[" not in text[mpich.end():]:
+            return text
+        own = mpich.group("rank")
+        return text[:mpich.end()] + _MPICH_REPEAT.sub(
+            lambda found: " " if found.group("rank") == own else found.group(0), text[mpich.end():])
+    tag = _OPEN_MPI.search(text)
+    if tag is None or text.count(tag.group(0)) < 2:
+        return text
+    rest = text[tag.end():]
+    while rest.startswith(tag.group(0)):  # the same tag stacked in front: one of them is enough
+        rest = rest[len(tag.group(0)):]
+    return text[:tag.end()] + rest.replace(tag.group(0), " ")
 
 
 def _strip_number(text: str, numbered_as: int | None) -> tuple[str, int | None]:

@@ -56,9 +56,17 @@ CONNECTION_START = re.compile(r"(?:Channel|Ring|CollNet|Coll)(?: \d|\Z)")
 COMM_SUFFIX = re.compile(r" comm (0x[0-9a-fA-F]{1,16}) nRanks (\d{1,7})(?: busId ([0-9a-fA-F]{1,16}))?\Z")
 """What newer versions append to connection and Trees lines: the communicator they belong to."""
 CHANNEL_COUNTS = re.compile(
-    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?\d{1,4} p2p channels"
+    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, ?)?(?:\d{1,4} p2p channels)?"
 )
-RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : -?\d{1,7} -> \d{1,7} -> -?\d{1,7}\Z")
+RING_NEIGHBOURS = re.compile(r"Ring \d{1,4} : (-?\d{1,7}) -> (\d{1,7}) -> (-?\d{1,7})\Z")
+"""`Ring 00 : 15 -> 0 -> 1` (NCCL 2.5-2.12): previous -> this rank -> next on one ring."""
+TREE_NEIGHBOURS = re.compile(r"Tree \d{1,4} : (-?\d{1,7}) -> (\d{1,7}) -> (-?\d{1,7}(?:/-?\d{1,7}){0,2})\Z")
+"""`Tree 0 : -1 -> 0 -> 1/8/-1` (NCCL 2.5-2.12): parent -> this rank -> children."""
+NVLS_COMM = re.compile(r"NVLS comm (0x[0-9a-fA-F]{1,16}) headRank (-?\d{1,7}) nHeads (\d{1,4})\b")
+NVLS_MULTICAST = re.compile(r"NVLS multicast support is (not )?available on dev (\d{1,4})")
+TEST_RANK = re.compile(r"#?[ \t]*Rank[ \t]+(\d{1,7})[ \t]+(?:Group[ \t]+\d{1,9}[ \t]+)?Pid[ \t]+\d{1,10}[ \t]+on[ \t]+"
+                       r"([\w.<>-]{1,255})[ \t]+device[ \t]+\d{1,6}")
+"""nccl-tests' `#  Rank  1 Group  0 Pid  26 on HOST device  1 [0x64] NVIDIA H100`: the host of each rank of its run."""
 
 
 def parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:

@@ -63,6 +63,37 @@ class Communicator:
 
 
 @dataclass(frozen=True, slots=True)
+class NvlsSetup:
+    """One rank's NVLink SHARP set-up: `NVLS comm 0x... headRank H nHeads N buffSize B ...`."""
+
+    comm: str | None
+    rank: int | None
+    host: str | None
+    head_rank: int
+    nheads: int
+    """NVLS heads: one per NIC rail between nodes (NVLS-tree), up to 16 inside one node."""
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nvls:
+    """What a log says of NVLink SHARP (NVLS): NCCL prints no connection line for it, so these are the signs."""
+
+    setups: tuple[NvlsSetup, ...] = ()
+    channels: int | None = None
+    """The most NVLS channels a `N coll channels, ... N nvls channels` line printed (None: no such line)."""
+    tree: bool = False
+    """`Connected NVLS tree`: NVLS combined with a tree between nodes (NVLS-tree)."""
+    multicast: tuple[tuple[str | None, int | None, bool], ...] = ()
+    """(host, cudaDev, available) from `NVLS multicast support is (not) available on dev N`."""
+
+    @property
+    def used(self) -> bool:
+        """Whether NCCL set NVLS up for some communicator."""
+        return bool(self.setups) or self.tree or (self.channels or 0) > 0
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """A warning or error line: its text (after NCCL's prefix), the host that wrote it, where it first was, how often."""
 
@@ -92,6 +123,9 @@ class NcclLog:
     skipped_count: int
     edges_dropped: int = 0
     """Distinct connections beyond the reader's cap, counted but not kept."""
+    hosts: tuple[str, ...] = ()
+    """Every host that wrote an NCCL line (or that nccl-tests' `# Rank N ... on HOST` lines name), first seen first."""
+    nvls: Nvls = Nvls()
 
 
 def bus_id_to_pci(bus_id: str) -> str:

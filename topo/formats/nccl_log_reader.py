@@ -11,6 +11,7 @@ import re
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_EDGES, MAX_KEPT_MESSAGES, MAX_MESSAGE_CHARS, MAX_NCCL_RANK, MAX_PARSED_LINES
 from linkscope.topo.formats.lines import Line
+from linkscope.topo.formats.nccl_log_books import HostBook, NvlsBook, Tally, messages, rank_of
 from linkscope.topo.formats.nccl_log_lines import (
     BUS_ID,
     CHANNEL_COUNTS,
@@ -32,7 +33,9 @@ from linkscope.topo.formats.nccl_log_lines import (
     RING_ORDER,
     SEPARATORS,
     SIZE_KEY,
+    TEST_RANK,
     TREE_ITEM,
+    TREE_NEIGHBOURS,
     TREES,
     UNREADABLE,
     VERSION,
@@ -41,18 +44,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     parse_connection,
     transport_class,
 )
-from linkscope.topo.formats.nccl_log_model import Communicator, Edge, Message, NcclLog, Rank
-
-
-class _Tally:
-    """How often one warning or error text was seen, and where first."""
-
-    __slots__ = ("count", "host", "line")
-
-    def __init__(self, host: str | None, line: int) -> None:
-        self.host = host
-        self.line = line
-        self.count = 1
+from linkscope.topo.formats.nccl_log_model import Communicator, Edge, NcclLog
 
 
 class LogReader:
@@ -72,8 +64,8 @@ class LogReader:
         self.rings: dict[tuple[str | None, int], tuple[int, ...]] = {}
         self.trees: dict[tuple[str | None, int, int], tuple[tuple[int, ...], int]] = {}
         self.env: dict[str, str] = {}
-        self.warnings: dict[str, _Tally] = {}
-        self.errors: dict[str, _Tally] = {}
+        self.warnings: dict[str, Tally] = {}
+        self.errors: dict[str, Tally] = {}
         self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
         """(host, pid, comm pointer) -> communicator key."""
         self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
@@ -87,6 +79,8 @@ class LogReader:
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+        self.hosts = HostBook()
+        self.nvls = NvlsBook()
 
     def skip(self, number: int) -> None:
         self.skipped_count += 1
@@ -102,7 +96,7 @@ class LogReader:
             if leading is not None:
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
                 return False
-        return "NCCL" in raw or raw == UNREADABLE
+        return "NCCL" in raw or raw == UNREADABLE or ("Rank" in raw and " Pid " in raw)
 
     def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
         """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
@@ -118,6 +112,7 @@ class LogReader:
             if len(self.prefixes) < MAX_PARSED_LINES:
                 self.prefixes[head] = known
         host, pid, dev, warn = known
+        self.hosts.saw(host, pid)
         if warn:
             self.note(self.warnings, text[end:].strip(), host, number)
         else:
@@ -130,6 +125,9 @@ class LogReader:
             self.skip(line.number)
             return
         if "NCCL" not in text:
+            test_rank = TEST_RANK.match(text.strip()) if " Pid " in text else None
+            if test_rank is not None and int(test_rank.group(1)) <= MAX_NCCL_RANK:
+                self.hosts.test_rank(int(test_rank.group(1)), test_rank.group(2))
             return
         leading = LEADING.match(text)
         if leading is not None:
@@ -159,6 +157,8 @@ class LogReader:
         self.nccl_lines += 1
         host = prefix.group("host") if prefix is not None and prefix.group("host") else line.host
         pid = int(prefix.group("pid")) if prefix is not None and prefix.group("pid") else None
+        if host is not None:
+            self.hosts.saw(host, pid)
         dev = int(prefix.group("dev")) if prefix is not None else None
         message = text[marker.end():]
         if marker.group(1) == "WARN":
@@ -166,12 +166,12 @@ class LogReader:
             return
         self.info(message, host, pid, dev, line.number)
 
-    def note(self, table: dict[str, _Tally], text: str, host: str | None, number: int) -> None:
+    def note(self, table: dict[str, Tally], text: str, host: str | None, number: int) -> None:
         tally = table.get(text)
         if tally is not None:
             tally.count += 1
         elif len(table) < MAX_KEPT_MESSAGES:
-            table[text] = _Tally(host, number)
+            table[text] = Tally(host, number)
 
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         first = message[:1]
@@ -184,11 +184,23 @@ class LogReader:
         if first in ("C", "R"):
             if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
                 return
-            if CONNECTION_START.match(message) and not RING_NEIGHBOURS.match(message):
+            if message.startswith("Connected NVLS tree"):
+                self.nvls.tree = True
+                return
+            neighbours = RING_NEIGHBOURS.match(message)
+            if neighbours is not None:
+                self.neighbours(neighbours.group(2), (neighbours.group(1), neighbours.group(3)), host, pid, dev)
+            elif CONNECTION_START.match(message):
                 self.skip(number)
             return
         if first == "T" and message.startswith("Trees"):
             self.tree(message, host, pid, dev, number)
+            return
+        if first == "T" and (tree := TREE_NEIGHBOURS.match(message)) is not None:
+            self.neighbours(tree.group(2), (tree.group(1), *tree.group(3).split("/")), host, pid, dev)
+            return
+        if first == "N" and message.startswith("NVLS"):
+            self.nvls.line(message, host, pid, number, self.pointer_comm, self.process_comms)
             return
         if "comm 0x" in message:
             self.communicator(message, host, pid, dev, number)
@@ -206,6 +218,8 @@ class LogReader:
                 return
         if first.isdigit() and " coll channels" in message:
             counts = CHANNEL_COUNTS.match(message)
+            if counts is not None and counts.group(3) is not None:
+                self.nvls.channels = max(self.nvls.channels or 0, int(counts.group(3)))
             known = self.process_comms.get((host, pid))
             if counts is not None and known:
                 self.channel_counts.setdefault(known[-1][0], tuple(
@@ -213,6 +227,18 @@ class LogReader:
             return
         if " -> " in message and ERROR_TRACE.match(message):
             self.note(self.errors, message.strip(), host, number)
+
+    def neighbours(self, me: str, others: tuple[str, ...], host: str | None, pid: int | None, dev: int | None) -> None:
+        """`Ring 00 : 15 -> 0 -> 1` or `Tree 0 : -1 -> 0 -> 1/8/-1` (NCCL 2.5-2.12): this rank, where it runs, and
+        the ranks next to it (each a rank of the communicator, though it may log nothing here)."""
+        rank = int(me)
+        known = [int(other) for other in others if other.lstrip("-").isdecimal() and int(other) >= 0]
+        if max([rank, *known]) > MAX_NCCL_RANK:
+            return
+        comm = self.comm_of(host, pid, rank, max([rank, *known]))
+        self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
+        for other in known:
+            self.rank_entry(comm, other)
 
     def comm_of(self, host: str | None, pid: int | None, printer: int, highest: int) -> str | None:
         """The communicator a line of (host, pid) about rank `printer` belongs to: the one the line names
@@ -301,6 +327,7 @@ class LogReader:
             if len(self.edges) >= MAX_EDGES:
                 self.edges_dropped += 1
                 return True
+            self.rank_entry(comm, dst if printer == src else src)  # the other end is a rank too, wherever it logs
             entry = self.rank_entry(comm, printer)
             if host is not None and "host" not in entry:
                 entry["host"] = host
@@ -399,12 +426,13 @@ class LogReader:
 
     def result(self) -> NcclLog:
         self.settle_communicators()
+        fragments = self.hosts.place_ranks(self.ranks, self.comm_sizes)
         if self.nccl_lines == 0:
             if self.skipped_count:
                 raise InputError(f"{self.name}:{self.skipped[0]}: no NCCL line reads cleanly "
                                  f"({self.skipped_count} unreadable)")
             raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
-        ranks = tuple(sorted((_rank(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
+        ranks = tuple(sorted((rank_of(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
                              key=lambda item: (item.comm or "", item.rank)))
         edges = tuple(Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
                       for (comm, src, dst, channel, side, detail), number in self.edges.items())
@@ -430,24 +458,8 @@ class LogReader:
             name=self.name, version=self.version, communicators=communicators, ranks=ranks,
             edges=tuple(sorted(edges, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))),
             env=tuple(self.env.items()),
-            warnings=_messages(self.warnings), errors=_messages(self.errors),
+            warnings=messages(self.warnings), errors=messages(self.errors),
             lines=self.lines, nccl_lines=self.nccl_lines,
             skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
+            hosts=self.hosts.names(fragments), nvls=self.nvls.frozen(),
         )
-
-
-def _rank(comm: str | None, rank: int, facts: dict[str, object]) -> Rank:
-    def number(key: str) -> int | None:
-        value = facts.get(key)
-        return value if isinstance(value, int) else None
-
-    def text(key: str) -> str | None:
-        value = facts.get(key)
-        return value if isinstance(value, str) else None
-
-    return Rank(comm=comm, rank=rank, host=text("host"), pid=number("pid"), cuda_dev=number("cuda_dev"),
-                nvml_dev=number("nvml_dev"), bus_id=text("bus_id"), device_index=number("device_index"))
-
-
-def _messages(table: dict[str, _Tally]) -> tuple[Message, ...]:
-    return tuple(Message(text=text, host=tally.host, line=tally.line, count=tally.count) for text, tally in table.items())

@@ -90,6 +90,11 @@ class Block:
     """In the printed order."""
     end: int
     """0-based index of the first line after the block."""
+    missing: tuple[str, ...] = ()
+    """NIC columns whose rows are not in the text (a paste cut short after the GPU rows): their cells with the
+    GPUs come from the GPU rows; only NIC-to-NIC cells are lost."""
+    cut_line: int | None = None
+    """The line where the rows stop short (a NIC row cut part-way, or the last row before the missing ones)."""
 
     def row(self, label: str) -> Row:
         """The row with this label."""
@@ -144,23 +149,29 @@ def read_block(lines: Sequence[str], header: Header, vocabulary: Vocabulary, nam
         index += 1
     if not raw_rows:
         raise InputError(f"{where} {header.line}: matrix header is not followed by any row")
-    devices = _resolve_fused_columns(header, [label for _, label, _ in raw_rows], name)
+    labels = [label for _, label, _ in raw_rows]
+    devices = _resolve_fused_columns(header, labels, name, allow_rowless=_only_nics_after(header.devices, labels))
     _check_duplicates(devices, f"{where} {header.line}: duplicate column")
     header = Header(header.line, devices, header.value_columns)
     seen: dict[str, int] = {}
     rows: list[Row] = []
+    cut_line: int | None = None
     for line_number, label, fields in raw_rows:
         if label in seen:
             raise InputError(f"{where} {line_number}: second row {label} (first at line {seen[label]})")
         if label not in devices:
             raise InputError(f"{where} {line_number}: row {label} has no column in the header (line {header.line})")
-        seen[label] = line_number
         try:
             tokens, values = split_row(fields, devices, vocabulary)
         except ValueError as exc:
             last_line = not any(line.strip() for line in lines[line_number:])
+            gpus_read = all(device in seen for device in devices if device.startswith("GPU"))
+            if last_line and not label.startswith("GPU") and gpus_read:
+                cut_line = line_number  # a NIC row the paste cut part-way: as if it were missing
+                break
             cut = " - the text ends in this row: it looks cut short" if last_line else ""
             raise InputError(f"{where} {line_number}: row {label} {exc}{cut}") from None
+        seen[label] = line_number
         if len(values) > len(header.value_columns):
             raise InputError(
                 f"{where} {line_number}: row {label} has {len(values)} values after the {vocabulary.kinds} "
@@ -168,14 +179,22 @@ def read_block(lines: Sequence[str], header: Header, vocabulary: Vocabulary, nam
             )
         rows.append(Row(label, line_number, tuple(tokens), tuple(values)))
     missing = [label for label in devices if label not in seen]
-    if missing:
+    if any(label.startswith("GPU") for label in missing):
         last = raw_rows[-1][0]
         raise InputError(
             f"{where} {last}: matrix is truncated: {len(rows)} rows for {len(devices)} columns, no row for {', '.join(missing)}"
         )
-    block = Block(header, tuple(rows), index)
+    if missing and cut_line is None:
+        cut_line = raw_rows[-1][0]
+    block = Block(header, tuple(rows), index, tuple(missing), cut_line if missing else None)
     check_square(block, vocabulary, name)
     return block
+
+
+def _only_nics_after(devices: Sequence[str], labels: Sequence[str]) -> bool:
+    """Whether the rows cover every GPU column (the rows missing, if any, are NICs': a paste cut after the GPU rows)."""
+    gpus = [device for device in devices if _DEVICE_LABEL.fullmatch(device) and device.startswith("GPU")]
+    return bool(gpus) and all(gpu in labels for gpu in gpus)
 
 
 def _check_duplicates(labels: Sequence[str], prefix: str) -> None:
@@ -209,8 +228,10 @@ def _row_label(field: str, devices: Sequence[str], vocabulary: Vocabulary) -> st
     return label if not rest or vocabulary.run.fullmatch(rest) else None
 
 
-def _resolve_fused_columns(header: Header, labels: Sequence[str], name: str) -> tuple[str, ...]:
-    """Split header names that are fused row labels (`mlx5_0mlx5_1`) when the split is unique."""
+def _resolve_fused_columns(header: Header, labels: Sequence[str], name: str, allow_rowless: bool = False) -> tuple[str, ...]:
+    """Split header names that are fused row labels (`mlx5_0mlx5_1`) when the split is unique. With
+    `allow_rowless` (every GPU has its row, some NIC rows are missing) a name no row matches is a NIC whose
+    row was cut off, kept as it is."""
     known = set(labels)
     devices: list[str] = []
     for device in header.devices:
@@ -218,6 +239,9 @@ def _resolve_fused_columns(header: Header, labels: Sequence[str], name: str) -> 
             devices.append(device)
             continue
         splits = _splits(device, known)
+        if not splits and allow_rowless:
+            devices.append(device)
+            continue
         if len(splits) != 1:
             problem = "matches no row label" if not splits else "can be split into row labels in more than one way"
             raise InputError(f"{name}: line {header.line}: column {device!r} {problem}")
@@ -324,10 +348,16 @@ def check_square(block: Block, vocabulary: Vocabulary, name: str) -> None:
     position = {label: index for index, label in enumerate(columns)}
     rows = {row.label: row for row in block.rows}
     for i, a in enumerate(columns):
-        row_a = rows[a]
+        row_a = rows.get(a)
+        if row_a is None:
+            continue  # a NIC row the paste lost: its cells are checked from the other rows' side only
         for j in range(i, len(columns)):
             b = columns[j]
             ab = row_a.tokens[j]
+            if b not in rows:
+                if ab == "X":
+                    raise InputError(f"{name}: line {row_a.line}: X (self) between different devices {a} and {b}")
+                continue
             if i == j:
                 if ab != "X":
                     raise InputError(f"{name}: line {row_a.line}: {a} against itself is {ab!r}, expected X")

@@ -128,7 +128,10 @@ def _scan(lines: Sequence[str], name: str) -> _Scan:
         index = block.end
     if scan.matrix is None:
         if scan.p2p or scan.unlabelled_p2p_lines:
-            raise InputError(f"{name}: only `nvidia-smi topo -p2p` matrices, no `nvidia-smi topo -m` matrix")
+            first = min([block.header.line for block in scan.p2p.values()] + scan.unlabelled_p2p_lines)
+            raise InputError(f"{name}: line {first}: only `nvidia-smi topo -p2p` matrices (P2P status), no "
+                             "`nvidia-smi topo -m` matrix: P2P status gives no link types to build a topology from "
+                             "(save `nvidia-smi topo -m` with it)")
         raise InputError(f"{name}: no `nvidia-smi topo -m` matrix (no header line starting with a GPU0 column)")
     scan.hostname = scan.hostname or first_prompt_host
     return scan
@@ -197,6 +200,14 @@ def _build_host(scan: _Scan, name: str) -> tuple[Host, list[Gap]]:
     gpu_nic = tuple(tuple(normalized(block.row(gpu).tokens[position[nic]]) for nic in nic_labels) for gpu in gpu_labels)
     nics = tuple(Nic(name=device) for device in _nic_names(scan, nic_labels, name, gaps))
     gaps.extend(_p2p_gaps(scan))
+    if block.missing:
+        gaps.append(Gap(f"NIC rows {', '.join(block.missing)}",
+                        f"line {block.cut_line}: the rows stop here, with none for them (a paste cut short); their "
+                        "cells with the GPUs are read from the GPU rows, NIC-to-NIC cells are unknown"))
+    for column in ("CPU Affinity", "NUMA Affinity"):
+        if column not in block.header.value_columns:
+            gaps.append(Gap(column, f"line {block.header.line}: the matrix has no {column} column (older nvidia-smi, "
+                                    "or cut from the paste)"))
     if nics:
         gaps.append(Gap("NIC details", "netdev, PCI bus id, NUMA node, link layer, rate and state are " + _NOT_IN_TOPO_M))
     if not scan.hostname:

@@ -26,6 +26,8 @@ from linkscope.topo.formats.lines import Line, clean_lines
 from linkscope.topo.model.measurements import HostCopy, Measurements, PeerCopy
 
 _NVB_RUNNING = re.compile(r"^Running (?:benchmark )?(\w+)\.?\s*$")
+_NVB_WAIVED = re.compile(r"^Waiving (?:benchmark )?(\w+)\.?\s*$")
+_NVB_FAILURE = re.compile(r"\b(?:ASSERT|ERROR|Error|error|FAILED|Failed|Invalid value)\b")
 _NVB_TITLE = re.compile(
     r"^(?P<what>.*?)\b(?P<left>CPU|GPU)\((?P<lside>rows?|columns?)\)\s*(?P<arrow><->|->|<-)\s*"
     r"(?P<right>CPU|GPU)\((?P<rside>rows?|columns?)\)\s*(?:bandwidth\s*)?\((?P<unit>GB/s|ns|us)\)\s*$"
@@ -44,7 +46,7 @@ def _texts(text: str) -> list[str]:
 
 def looks_like_nvbandwidth(text: str) -> bool:
     """True for nvbandwidth output (its version banner or a `memcpy ... GPU(row)` matrix title)."""
-    return "nvbandwidth Version" in text or any(_NVB_TITLE.match(line) for line in _texts(text))
+    return any(line.startswith("nvbandwidth Version") or _NVB_TITLE.match(line) for line in _texts(text))
 
 
 def looks_like_p2p_bandwidth_latency_test(text: str) -> bool:
@@ -54,7 +56,7 @@ def looks_like_p2p_bandwidth_latency_test(text: str) -> bool:
 
 
 @dataclass
-class _Table:
+class Table:
     """A square-ish numeric table: column ids and rows of (row id, cells; None for N/A)."""
 
     columns: list[int]
@@ -71,7 +73,7 @@ def _last_non_empty(lines: list[Line]) -> int:
     return max((index for index, line in enumerate(lines) if line.text.strip()), default=-1)
 
 
-def _read_matrix(lines: list[Line], index: int, name: str, label_words: int, notes: list[str]) -> _Table | None:
+def _read_matrix(lines: list[Line], index: int, name: str, label_words: int, notes: list[str]) -> Table | None:
     """Read a header of column numbers (after `label_words` leading labels) and the numeric rows below it;
     None when the input ends before the table has a row (a copy cut short)."""
     title_number = lines[index - 1].number if index else 0
@@ -85,7 +87,7 @@ def _read_matrix(lines: list[Line], index: int, name: str, label_words: int, not
     labels, header = words[:label_words], words[label_words:]
     if not header or not all(is_integer(word) for word in header):
         raise InputError(f"{name}:{number}: expected a row of column numbers, found {lines[index].text.strip()[:60]!r}")
-    table = _Table([parse_int(word, f"{name}:{number}: column", minimum=0) for word in header], labels=labels, line=number)
+    table = Table([parse_int(word, f"{name}:{number}: column", minimum=0) for word in header], labels=labels, line=number)
     last = _last_non_empty(lines)
     index += 1
     while index < len(lines):
@@ -155,68 +157,105 @@ def _direction(title: re.Match[str]) -> _Direction:
     return _Direction(row_kind, col_kind, src_is_row, arrow == "<->", title.group("unit"))
 
 
+class NvbandwidthTables:
+    """What nvbandwidth's matrices say, test by test, gathered into peer and host copies (its text and its JSON
+    output share this)."""
+
+    def __init__(self) -> None:
+        self.book = _PeerBook()
+        self.host: list[HostCopy] = []
+        self.notes: list[str] = []
+        self.bidir: dict[tuple[int, int], float] = {}
+        self.tables = 0
+
+    def add(self, test: str, title: re.Match[str], table: Table) -> None:
+        """One test's matrix under its title."""
+        self.tables += 1
+        if "all" in test.split("_") or "local" in test:
+            self.notes.append(f"{test}: not a per-pair test, skipped")
+            return
+        direction = _direction(title)
+        for row_id, cells in table.rows:
+            for col_id, value in zip(table.columns, cells, strict=True):
+                if value is not None:
+                    self._cell(test, direction, row_id, col_id, value)
+
+    def _cell(self, test: str, direction: _Direction, row_id: int, col_id: int, value: float) -> None:
+        if direction.src_is_row:
+            src_kind, src, dst_kind, dst = direction.row_kind, row_id, direction.col_kind, col_id
+        else:
+            src_kind, src, dst_kind, dst = direction.col_kind, col_id, direction.row_kind, row_id
+        if src_kind == "GPU" and dst_kind == "GPU":
+            if src == dst:
+                return
+            if direction.unit != "GB/s":
+                self.book.put(src, dst, "latency_us", value / 1000 if direction.unit == "ns" else value)
+            elif direction.bidirectional:
+                self.bidir[(src, dst)] = value
+            else:
+                self.book.put(src, dst, "unidir_gbps", value)
+        elif direction.unit == "GB/s" and not direction.bidirectional:
+            gpu, kind = (dst, "h2d") if src_kind == "CPU" else (src, "d2h")
+            self.host.append(HostCopy(gpu=gpu, direction=kind, numa_node=None, size_bytes=None, gbps=value))
+        else:
+            self.notes.append(f"{test}: host latency and bidirectional host copies are not recorded")
+
+    def measurements(self, name: str) -> Measurements:
+        for (src, dst), value in self.bidir.items():
+            back = self.bidir.get((dst, src))
+            if back is not None:
+                self.book.put(src, dst, "bidir_gbps", value + back)
+        if self.bidir:
+            self.notes.append("nvbandwidth bidirectional cells are per direction under opposite traffic; "
+                              "bidir_gbps is the sum of a pair's two cells")
+        if self.host:
+            self.notes.append("nvbandwidth host copies: NUMA node and buffer size not stated")
+        return Measurements(source=f"nvbandwidth ({name})", peer_copies=self.book.copies(), host_copies=tuple(self.host),
+                            notes=tuple(dict.fromkeys(self.notes)))
+
+
+def nvbandwidth_title(text: str) -> re.Match[str] | None:
+    """The title of an nvbandwidth matrix (`memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)`), or None."""
+    return _NVB_TITLE.match(text.strip())
+
+
 def read_nvbandwidth(text: str, name: str) -> Measurements:
-    """Parse nvbandwidth output: GPU<->GPU copies (bandwidth, latency) and CPU<->GPU copies."""
+    """Parse nvbandwidth output: GPU<->GPU copies (bandwidth, latency) and CPU<->GPU copies. A run whose tests
+    printed no matrix (waived: the GPUs cannot run it; or failed, e.g. a data-verification ASSERT) reads as no
+    copies with a note per test; a text with neither a matrix nor a test that ran is refused."""
     lines = clean_lines(text)
-    book = _PeerBook()
-    host: list[HostCopy] = []
-    notes: list[str] = []
+    tables = NvbandwidthTables()
     test = "?"
-    bidir: dict[tuple[int, int], float] = {}
+    ran: dict[str, tuple[int, str | None]] = {}
+    """Test -> (its `Running` line, what it printed instead of a matrix)."""
     index = 0
-    tables = 0
     while index < len(lines):
         stripped = lines[index].text.strip()
         if running := _NVB_RUNNING.match(stripped):
             test = running.group(1)
+            ran[test] = (lines[index].number, None)
+        elif waived := _NVB_WAIVED.match(stripped):
+            test = waived.group(1)
+            ran[test] = (lines[index].number, "waived (nvbandwidth cannot run it on these GPUs, e.g. without peer access)")
+        elif test in ran and ran[test][1] is None and _NVB_FAILURE.search(stripped):
+            ran[test] = (ran[test][0], f"failed before printing a matrix: {stripped[:100]!r}")
         title = _NVB_TITLE.match(stripped)
         if not title:
             index += 1
             continue
-        table = _read_matrix(lines, index + 1, name, 0, notes)
+        table = _read_matrix(lines, index + 1, name, 0, tables.notes)
         if table is None:
             break
-        tables += 1
+        if test in ran:
+            ran[test] = (ran[test][0], "")
         index = table.end
-        if "all" in test.split("_") or "local" in test:
-            notes.append(f"{test}: not a per-pair test, skipped")
-            continue
-        direction = _direction(title)
-        for row_id, cells in table.rows:
-            for col_id, value in zip(table.columns, cells, strict=True):
-                if value is None:
-                    continue
-                if direction.src_is_row:
-                    src_kind, src, dst_kind, dst = direction.row_kind, row_id, direction.col_kind, col_id
-                else:
-                    src_kind, src, dst_kind, dst = direction.col_kind, col_id, direction.row_kind, row_id
-                if src_kind == "GPU" and dst_kind == "GPU":
-                    if src == dst:
-                        continue
-                    if direction.unit != "GB/s":
-                        book.put(src, dst, "latency_us", value / 1000 if direction.unit == "ns" else value)
-                    elif direction.bidirectional:
-                        bidir[(src, dst)] = value
-                    else:
-                        book.put(src, dst, "unidir_gbps", value)
-                elif direction.unit == "GB/s" and not direction.bidirectional:
-                    gpu, kind = (dst, "h2d") if src_kind == "CPU" else (src, "d2h")
-                    host.append(HostCopy(gpu=gpu, direction=kind, numa_node=None, size_bytes=None, gbps=value))
-                else:
-                    notes.append(f"{test}: host latency and bidirectional host copies are not recorded")
-    for (src, dst), value in bidir.items():
-        back = bidir.get((dst, src))
-        if back is not None:
-            book.put(src, dst, "bidir_gbps", value + back)
-    if bidir:
-        notes.append("nvbandwidth bidirectional cells are per direction under opposite traffic; "
-                     "bidir_gbps is the sum of a pair's two cells")
-    if host:
-        notes.append("nvbandwidth host copies: NUMA node and buffer size not stated")
-    if not tables:
+        tables.add(test, title, table)
+    for done, (line, outcome) in ran.items():
+        if outcome:
+            tables.notes.append(f"line {line}: {done} {outcome}: no figures")
+    if not tables.tables and not any(outcome for _, outcome in ran.values()):
         raise InputError(f"{name}: no nvbandwidth matrix (a title like `memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)`)")
-    return Measurements(source=f"nvbandwidth ({name})", peer_copies=book.copies(), host_copies=tuple(host),
-                        notes=tuple(dict.fromkeys(notes)))
+    return tables.measurements(name)
 
 
 def read_p2p_bandwidth_latency_test(text: str, name: str) -> Measurements:
@@ -226,7 +265,7 @@ def read_p2p_bandwidth_latency_test(text: str, name: str) -> Measurements:
     that cannot use P2P at all, whose Enabled figures already are such copies."""
     lines = clean_lines(text)
     access: dict[tuple[int, int], bool] = {}
-    matrices: list[tuple[re.Match[str], _Table]] = []
+    matrices: list[tuple[re.Match[str], Table]] = []
     notes: list[str] = []
     index = 0
     while index < len(lines):

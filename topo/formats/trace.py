@@ -1,8 +1,11 @@
 """Read one rank's PyTorch profiler trace into its collectives and steps.
 
-A collective is found where the trace times it: on the GPU, the NCCL kernel (`ncclKernel_*`,
-`ncclDevKernel_*`); on the CPU (gloo), the `gloo:*` op on gloo's worker thread; and where a trace
-holds neither, from its `nccl:*` CPU ops (counted, timed on the CPU). Its op, size and
+A collective call is counted from the op that launched it and timed where the trace times it: each
+outermost `nccl:*` op of a CPU thread is one call (an all_to_all NCCL runs as grouped send/recv is one
+call, however many `SendRecv` kernels it launched), timed by the NCCL kernels launched inside it
+(`ncclKernel_*`, `ncclDevKernel_*`); a trace that annotates no call counts its NCCL kernels; on the CPU
+(gloo), the `gloo:*` op on gloo's worker thread; and where a trace holds no kernel, its `nccl:*` CPU
+ops (counted, timed on the CPU). Its op, size and
 process group come from the kernel's own args (newer torch), else from the CPU op that launched
 it — the launch is found through the kernel's `correlation` id, and the innermost
 `record_param_comms` / `nccl:*` / `c10d::*` op around that launch on the same thread gives the
@@ -16,7 +19,14 @@ from typing import Any, TextIO
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_TRACE_CHARS
-from linkscope.topo.formats.trace_calls import cpu_op_collectives, gloo_collective, int_or_none, kernel_collective, parse_ranks
+from linkscope.topo.formats.trace_calls import (
+    cpu_op_collectives,
+    gloo_collective,
+    int_or_none,
+    kernel_collective,
+    launched_calls,
+    parse_ranks,
+)
 from linkscope.topo.formats.trace_events import RankTrace, TraceEvents
 from linkscope.topo.formats.trace_steps import assign_steps, profiler_steps
 from linkscope.topo.formats.trace_stream import read_trace_events
@@ -33,7 +43,11 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
         ops.sort(key=lambda op: op.start_us)
     collected.steps.sort(key=lambda window: window[1])  # step windows by start, once for profiler_steps and assign_steps
     shared = _shared_ranks(groups)
-    if collected.nccl_kernels:
+    notes: list[str] = []
+    launched = launched_calls(collected, groups, shared, notes) if collected.nccl_kernels else None
+    if launched is not None:
+        collectives = launched
+    elif collected.nccl_kernels:
         collectives = [kernel_collective(kernel, collected, groups, shared) for kernel in collected.nccl_kernels]
     elif collected.gloo_ops:
         collectives = [gloo_collective(op, groups, shared) for op in collected.gloo_ops]
@@ -48,7 +62,7 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
         name=name, rank=int_or_none(info.get("rank")), world_size=int_or_none(info.get("world_size")),
         host=_str_or_none(metadata.get("host_name")), backend=_str_or_none(info.get("backend")),
         nccl_version=_str_or_none(info.get("nccl_version")), collectives=tuple(collectives), steps=tuple(steps),
-        groups=groups, gpu_names=_gpu_names(metadata.get("deviceProperties")),
+        groups=groups, gpu_names=_gpu_names(metadata.get("deviceProperties")), notes=tuple(notes),
     )
 
 

@@ -79,8 +79,14 @@ def cpu_op_collectives(collected: TraceEvents, groups: dict[str, tuple[int, ...]
     profiled, or NCCL launched none, as at world size 1): counted, with the metadata of the nearest comm op
     around or inside each (`record_param_comms`), and timed on the CPU (what the call cost the CPU, not
     what it moved)."""
+    return [call for _, _, call in _annotated(collected, groups, shared)]
+
+
+def _annotated(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
+               shared: tuple[int, ...] | None) -> list[tuple[tuple[Any, Any], CpuOp, TraceCollective]]:
+    """Each outermost `nccl:*` op of each thread as a CPU-timed call, with its thread and op."""
     found = []
-    for ops in collected.metadata_ops.values():
+    for key, ops in collected.metadata_ops.items():
         outer_end = -math.inf
         for position, op in enumerate(ops):  # sorted by start
             if not op.name.startswith("nccl:") or op.start_us < outer_end:
@@ -89,11 +95,99 @@ def cpu_op_collectives(collected: TraceEvents, groups: dict[str, tuple[int, ...]
             near = [other for other in (*reversed(ops[max(0, position - 8):position]), *ops[position + 1:position + 8])
                     if other.start_us <= op.end_us and other.end_us >= op.start_us
                     and ("Collective name" in other.args or "In msg nelems" in other.args)]
-            metadata = (near[0].args if near else op.args) | {"_op": op.name}
+            metadata = (near[0].args if near else op.args | {"_outer_bytes": _enclosing_bytes(ops, position)}) | \
+                {"_op": op.name}
             call = _collective(metadata, op_name(op.name), op.start_us, op.end_us - op.start_us, False, None, groups,
                                shared)
-            found.append(replace(call, launch_only=True))
+            found.append((key, op, replace(call, launch_only=True)))
     return found
+
+
+def _enclosing_bytes(ops: list[CpuOp], position: int) -> int:
+    """The largest tensor of the comm ops around `ops[position]` (`c10d::_allgather_base_` holds an all_gather's
+    output, the `nccl:_all_gather_base` inside it only its input)."""
+    op = ops[position]
+    around = [other for other in ops[max(0, position - 16):position] if other.end_us >= op.end_us]
+    return max((_largest_tensor_bytes(other.args) or 0 for other in around), default=0)
+
+
+def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
+                   shared: tuple[int, ...] | None, notes: list[str]) -> list[TraceCollective] | None:
+    """The calls of a trace whose collectives are annotated (`nccl:all_to_all` around each launch): one per
+    outermost `nccl:*` op, whatever kernels NCCL ran for it (an all_to_all runs as grouped send/recv, its
+    kernels named `SendRecv`; a call may launch several kernels, or none the trace caught). Kernels give each
+    call its GPU timing: those launched inside its op. A kernel launched outside every annotated call is a call
+    of its own, as its launching op says; one whose launch the trace lacks (launched before the trace began) is
+    no call. None when the trace annotates no call or no kernel's launch is in it: kernels then count calls."""
+    annotated = _annotated(collected, groups, shared)
+    if not annotated or not any(isinstance(kernel_correlation(kernel), int) and kernel_correlation(kernel)
+                                in collected.launches for kernel in collected.nccl_kernels):
+        return None
+    by_thread: dict[tuple[Any, Any], list[int]] = {}
+    for index, (key, _, _) in enumerate(annotated):
+        by_thread.setdefault(key, []).append(index)
+    kernels: dict[int, list[dict[str, Any]]] = {}
+    own: list[TraceCollective] = []
+    unlaunched = 0
+    for kernel in collected.nccl_kernels:
+        correlation = kernel_correlation(kernel)
+        launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
+        if launch is None:
+            unlaunched += 1
+            continue
+        call_index = _call_at(annotated, by_thread.get((launch[0], launch[1]), []), launch[2])
+        if call_index is None:
+            own.append(kernel_collective(kernel, collected, groups, shared))
+        else:
+            kernels.setdefault(call_index, []).append(kernel)
+    calls = [_timed(call, kernels.get(index, []), collected) for index, (_, _, call) in enumerate(annotated)]
+    if unlaunched:
+        notes.append(f"{unlaunched} NCCL kernel(s) launched before the trace began (no launch in it): timed in their "
+                     "steps, not counted as calls")
+    untimed = sum(1 for index in range(len(annotated)) if index not in kernels)
+    if untimed:
+        notes.append(f"{untimed} call(s) with no NCCL kernel launched inside them: timed on the CPU (their launch)")
+    return calls + own
+
+
+def kernel_correlation(kernel: dict[str, Any]) -> object:
+    args = kernel.get("args")
+    return args.get("correlation") if isinstance(args, dict) else None
+
+
+def _call_at(annotated: list[tuple[tuple[Any, Any], CpuOp, TraceCollective]], indices: list[int],
+             moment_us: float) -> int | None:
+    """The annotated call of one thread whose op holds `moment_us` (the ops of a thread do not overlap)."""
+    low, high = 0, len(indices)
+    while low < high:
+        middle = (low + high) // 2
+        if annotated[indices[middle]][1].start_us <= moment_us:
+            low = middle + 1
+        else:
+            high = middle
+    if low == 0:
+        return None
+    index = indices[low - 1]
+    return index if moment_us <= annotated[index][1].end_us else None
+
+
+def _timed(call: TraceCollective, kernels: list[dict[str, Any]], collected: TraceEvents) -> TraceCollective:
+    """A call timed by the kernels launched inside it: from the first start to the last end, on their device."""
+    if not kernels:
+        return call
+    start = min(float(kernel["ts"]) for kernel in kernels)
+    end = max(float(kernel["ts"]) + float(kernel["dur"]) for kernel in kernels)
+    args = kernels[0].get("args") if isinstance(kernels[0].get("args"), dict) else {}
+    assert isinstance(args, dict)
+    launches = [collected.launches[correlation][2] for kernel in kernels
+                if isinstance(correlation := kernel_correlation(kernel), int) and correlation in collected.launches]
+    op = call.op
+    if op == "unknown":
+        kernel_op = NCCL_KERNEL.match(kernels[0]["name"])
+        op = op_name(kernel_op.group(1)) if kernel_op else op
+    return replace(call, op=op, start_us=start, duration_us=end - start, on_device=True, launch_only=False,
+                   device=int_or_none(args.get("device"), MAX_GPUS_PER_HOST),
+                   launched_us=min(launches) if launches else None)
 
 
 def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duration_us: float, on_device: bool,

@@ -60,6 +60,8 @@ class RankTrace:
     """Process group name -> its global ranks, from `distributedInfo.pg_config`."""
     gpu_names: tuple[str, ...] = ()
     """The GPU models the profiler saw (`deviceProperties`), without repeats."""
+    notes: tuple[str, ...] = ()
+    """What the reader could not attribute (kernels launched before the trace began, calls no kernel timed)."""
 
 
 _OP_WORDS: dict[str, str] = {

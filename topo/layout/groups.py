@@ -94,23 +94,32 @@ def _mesh_groups(layout: Layout) -> dict[str, list[list[int]]]:
     return result
 
 
+MEGATRON_VERSIONS = "megatron-core v0.15.3 and main alike"
+"""Where the start-up rules below were read: initialize_model_parallel in megatron/core/parallel_state.py at
+v0.15.3 and on main (2026), which decide alike for the layouts linkscope builds (main's gtp_remat_size and
+expert_gtp_remat_size, which linkscope does not model, default to 1 and then change nothing)."""
+
+
 def megatron_refusal(layout: Layout) -> str | None:
     """Megatron-Core's reason for refusing this layout at start-up (initialize_model_parallel), or None.
 
-    Two rules: an order that does not end in pp needs dp == expert-dp (when pp > 1); and the pipeline
-    groups of the dense and the expert grid must be the same.
+    Two rules, asserted after both rank grids are built: an order string that does not end in pp needs
+    dp == expert-dp (when pp > 1); and the pipeline groups of the dense and the expert grid must be the same
+    (a pipeline group along an axis is set by the pp size and the product of the axes before it).
     """
     if layout.mesh or layout.size("pp") < 2:
         return None
     dp, edp = layout.size("dp"), layout.size("edp")
     if layout.order[-1] != "pp" and dp != edp:
         return ("When not using pp-last rank ordering, the data parallel size of the attention and moe layers "
-                f"must be the same (dp {dp}, expert dp {edp})")
+                f"must be the same (dp {dp}, expert dp {edp}; {MEGATRON_VERSIONS})")
     before = layout.full_order[: layout.full_order.index("pp")]
     dense, expert = dense_sizes(layout), expert_sizes(layout)
-    # Groups along one axis depend only on its size and stride (the product of the faster axes).
-    if math.prod(dense[dim] for dim in before) != math.prod(expert[dim] for dim in before):
-        return "Pipeline parallel groups are expected to be the same for Non-Expert and Expert part"
+    dense_stride = math.prod(dense[dim] for dim in before)
+    expert_stride = math.prod(expert[dim] for dim in before)
+    if dense_stride != expert_stride:
+        return ("Pipeline parallel groups are expected to be the same for Non-Expert and Expert part (pipeline "
+                f"stride {dense_stride} in the dense grid, {expert_stride} in the expert grid; {MEGATRON_VERSIONS})")
     return None
 
 

@@ -290,6 +290,9 @@ def resolve_layout(
         raise InputError(f"--order {order!r} leaves out ep, whose size is {ep}")
     if expert_tp > 1 and "tp" not in names:
         raise InputError(f"--order {order!r} leaves out tp, which the expert layers use (--etp {expert_tp})")
+    if world // expert_model > 1 and "dp" not in names:
+        raise InputError(f"--order {order!r} leaves out dp, which the expert layers use (expert dp "
+                         f"{world // expert_model}; Megatron's expert grid has no cp, so its dp takes cp's ranks)")
     if optimizer_instances < 1:
         raise InputError(f"--optimizer-instances: must be at least 1, got {optimizer_instances}")
     if (dp * cp) % optimizer_instances:

@@ -69,6 +69,8 @@ class CollectiveResult:
     ratio for the op); None when measured here or unknown."""
     hosts: tuple[str, ...] = ()
     """The distinct host names of the group's ranks, in rank order (runs across nodes); empty when not recorded."""
+    table_line: int | None = None
+    """For an imported row: the line of its file where its table starts (rows of one table share it)."""
 
 
 @dataclass(frozen=True)

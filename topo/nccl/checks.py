@@ -156,6 +156,11 @@ def report_json(log: NcclLog, findings: tuple[NcclFinding, ...]) -> dict[str, An
                            "trees": [{"rank": rank, "channel": channel, "children": list(children), "parent": parent}
                                      for rank, channel, children, parent in comm.trees]}
                           for comm in log.communicators],
+        "hosts": list(log.hosts),
+        "nvls": {"used": log.nvls.used, "channels": log.nvls.channels, "tree": log.nvls.tree,
+                 "setups": [{"comm": setup.comm, "rank": setup.rank, "host": setup.host, "head_rank": setup.head_rank,
+                             "nheads": setup.nheads, "line": setup.line} for setup in log.nvls.setups],
+                 "multicast": [{"host": host, "cuda_dev": dev, "available": ok} for host, dev, ok in log.nvls.multicast]},
         "ranks": [_rank_json(rank) for rank in log.ranks],
         "edges": [{"comm": edge.comm, "src": edge.src, "dst": edge.dst, "channel": edge.channel,
                    "transport": edge.transport, "detail": edge.detail, "side": edge.side,

@@ -17,6 +17,7 @@ from linkscope.topo.model.snapshot import Snapshot
 SAMPLE_NAMES: tuple[str, ...] = (
     "dgx-h100",
     "dgx-h100-degraded",
+    "b200-hgx",
     "dgx-a100",
     "dgx1-v100",
     "pcie-l40s-8",

@@ -16,18 +16,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from linkscope.topo.model.codec import snapshot_to_json
-from linkscope.topo.model.host import Capabilities, Gpu, Nic
+from linkscope.topo.model.host import Capabilities, Gpu, Host, Nic
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import SAMPLE_NAMES, sample_file_name
 from linkscope.topo.samples.clusters import gb200_nvl72, h100_cluster_mixed
 from linkscope.topo.samples.parts import (
     A100_PCIE,
     A100_SXM,
+    B200_SXM,
     GIB,
     H100_SXM,
     L40S,
     RTX_4090,
     V100_SXM2,
+    GpuModel,
     Slot,
     assemble_host,
     cpulist,
@@ -57,13 +59,15 @@ DGX_H100_SOURCES = (
 )
 
 
-def dgx_h100(name: str = "dgx-h100", degraded_gpu: int | None = None) -> Snapshot:
-    """DGX H100: 8x H100 SXM5 on four NVSwitches, 2x Xeon 8480C, 8x ConnectX-7 NDR + 4 storage ports.
+def hgx_nvswitch_host(name: str, model: GpuModel, links_per_switch: Sequence[int], cores_per_socket: int,
+                      nic_gbit: float, driver: tuple[str, str], degraded_gpu: int | None = None) -> Host:
+    """An 8-GPU NVSwitch baseboard server (DGX/HGX H100, HGX B200): 2 sockets, four PCIe host bridges each
+    holding two PCIe switches with one GPU and its own compute NIC (PIX), and two dual-port storage cards.
 
-    With `degraded_gpu`, that GPU has 16 of 18 NVLinks up and its PCIe link trained to x8.
+    With `degraded_gpu`, that GPU has two of its NVLinks down and its PCIe link trained to x8.
     """
-    nodes = numa_nodes(two_socket_smt(56), 1024 * GIB, (0, 1), 21, 21)
-    switch_bus_ids = [f"00000000:{bus:02X}:00.0" for bus in (0xE4, 0xE5, 0xE6, 0xE7)]
+    nodes = numa_nodes(two_socket_smt(cores_per_socket), 1024 * GIB, (0, 1), 21, 21)
+    switch_bus_ids = [f"00000000:{0xE4 + chip:02X}:00.0" for chip in range(len(links_per_switch))]
     host_bridges = (0x15, 0x37, 0x97, 0xB7)
     gpus: list[Gpu] = []
     nics: list[Nic] = []
@@ -74,22 +78,31 @@ def dgx_h100(name: str = "dgx-h100", degraded_gpu: int | None = None) -> Snapsho
             index = 2 * pair + side
             gpu_slot, nic_slot = switch(lower_slot, (lower_slot.bus + 3, lower_slot.bus + 2))
             degraded = index == degraded_gpu
-            ports = nvswitch_ports(4, (5, 4, 4, 5), switch_bus_ids, active=16 if degraded else None)
-            gpus.append(make_gpu(name, index, H100_SXM, gpu_slot, numa, ports, pcie_width_current=8 if degraded else 16))
-            nics.append(make_nic(f"mlx5_{index}", nic_slot, numa.id, "InfiniBand", 400.0))
+            active = sum(links_per_switch) - 2 if degraded else None
+            ports = nvswitch_ports(model.nvlink_gen or 4, links_per_switch, switch_bus_ids, active=active)
+            gpus.append(make_gpu(name, index, model, gpu_slot, numa, ports, pcie_width_current=8 if degraded else 16))
+            nics.append(make_nic(f"mlx5_{index}", nic_slot, numa.id, "InfiniBand", nic_gbit))
     for card, bridge in enumerate((0x57, 0xD7)):
         slot = root_port(bridge, 1, bridge + 1)
         for function in (0, 1):
             nics.append(make_nic(f"mlx5_{8 + 2 * card + function}", slot, nodes[card].id, "Ethernet", 200.0, function, True))
-    host = assemble_host(
+    return assemble_host(
         name,
         gpus,
         nics,
         nodes,
-        versions("535.129.03", "12.2"),
+        versions(*driver),
         Capabilities(iommu_enabled=False, gpudirect_rdma=True, nvlink_fabric="Completed"),
         p2p_within_socket,
     )
+
+
+def dgx_h100(name: str = "dgx-h100", degraded_gpu: int | None = None) -> Snapshot:
+    """DGX H100: 8x H100 SXM5 on four NVSwitches, 2x Xeon 8480C, 8x ConnectX-7 NDR + 4 storage ports.
+
+    With `degraded_gpu`, that GPU has 16 of 18 NVLinks up and its PCIe link trained to x8.
+    """
+    host = hgx_nvswitch_host(name, H100_SXM, (5, 4, 4, 5), 56, 400.0, ("535.129.03", "12.2"), degraded_gpu)
     description = (
         "DGX H100: 8x H100 SXM5 80GB, NV18 to every peer through 4 NVSwitches, 2x Xeon 8480C (56 cores, SMT), "
         "8x ConnectX-7 400 Gb/s InfiniBand (one PIX to each GPU), 2x dual-port 200 GbE storage, PCIe Gen5 x16"
@@ -100,6 +113,31 @@ def dgx_h100(name: str = "dgx-h100", degraded_gpu: int | None = None) -> Snapsho
             "and its PCIe link trained to x8 of x16; otherwise as sample:dgx-h100"
         )
     return snapshot(name, host, description, DGX_H100_SOURCES)
+
+
+B200_HGX_SOURCES = (
+    "NVIDIA HGX platform page and HGX B200 specification (8x B200 SXM, fifth-generation NVLink at 1.8 TB/s per GPU "
+    "through NVLink switch chips on the baseboard, up to 8x 400 Gb/s networking)",
+    "NVIDIA DGX B200 datasheet and user guide (8x B200 with 1,440 GB of GPU memory, 2x NVLink switch chips, "
+    "2x Xeon Platinum 8570 with 56 cores each, 8x single-port ConnectX-7 400 Gb/s, 2x dual-port BlueField-3)",
+    "NVIDIA Blackwell architecture technical brief (NVLink 5: 18 links of 100 GB/s bidirectional per GPU)",
+    "real `nvidia-smi topo -m` of an 8x B200 cloud VM with 8 ConnectX NICs, NV18 between every pair: "
+    "tests/fixtures/real/topo/b200-8gpu-gcp-a4-vm-8nic-pix-pairs-numa-gpu-numa-id-collapsed-spacing.txt",
+)
+
+
+def b200_hgx() -> Snapshot:
+    """HGX B200 as NVIDIA's specification describes it (the DGX B200 layout): 8x B200 SXM on two NVLink switch
+    chips (9 links each, NV18 between every pair, 1.8 TB/s per GPU both ways), 2x Xeon 8570, one 400 Gb/s
+    ConnectX-7 under each GPU's PCIe switch, and two dual-port storage cards."""
+    name = "b200-hgx"
+    host = hgx_nvswitch_host(name, B200_SXM, (9, 9), 56, 400.0, ("570.124.06", "12.8"))
+    description = (
+        "HGX B200: 8x B200 SXM 180GB, NV18 (NVLink 5, 1.8 TB/s per GPU both ways) to every peer through 2 NVLink "
+        "switch chips, 2x Xeon 8570 (56 cores, SMT), 8x ConnectX-7 400 Gb/s InfiniBand (one PIX to each GPU), "
+        "2x dual-port storage, PCIe Gen5 x16"
+    )
+    return snapshot(name, host, description, B200_HGX_SOURCES)
 
 
 def dgx_h100_degraded() -> Snapshot:
@@ -314,6 +352,7 @@ def consumer_2gpu() -> Snapshot:
 BUILDERS: dict[str, Callable[[], Snapshot]] = {
     "dgx-h100": dgx_h100,
     "dgx-h100-degraded": dgx_h100_degraded,
+    "b200-hgx": b200_hgx,
     "dgx-a100": dgx_a100,
     "dgx1-v100": dgx1_v100,
     "pcie-l40s-8": pcie_l40s_8,

@@ -85,6 +85,8 @@ class GpuModel:
 
 
 H100_SXM = GpuModel("NVIDIA H100 80GB HBM3", 81559 * MIB, "9.0", 5, 4)
+B200_SXM = GpuModel("NVIDIA B200", 179 * GIB, "10.0", 5, 5)
+"""B200 of an HGX board as NVML names it (179 GB of its 180 GB HBM3e visible, as nvidia-smi reports on HGX B200)."""
 A100_SXM = GpuModel("NVIDIA A100-SXM4-80GB", 81920 * MIB, "8.0", 4, 3)
 A100_PCIE = GpuModel("NVIDIA A100 80GB PCIe", 81920 * MIB, "8.0", 4, 3)
 V100_SXM2 = GpuModel("Tesla V100-SXM2-16GB", 16160 * MIB, "7.0", 3, 2)

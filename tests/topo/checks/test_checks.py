@@ -48,7 +48,7 @@ def test_tp_crosses_node_when_the_order_strides_it() -> None:
     assert finding.cost_s is not None and finding.best_cost_s is not None and finding.best_cost_s < finding.cost_s
     assert "--order tp-dp-pp" in finding.fix
     # 4 GPUs per node reach the network over 4 rails of ~46.5 GB/s: the 186 GB/s is their sum, and says so
-    assert "4 NIC rails per node (e.g. mlx5_0 400 Gb/s; ~46 GB/s each, 186 GB/s together)" in finding.message
+    assert "4 NIC rails per node (e.g. mlx5_0 400 Gb/s InfiniBand; ~46 GB/s each, 186 GB/s together)" in finding.message
 
 
 def test_best_alternative_waits_for_the_slowest_group_of_the_fix() -> None:

@@ -95,11 +95,11 @@ def test_network_label_counts_the_rails_it_adds_up() -> None:
     assert links.net_rails == 4
     assert links.node_net_gbps == pytest.approx(4 * 46.5)
     assert links.rank_net_gbps == pytest.approx(46.5)
-    assert links.bottleneck_label == "4 NIC rails (e.g. mlx5_0 400 Gb/s)"
-    assert links.net_description == "4 NIC rails per node (e.g. mlx5_0 400 Gb/s; ~46 GB/s each, 186 GB/s together)"
+    assert links.bottleneck_label == "4 NIC rails (e.g. mlx5_0 400 Gb/s InfiniBand)"
+    assert links.net_description == "4 NIC rails per node (e.g. mlx5_0 400 Gb/s InfiniBand; ~46 GB/s each, 186 GB/s together)"
     one = GroupPricer(Placement((host, host), (0, 0), (0, 1), (0, 0), "test"), CostModel()).links(range(2))
-    assert one.net_rails == 1 and one.bottleneck_label == "mlx5_0 400 Gb/s"
-    assert one.net_description == "mlx5_0 400 Gb/s (46 GB/s)"
+    assert one.net_rails == 1 and one.bottleneck_label == "mlx5_0 400 Gb/s InfiniBand"
+    assert one.net_description == "mlx5_0 400 Gb/s InfiniBand (46 GB/s)"
 
 
 def test_all_to_all_on_a_pcie_box_shares_each_gpus_pcie_link() -> None:
@@ -129,7 +129,7 @@ def test_gpus_sharing_a_nic_split_its_bandwidth() -> None:
     links = pricer.links([0, 8])
     assert links.rank_net_gbps == pytest.approx(11.625 / 2)
     assert links.node_net_gbps == pytest.approx(11.625 / 2)
-    assert links.bottleneck_label == "mlx5_0 100 Gb/s, shared by 2 GPUs"
+    assert links.bottleneck_label == "mlx5_0 100 Gb/s InfiniBand, shared by 2 GPUs"
     both = pricer.links([0, 1, 8, 9])  # a group using both GPUs of the NIC gets all of it
     assert both.node_net_gbps == pytest.approx(11.625) and both.net_rails == 1
     assert pricer.chain_links([0, 8]).intra_gbps == pytest.approx(11.625 / 2)

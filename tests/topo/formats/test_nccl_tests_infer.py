@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.nccl_tests import read_nccl_tests
 from linkscope.topo.formats.nccl_tests_infer import RowFacts, ranks_from_ratio
 from linkscope.topo.model.busbw import bus_factor
@@ -31,8 +30,8 @@ def _runs() -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("run", "op", "nranks"), [
-    ("all_gather_perf", "all_gather|all_to_all", 2),   # none, root -1, count = size / 4 / 2
-    ("alltoall_perf", "all_gather|all_to_all", 2),     # prints exactly like all_gather: both are said
+    ("all_gather_perf", "all_gather", 2),   # none, root -1, count = size / 4 / 2, in-place checked
+    ("alltoall_perf", "all_to_all", 2),     # as all_gather, but nccl-tests never checks an in-place all_to_all (N/A)
     ("broadcast_perf", "broadcast", 2),                # none, root 0, count = size / 4
     ("reduce_perf", "reduce", 2),                      # sum, root 0
     ("reduce_perf -g1", "reduce", 1),
@@ -43,19 +42,37 @@ def test_the_columns_name_the_collective(run: str, op: str, nranks: int) -> None
         {(op, "inferred", nranks, "rank lines")}
 
 
-def test_both_ops_of_one_factor_are_said_in_a_note() -> None:
-    measured = read_nccl_tests(_runs()["alltoall_perf"], "run.log")
+def _unvalidated(run: str) -> str:
+    """A run as `-c 0` prints it: no half is checked, every check column reads N/A."""
+    return "\n".join(_unchecked_row(line) for line in run.split("\n"))
+
+
+def _unchecked_row(line: str) -> str:
+    words = line.split()
+    if len(words) != 13 or not words[0].isdigit():
+        return line
+    words[8] = words[12] = "N/A"
+    return "  ".join(words)
+
+
+def test_without_validation_both_ops_of_one_factor_are_said_in_a_note() -> None:
+    measured = read_nccl_tests(_unvalidated(_runs()["alltoall_perf"]), "run.log")
+    assert {row.op for row in measured.collectives} == {"all_gather|all_to_all"}
     assert "line 8: the columns fit all_gather and all_to_all alike (same busbw factor); op shown as both, " \
            "give --op to choose" in measured.notes
     given = read_nccl_tests(_runs()["alltoall_perf"], "run.log", op="alltoall")
     assert {(row.op, row.op_source) for row in given.collectives} == {("all_to_all", "given")}
 
 
-def test_a_two_rank_all_reduce_could_be_send_recv_and_is_refused() -> None:
-    with pytest.raises(InputError, match=r"run\.log:8: cannot tell which collective .* all_reduce or send_recv\); give --op"):
-        read_nccl_tests(_runs()["all_reduce_perf"], "run.log")
-    rows = read_nccl_tests(_runs()["all_reduce_perf"], "run.log", op="all_reduce").collectives
-    assert rows[0].op_source == "given" and rows[0].nranks == 2
+def test_a_two_rank_sum_table_is_all_reduce_when_its_in_place_half_is_checked_and_send_recv_when_not() -> None:
+    rows = read_nccl_tests(_runs()["all_reduce_perf"], "run.log").collectives
+    assert {(row.op, row.op_source, row.nranks) for row in rows} == {("all_reduce", "inferred", 2)}
+    as_sendrecv = "\n".join(" ".join([*line.split()[:12], "N/A"]) if len(line.split()) == 13 and line.split()[0].isdigit()
+                            else line for line in _runs()["all_reduce_perf"].split("\n"))
+    rows = read_nccl_tests(as_sendrecv, "run.log").collectives
+    assert {(row.op, row.op_source, row.nranks) for row in rows} == {("send_recv", "inferred", 2)}
+    rows = read_nccl_tests(_unvalidated(_runs()["all_reduce_perf"]), "run.log").collectives
+    assert {(row.op, row.nranks) for row in rows} == {("all_reduce|send_recv", 2)}
 
 
 def test_rank_count_from_per_rank_counts_when_no_rank_line_survives() -> None:

@@ -18,7 +18,10 @@ from linkscope.topo.model.snapshot import Snapshot
 from support.paths import FIXTURES
 
 REAL = FIXTURES / "real"
-REAL_TOPO = sorted((REAL / "topo").glob("*.txt"))
+ONLY_P2P_STATUS = frozenset({"h100-8gpu-topo-p2p-r-only-all-ok-short-legend-no-dr.txt",
+                             "l4-2gpu-topo-p2p-r-cns-chipset-not-supported-no-legend.txt"})
+"""Real `nvidia-smi topo -p2p r` texts without a `topo -m` matrix: refused (the corpus test checks the line)."""
+REAL_TOPO = sorted(path for path in (REAL / "topo").glob("*.txt") if path.name not in ONLY_P2P_STATUS)
 
 
 def read(file_name: str) -> Snapshot:
@@ -31,9 +34,9 @@ def rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.strip().splitlines()]
 
 
-def test_there_are_seven_real_files() -> None:
+def test_the_real_files_are_there() -> None:
     """Guards the parametrized tests below against an empty glob."""
-    assert len(REAL_TOPO) == 7
+    assert len(REAL_TOPO) >= 39
 
 
 @pytest.mark.parametrize("path", REAL_TOPO, ids=lambda p: p.stem)
@@ -59,7 +62,7 @@ def test_real_file_structure(path: Path) -> None:
         for token in nic_row:
             assert parse_link_token(token)[0].is_pcie
     for gpu in host.gpus:
-        assert gpu.cpu_affinity is not None and gpu.cpu_affinity[0].isdigit()
+        assert gpu.cpu_affinity is None or gpu.cpu_affinity[0].isdigit()  # None: N/A, blank or no such column
         assert gpu.name == ""
     assert snapshot.source == str(path)
     assert {"GPU names", "GPU UUIDs", "GPU PCI bus ids", "NVLink generation"} <= {gap.subject for gap in snapshot.gaps}

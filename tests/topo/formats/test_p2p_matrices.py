@@ -28,8 +28,8 @@ def _copy(m: Measurements, src: int, dst: int, p2p: bool | None = None) -> PeerC
 
 
 def test_every_fixture_is_recognised_by_exactly_one_reader() -> None:
-    files = sorted(P2P.glob("*.txt"))
-    assert len(files) == 8
+    files = [path for path in sorted(P2P.glob("*.txt")) if "custom-copy" not in path.name]  # a poster's own script
+    assert len(files) >= 20
     for path in files:
         text = path.read_text()
         assert looks_like_nvbandwidth(text) != looks_like_p2p_bandwidth_latency_test(text), path.name

@@ -3,11 +3,12 @@ outputs must read to the same Measurements (or Snapshot) as the clean file, thro
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from linkscope.topo.common.errors import InputError
@@ -36,7 +37,15 @@ def _reads(path: Path) -> bool:
 
 RESULT_FILES = [path for folder in ("nccl_tests", "p2p", "nccl_debug") for path in sorted((FIXTURES / folder).glob("*.txt"))
                 if _reads(path)]
-TOPO_FILES = sorted((FIXTURES / "topo").glob("*.txt"))
+def _opens(path: Path) -> bool:
+    try:
+        parse_source_text(path.read_text(), path.name)
+    except InputError:
+        return False
+    return True
+
+
+TOPO_FILES = [path for path in sorted((FIXTURES / "topo").glob("*.txt")) if _opens(path)]
 GB10 = FIXTURES / "nccl_tests" / "gb10-2node-all_reduce-version-line-half-written-row.txt"
 H200 = FIXTURES / "nccl_tests" / "h200-2node-16gpu-baremetal-all_reduce.txt"
 
@@ -54,6 +63,7 @@ def test_any_prefix_style_reads_to_the_same_measurements(styles: list[str], inde
                                                            colour: bool, crlf: bool) -> None:
     path = RESULT_FILES[index]
     text = path.read_text()
+    assume(not ("srun" in styles and "srun-label" in path.name))  # srun does not run under srun: no nested labels
     clean = read_measurements(text, path.name)
     order = sorted(styles, key=lambda style: style not in ("pdsh", "srun"))  # launchers add those outermost
     variant = prefixed(coloured(text, rank) if colour else text, order, rank)
@@ -146,14 +156,16 @@ def test_a_tagged_log_under_an_untagged_command_and_with_other_ranks_chatter_rea
         tagged.insert(command + 2 * rank, f"[1,{rank}]<stdout>:fs-208:1:2 [{rank}] NCCL INFO Bootstrap : Using enp218s0np0")
     clean = read_measurements("\n".join(lines), "h200.log")
     read = read_measurements("\n".join(tagged) + "\n", "h200.log")
-    assert read.collectives == clean.collectives and all(row.group is None for row in read.collectives)
+    unplaced = [dataclasses.replace(row, table_line=None) for row in read.collectives]  # lines were inserted above
+    assert unplaced == [dataclasses.replace(row, table_line=None) for row in clean.collectives]
+    assert all(row.group is None for row in read.collectives)
     assert {row.nranks for row in read.collectives} == {16}
 
 
 @pytest.mark.parametrize("style", sorted(PREFIX_STYLES))
 def test_errors_name_the_line_of_the_original_file_whatever_wraps_it(style: str) -> None:
     topo = (FIXTURES / "topo" / "v100-sxm2-8gpu-hybrid-cube-mesh-mlx5.txt").read_text().replace("X      NV1", "X      NVX", 1)
-    nccl = H200.read_text().replace("458.65", "548.65", 1)
+    nccl = H200.read_text().replace("244.62", "424.62", 1)  # algbw no longer size/time: columns out of place
     for text, reader in ((topo, parse_source_text), (nccl, read_measurements)):
         with pytest.raises(InputError) as plain:
             reader(text, "f.txt")

@@ -20,20 +20,7 @@ from hypothesis import strategies as st
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.layout.groups import build_groups, megatron_refusal, order_needs
 from linkscope.topo.layout.spec import DIMENSIONS, parse_mesh, resolve_layout
-
-
-def reference_groups(order: list[str], sizes: dict[str, int], along: set[str]) -> list[list[int]]:
-    """Group every rank by its coordinates outside `along` (first order dimension fastest)."""
-    world = math.prod(sizes[dim] for dim in order)
-    stride, strides = 1, {}
-    for dim in order:
-        strides[dim] = stride
-        stride *= sizes[dim]
-    buckets: dict[tuple[int, ...], list[int]] = {}
-    for rank in range(world):
-        key = tuple((rank // strides[dim]) % sizes[dim] for dim in order if dim not in along)
-        buckets.setdefault(key, []).append(rank)
-    return sorted((sorted(group) for group in buckets.values()), key=lambda group: group[0])
+from support.layout import reference_groups
 
 
 def full(order: list[str]) -> list[str]:
@@ -56,7 +43,9 @@ def test_megatron_groups_and_refusals_match_the_documented_rules(sizes: dict[str
     world = tp * cp * dp * pp
     given_sizes = [(dim, sizes[dim]) for dim in DIMENSIONS]
     text = "-".join(order)
-    left_out = any(sizes[dim] > 1 and dim not in order for dim in DIMENSIONS) or (etp > 1 and "tp" not in order)
+    expert_dp_size = world // (etp * ep * pp) if world % (etp * ep * pp) == 0 else 1
+    left_out = any(sizes[dim] > 1 and dim not in order for dim in DIMENSIONS) or (etp > 1 and "tp" not in order) \
+        or (expert_dp_size > 1 and "dp" not in order)  # Megatron's expert grid needs dp in the order too
     if world % (etp * ep * pp) or left_out:
         with pytest.raises(InputError, match=r"etp\*ep\*pp|leaves out"):
             resolve_layout(given_sizes, world, text, etp=etp)

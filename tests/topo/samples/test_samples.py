@@ -26,10 +26,10 @@ def host_of(name: str) -> Host:
     return load_sample(name).host
 
 
-def test_the_nine_samples_are_listed() -> None:
+def test_the_ten_samples_are_listed() -> None:
     assert sorted(NAMES) == sorted(
         ["dgx-h100", "dgx-a100", "dgx1-v100", "pcie-l40s-8", "a100-pcie-nvbridge-4", "consumer-2gpu", "dgx-h100-degraded",
-         "gb200-nvl72", "h100-cluster-mixed"]
+         "b200-hgx", "gb200-nvl72", "h100-cluster-mixed"]
     )
 
 
@@ -41,7 +41,7 @@ def test_data_file_equals_generator_output(name: str) -> None:
 
 def test_build_check_reports_no_difference(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--check"]) == 0
-    assert "0 of 9 samples differ" in capsys.readouterr().out
+    assert "0 of 10 samples differ" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", NAMES)
