@@ -11,9 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.topo.common.units import format_gbps
-from linkscope.topo.cost.expect import Expected, summary
+from linkscope.topo.cost.expect import Expected, placement_lines, summary, worst_rows
 
-VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold red"}
+VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold red",
+                                  "faster than model": "bold magenta"}
 
 EXPECTED_COLUMNS: tuple[str, ...] = ("expect", "ratio", "verdict")
 """The columns a result table adds for its expectation."""
@@ -49,12 +50,17 @@ def expected_table(rows: Sequence[Expected], title: str) -> Table:
 
 
 def print_verdict_summary(console: Console, rows: Sequence[Expected], against: str) -> None:
-    """One line: how the judged rows compare with what `against` should deliver, and the worst of them."""
-    line = Text(f"against what the cost model expects on {against}: {summary(rows)}")
-    console.print(line)
-    judged = [row for row in rows if row.verdict in ("slow", "far below") and row.ratio is not None]
-    for row in sorted(judged, key=lambda row: row.ratio or 0.0)[:3]:
-        console.print(Text(f"  {row.verdict}: {row.subject} over {row.link}: {row.metric} "
+    """How the judged rows compare with what `against` should deliver: where the ranks were placed, the
+    counts, and the decisive rows (the most bytes moved among those off the model), each with the part of its
+    path the shortfall points at."""
+    for line in placement_lines(rows):
+        console.print(Text(f"placed: {line}"))
+    judged = any(row.verdict is not None for row in rows)
+    console.print(Text(f"against what the cost model expects on {against}: {summary(rows)}",
+                       style="" if judged else "bold yellow"))
+    for row in worst_rows(rows):
+        where = f" [limited by {row.limited_by}: {' -> '.join(row.path)}]" if row.path else ""
+        console.print(Text(f"  {row.verdict}: {row.subject} over {row.link}{where}: {row.metric} "
                            f"{format_gbps(row.measured_gbps, '.3g')}, model {row.expected_gbps:.3g} ({row.ratio:.0%})"
                            + (f"; {row.note}" if row.note else ""),
                            style=VERDICT_STYLES[row.verdict or "ok"]))

@@ -52,7 +52,7 @@ def test_with_a_source_the_time_points_at_a_slow_link_or_fits(capsys: pytest.Cap
     assert layout["verdict"] == "ok" and layout["fits"] is True
     assert cli_main([*argv, f"{fast_s / 10}s"]) == 0  # faster than NV18 allows: not slow, but it does not fit
     layout = json.loads(capsys.readouterr().out)["layout"]
-    assert layout["verdict"] == "ok" and layout["fits"] is False
+    assert layout["verdict"] == "faster than model" and layout["fits"] is False
 
 
 def test_placement_flags_spread_the_ranks(capsys: pytest.CaptureFixture[str]) -> None:

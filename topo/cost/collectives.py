@@ -86,16 +86,24 @@ class GroupLinks:
         return f"{self.net_label} ({format_gbps(self.node_net_gbps)})"
 
     @property
+    def spans_network(self) -> bool:
+        """True when the group's limit is its network path: it spans nodes, and either the network is its slower
+        part or its in-node links are NVLink."""
+        return self.nodes > 1 and (self.node_net_gbps <= self.intra_gbps or self.intra_class == "NV")
+
+    @property
     def bottleneck_class(self) -> str:
-        """The link class that limits a ring over this group: an intra class or `NET`."""
-        if self.nodes > 1 and self.node_net_gbps <= self.intra_gbps:
+        """The link class that limits a ring over this group: an intra class or `NET`. Across nodes the network
+        path limits whenever it is the slower part or the nodes' GPUs talk over NVLink (NCCL's trees and
+        NVLS-tree keep NVLink far from its limit there; the shortfall of such a group points at the network)."""
+        if self.spans_network:
             return "NET"
         return self.intra_class
 
     @property
     def bottleneck_label(self) -> str:
         """The limiting link, for people."""
-        if self.nodes > 1 and self.node_net_gbps <= self.intra_gbps:
+        if self.spans_network:
             return f"{self.net_rails} NIC rails (e.g. {self.net_label})" if self.net_rails > 1 else self.net_label
         return self.intra_label
 

@@ -8,25 +8,32 @@ For every row of :class:`topo.model.measurements.Measurements` on the machine it
 - a host copy: what the GPU's PCIe link (generation and width) typically delivers.
 
 The ratio is measured / expected (:func:`speed_ratio`), and one verdict rule (:func:`verdict`) serves the
-command line, the benchmarks and the app alike. Rows too small to say anything about bandwidth get a ratio
-but no verdict (:func:`copy_judged`).
+command line, the benchmarks and the app alike, both ways: below the model is `slow` or `far below`, far
+above it is `faster than model` (the model or the assumed placement is wrong), never `ok`. Rows too small
+to say anything about bandwidth get a ratio but no verdict (:func:`copy_judged`).
+
+A collective's ranks are placed once (:func:`topo.layout.measured.place_measured`, the placement said in one
+line) and priced by the pricing `linkscope estimate` uses; each row says which part of its path sets the
+expectation (`limited_by`: nvlink, pcie, network, shm, host-memory or unknown) and the link tokens of the path.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from linkscope.topo.common.sizes import format_size_bytes
-from linkscope.topo.cost.collectives import collective_cost
+from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import HOST_PATH_FRACTION, CostModel
+from linkscope.topo.layout.measured import MeasuredPlacement, place_measured
 from linkscope.topo.layout.placement import Placement
 from linkscope.topo.machine.links import DEGRADED_FRACTION, gpu_pcie_speed, link_speed
 from linkscope.topo.model.busbw import PRICED_OPS
-from linkscope.topo.model.host import Host
+from linkscope.topo.model.host import Host, LinkKind
 from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -34,8 +41,13 @@ SLOW_FRACTION = DEGRADED_FRACTION
 """Below this share of expected a measurement is `slow` (the degraded-link threshold of topo.machine.links)."""
 FAR_BELOW_FRACTION = 0.5
 """Below this share of expected a measurement is `far below`: no noise or tuning explains half the bandwidth."""
-Verdict = Literal["ok", "slow", "far below"]
+ABOVE_MODEL_FRACTION = 1.25
+"""Above this share of expected a measurement is `faster than model`: no link beats its model by a quarter, so the
+model or the placement it assumed is wrong."""
+Verdict = Literal["ok", "slow", "far below", "faster than model"]
 """How a measurement compares with what its link should deliver."""
+LimitedBy = Literal["nvlink", "pcie", "network", "shm", "host-memory", "unknown"]
+"""Which part of a row's path sets its expectation (and so where a shortfall points)."""
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 COPY_JUDGE_MIN_BYTES = 32 * 1024**2
@@ -62,9 +74,12 @@ def copy_judged(size_bytes: int | None) -> bool:
 
 
 def verdict(ratio: float | None) -> Verdict | None:
-    """`ok`, `slow` (below SLOW_FRACTION of expected) or `far below` (below FAR_BELOW_FRACTION); None unknown."""
+    """`ok`, `slow` (below SLOW_FRACTION of expected), `far below` (below FAR_BELOW_FRACTION) or `faster than
+    model` (above ABOVE_MODEL_FRACTION); None unknown."""
     if ratio is None or not math.isfinite(ratio):
         return None
+    if ratio > ABOVE_MODEL_FRACTION:
+        return "faster than model"
     if ratio < FAR_BELOW_FRACTION:
         return "far below"
     if ratio < SLOW_FRACTION:
@@ -96,6 +111,14 @@ class Expected:
     expected_time_us: float | None = None
     """The model's time of the call (collectives)."""
     note: str = ""
+    limited_by: LimitedBy = "unknown"
+    """Which part of the path sets the expectation: where a shortfall points."""
+    path: tuple[str, ...] = ()
+    """The link tokens of the path, e.g. `("NV18", "NET 8x mlx5_0 400 Gb/s InfiniBand")`."""
+    size_bytes: int = 0
+    """Bytes the row moved (its buffer or copy size; 0 when the tool did not say)."""
+    placement: str = ""
+    """How a collective's ranks were placed, in one line (`16 ranks: 2 hosts x 8 GPUs from the rank lines`)."""
 
     @property
     def ratio(self) -> float | None:
@@ -111,7 +134,8 @@ class Expected:
         """The JSON form every `--json` output uses."""
         return {"kind": self.kind, "subject": self.subject, "metric": self.metric, "link": self.link,
                 "measured_gbps": self.measured_gbps, "expected_gbps": self.expected_gbps, "ratio": self.ratio,
-                "verdict": self.verdict, "expected_time_us": self.expected_time_us, "note": self.note or None}
+                "verdict": self.verdict, "expected_time_us": self.expected_time_us, "note": self.note or None,
+                "limited_by": self.limited_by, "path": list(self.path), "placement": self.placement or None}
 
 
 def host_of(snapshot: Snapshot, hostname: str | None) -> Host:
@@ -156,9 +180,13 @@ def expect_peer_copy(copy: PeerCopy, host: Host, positions: Sequence[int | None]
         # through host memory, so the figure is the slower GPU's PCIe link at the staged share, not the pair's link
         staged = min((gpu_pcie_speed(host, a), gpu_pcie_speed(host, b)), key=lambda speed: speed.typical_gbps)
         return Expected("peer", subject, "unidir", copy.unidir_gbps, staged.typical_gbps * HOST_PATH_FRACTION,
-                        f"host-staged {staged.basis}", judged=judged, note="P2P off: copies go through host memory")
+                        f"host-staged {staged.basis}", judged=judged, size_bytes=copy.size_bytes or 0,
+                        note="P2P off: copies go through host memory",
+                        limited_by="host-memory", path=(link.token, "host memory"))
     speed = link_speed(host, link)
-    return Expected("peer", subject, "unidir", copy.unidir_gbps, speed.typical_gbps, link.token, judged=judged)
+    return Expected("peer", subject, "unidir", copy.unidir_gbps, speed.typical_gbps, link.token, judged=judged,
+                    size_bytes=copy.size_bytes or 0,
+                    limited_by="nvlink" if link.kind is LinkKind.NVLINK else "pcie", path=(link.token,))
 
 
 def expect_host_copy(copy: HostCopy, host: Host, positions: Sequence[int | None] | None = None) -> Expected:
@@ -171,7 +199,9 @@ def expect_host_copy(copy: HostCopy, host: Host, positions: Sequence[int | None]
     speed = gpu_pcie_speed(host, position)
     judged = copy.local is not False and copy_judged(copy.size_bytes)
     note = "pinned memory on a remote NUMA node" if copy.local is False else ""
-    return Expected("host", subject, "host copy", copy.gbps, speed.typical_gbps, speed.basis, judged=judged, note=note)
+    return Expected("host", subject, "host copy", copy.gbps, speed.typical_gbps, speed.basis, judged=judged, note=note,
+                    size_bytes=copy.size_bytes or 0,
+                    limited_by="pcie", path=(speed.basis,))
 
 
 def _mapped(positions: Sequence[int | None] | None, device: int, host: Host) -> int | None:
@@ -180,51 +210,99 @@ def _mapped(positions: Sequence[int | None] | None, device: int, host: Host) -> 
     return positions[device] if 0 <= device < len(positions) else None
 
 
-def collective_placement(result: CollectiveResult, snapshot: Snapshot, gpus_per_host: int | None = None) -> Placement | None:
-    """Where the result's ranks ran, in torchrun block order: rank r on node r // g, local GPU r % g, with g
-    the GPUs per host the measurements say (else the snapshot's count); its listed ranks, else 0..n-1."""
-    host = snapshot.host
-    gpus = len(host.gpus)
+def collective_placement(result: CollectiveResult, snapshot: Snapshot, gpus_per_host: int | None = None,
+                         hosts: Sequence[str] = ()) -> MeasuredPlacement:
+    """Where the result's ranks ran (:func:`topo.layout.measured.place_measured`): the world its ranks belong to
+    (its listed ranks, else 0..n-1), from the hosts and GPUs per host the evidence gives, else assumed."""
     ranks = result.ranks or tuple(range(result.nranks or 0))
-    if len(ranks) < 2 or gpus == 0 or len(set(ranks)) != len(ranks):
-        return None
-    per_host = min(gpus_per_host or gpus, gpus)
-    node_index = {node: index for index, node in enumerate(sorted({rank // per_host for rank in ranks}))}
-    hosts = tuple(snapshot.hosts[node] if node < len(snapshot.hosts) else host for node in range(len(node_index)))
-    positions = [_position(hosts[node_index[rank // per_host]], rank % per_host) for rank in ranks]
-    if any(position is None for position in positions):
-        return None
-    return Placement(hosts, _classes(hosts), tuple(node_index[rank // per_host] for rank in ranks),
-                     tuple(position for position in positions if position is not None), "measured")
+    if len(set(ranks)) != len(ranks):
+        return MeasuredPlacement(len(ranks), None, basis="a rank listed twice")
+    world = max(ranks) + 1 if ranks else 0
+    if result.ranks and snapshot.hosts and snapshot.host.gpus:  # a group of a layout run: its world fills whole hosts
+        per_host = gpus_per_host or len(snapshot.host.gpus)
+        world = -(-world // per_host) * per_host
+    return place_measured(world, snapshot, result.hosts or hosts, gpus_per_host)
 
 
-def _classes(hosts: tuple[Host, ...]) -> tuple[int, ...]:
-    seen: dict[int, int] = {}
-    return tuple(seen.setdefault(id(host), len(seen)) for host in hosts)
+_LINK_TOKEN = re.compile(r"^(NV\d+|PIX|PXB|PHB|NODE|SYS)$")
+
+
+def limited_by(links: GroupLinks, via_host: bool = False) -> LimitedBy:
+    """Which part of a group's path sets its expectation: across nodes the network path (unless a slower PCIe hop
+    inside a node is), inside one the ring's slowest link (shared memory where PCIe has no peer-to-peer)."""
+    if links.bottleneck_class == "NET":
+        return "network"
+    if via_host:
+        return "shm"
+    if links.intra_class == "NV":
+        return "nvlink"
+    return "pcie" if links.intra_class in ("PIX", "PXB", "PHB", "NODE", "SYS") else "unknown"
+
+
+def link_path(links: GroupLinks) -> tuple[str, ...]:
+    """The link tokens a group rides: its in-node links, then the network as `NET <rails>x <NIC>`."""
+    inside = [label for label in links.links_used if _LINK_TOKEN.match(label)]
+    if links.nodes > 1:
+        nic = links.net_label.split(", shared by")[0]
+        inside.append(f"NET {links.net_rails}x {nic}" if links.net_rails > 1 else f"NET {nic}")
+    return tuple(dict.fromkeys(inside))
+
+
+ONE_NIC_MARGIN = 1.25
+"""A multi-node group's busbw within this factor of one NIC's share is "about one NIC's worth"."""
+
+
+def _network_note(result: CollectiveResult, links: GroupLinks) -> str:
+    """For a multi-node group whose busbw is about one NIC's worth where several rails should carry it, the
+    words that send the reader to the network path."""
+    if links.nodes < 2 or links.net_rails < 2 or not 0 < links.node_net_gbps < math.inf:
+        return ""
+    per_nic = links.node_net_gbps / links.net_rails
+    if result.busbw_gbps > per_nic * ONE_NIC_MARGIN:
+        return ""
+    nic = links.net_label.split(", shared by")[0]
+    return (f"about one NIC's worth ({nic}, ~{per_nic:.0f} GB/s) of {links.net_rails} rails: look at the network "
+            "path, NCCL_IB_HCA, GPUDirect RDMA (NCCL_NET_GDR_LEVEL) and the GPU<->NIC PCIe path")
 
 
 def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostModel | None = None,
-                      gpus_per_host: int | None = None) -> Expected | None:
+                      gpus_per_host: int | None = None, hosts: Sequence[str] = (),
+                      placed: MeasuredPlacement | None = None) -> Expected | None:
     """The result's busbw against the model's for the same op, size and ranks on the links the group
-    crosses; None for ops the model cannot price or a rank count it cannot place."""
+    crosses; None for ops the model cannot price. A rank count that cannot be placed is a row not judged,
+    saying why."""
     op = _PRICED_AS.get(result.op, result.op)
     subject = f"{result.op} {format_size_bytes(result.size_bytes)} x{result.nranks or len(result.ranks) or '?'}"
     if result.group:
         subject += f" {result.group}"
     if op not in PRICED_OPS:
         return None
-    placement = collective_placement(result, snapshot, gpus_per_host)
-    if placement is None:
+    placed = placed or collective_placement(result, snapshot, gpus_per_host, hosts)
+    if placed.ranks < 2:  # one rank moves nothing between GPUs: nothing to price
         return None
+    if placed.placement is None:
+        return Expected("collective", subject, "busbw", result.busbw_gbps, None, "?", judged=False,
+                        note=f"not placed: {placed.basis}", placement=placed.line, size_bytes=result.size_bytes)
+    placement = placed.placement
     pricer = GroupPricer(placement, model or CostModel())
-    links = pricer.links(range(placement.world_size))
+    ranks = result.ranks or tuple(range(placement.world_size))
+    links = pricer.links(ranks)
     cost = collective_cost(op, links, result.size_bytes)
     judged = result.size_bytes >= COLLECTIVE_JUDGE_MIN_BYTES and result.busbw_gbps > 0
-    note = f"model: {cost.algo}"
-    if _without_p2p(placement):
-        note += "; no P2P between these GPUs: NCCL stages through host memory"
-    return Expected("collective", subject, "busbw", result.busbw_gbps, cost.busbw_gbps, links.bottleneck_label,
-                    judged=judged, expected_time_us=cost.time_s * 1e6, note=note)
+    notes = [f"model: {cost.algo}"]
+    via_host = _without_p2p(placement)
+    if via_host:
+        notes.append("no P2P between these GPUs: NCCL stages through host memory")
+    if network := _network_note(result, links):
+        notes.append(network)
+    row = Expected("collective", subject, "busbw", result.busbw_gbps, cost.busbw_gbps, links.bottleneck_label,
+                   judged=judged, expected_time_us=cost.time_s * 1e6, note="; ".join(notes),
+                   limited_by=limited_by(links, via_host), path=link_path(links), placement=placed.line,
+                   size_bytes=result.size_bytes)
+    if row.verdict == "faster than model":
+        row = replace(row, note=f"{row.note}; faster than the model: the model or the assumed placement is wrong "
+                                f"({placed.line})")
+    return row
 
 
 def _without_p2p(placement: Placement) -> bool:
@@ -262,8 +340,9 @@ def row_expectations(measurements: Measurements, snapshot: Snapshot, model: Cost
         return RowExpectations((None,) * len(measurements.collectives), (None,) * len(measurements.peer_copies),
                                (None,) * len(measurements.host_copies))
     per_host = measurements.identity.gpu_count if measurements.identity is not None else None
+    hosts = measurements.identity.hosts if measurements.identity is not None else ()
     return RowExpectations(
-        tuple(expect_collective(result, snapshot, model, per_host) for result in measurements.collectives),
+        tuple(expect_collective(result, snapshot, model, per_host, hosts) for result in measurements.collectives),
         tuple(expect_peer_copy(copy, host_of(snapshot, copy.host)) for copy in measurements.peer_copies),
         tuple(expect_host_copy(copy, host_of(snapshot, copy.host)) for copy in measurements.host_copies),
     )
@@ -274,10 +353,39 @@ def expectations(measurements: Measurements, snapshot: Snapshot, model: CostMode
     return row_expectations(measurements, snapshot, model).all()
 
 
-def summary(rows: Sequence[Expected]) -> str:
-    """One line for people: how many judged rows are ok, slow and far below."""
-    judged = [row.verdict for row in rows if row.verdict is not None]
-    if not judged:
-        return "no row large enough to judge against the model"
-    counts = ", ".join(f"{judged.count(name)} {name}" for name in VERDICTS if judged.count(name))
-    return f"{len(judged)} row(s) judged: {counts}"
+def judged_counts(rows: Sequence[Expected | None]) -> dict[str, int]:
+    """The `judged` JSON object: rows judged and not judged (too small, not placed, not priced), and per verdict."""
+    verdicts = [row.verdict for row in rows if row is not None and row.verdict is not None]
+    counts = {"judged": len(verdicts), "not_judged": len(rows) - len(verdicts)}
+    counts.update({name: verdicts.count(name) for name in VERDICTS})
+    return counts
+
+
+def placement_lines(rows: Sequence[Expected]) -> list[str]:
+    """The distinct placements the collective rows were priced on, each once, for people."""
+    return list(dict.fromkeys(row.placement for row in rows if row.placement))
+
+
+def summary(rows: Sequence[Expected | None]) -> str:
+    """One line for people: how many rows were judged and how many are ok, slow, far below or faster than model;
+    when none was, that nothing was judged (never a clean verdict)."""
+    counts = judged_counts(rows)
+    if not counts["judged"]:
+        reasons = list(dict.fromkeys(row.note for row in rows if row is not None and row.note.startswith("not placed")))
+        why = f" ({reasons[0]})" if reasons else " (no row large enough, placed and priced)"
+        return f"NOTHING JUDGED: {counts['not_judged']} row(s), none judged against the model{why}"
+    verdicts = ", ".join(f"{counts[name]} {name}" for name in VERDICTS if counts[name])
+    left = f"; {counts['not_judged']} not judged" if counts["not_judged"] else ""
+    return f"{counts['judged']} row(s) judged: {verdicts}{left}"
+
+
+def worst_rows(rows: Sequence[Expected], count: int = 3) -> list[Expected]:
+    """The decisive rows off the model (slow, far below or faster than model): those that moved the most bytes
+    first (a large buffer says more about a link than a small one), then the furthest from the model."""
+    off = [row for row in rows if row.verdict not in (None, "ok") and row.ratio is not None]
+
+    def distance(row: Expected) -> float:
+        ratio = row.ratio or 1.0
+        return ratio if ratio <= 1 else 1 / ratio
+
+    return sorted(off, key=lambda row: (-row.size_bytes, distance(row)))[:count]

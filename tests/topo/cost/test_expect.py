@@ -10,6 +10,7 @@ import pytest
 from linkscope.probes.bench.p2p_report import copy_findings, pair_cells
 from linkscope.topo.cost.collectives import collective_cost
 from linkscope.topo.cost.expect import (
+    ABOVE_MODEL_FRACTION,
     COPY_JUDGE_MIN_BYTES,
     FAR_BELOW_FRACTION,
     SLOW_FRACTION,
@@ -42,7 +43,8 @@ def _read(path: object) -> Measurements:
 
 @pytest.mark.parametrize(
     ("ratio", "expected"),
-    [(1.3, "ok"), (1.0, "ok"), (SLOW_FRACTION, "ok"), (SLOW_FRACTION - 0.001, "slow"),
+    [(1.3, "faster than model"), (ABOVE_MODEL_FRACTION, "ok"), (1.0, "ok"), (SLOW_FRACTION, "ok"),
+     (SLOW_FRACTION - 0.001, "slow"),
      (FAR_BELOW_FRACTION, "slow"), (FAR_BELOW_FRACTION - 0.001, "far below"), (0.0, "far below"), (None, None)],
 )
 def test_verdict_thresholds(ratio: float | None, expected: str | None) -> None:
