@@ -65,8 +65,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(run=run)
 
 
-def _environment(env_file: str | None) -> tuple[dict[str, str], str]:
+NOT_THIS_MACHINE = "not judged: SOURCE is not this machine, and this shell's variables are not its (--env-file FILE)"
+"""What `looked_at` says of the environment when doctor reads a SOURCE without --env-file."""
+
+
+def _environment(env_file: str | None, source: str | None) -> tuple[dict[str, str], str]:
+    """The environment of the machine under test: --env-file, this process's only when probing this machine
+    (a SOURCE from elsewhere is never judged by the local shell's NCCL_* variables)."""
     if env_file is None:
+        if source is not None:
+            return {}, NOT_THIS_MACHINE
         return dict(os.environ), "this process's environment"
     from linkscope.topo.formats.source import read_text_file
     from linkscope.topo.health.environment import parse_env_file
@@ -120,7 +128,7 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
     baseline = load_source(args.baseline) if args.baseline else None
     if baseline is not None:
         _check_baseline_kind(snapshot, baseline, args.force)
-    env, env_name = _environment(args.env_file)
+    env, env_name = _environment(args.env_file, args.source)
     looked_at = []
     for host in snapshot.hosts:
         models = sorted({gpu.name for gpu in host.gpus if gpu.name})
@@ -140,7 +148,11 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
     if baseline is not None:
         looked_at.append(f"Baseline: {args.baseline}")
     steering = sorted(name for name in env if name.startswith(NCCL_PREFIXES))
-    looked_at.append(f"Environment ({env_name}): {', '.join(steering) if steering else 'no NCCL_* or CUDA_* variables'}")
+    if env_name == NOT_THIS_MACHINE:
+        looked_at.append(f"Environment: {NOT_THIS_MACHINE}")
+    else:
+        looked_at.append(f"Environment ({env_name}): "
+                         f"{', '.join(steering) if steering else 'no NCCL_* or CUDA_* variables'}")
     binding = None
     if args.source is None and hasattr(os, "sched_getaffinity"):
         binding = frozenset(os.sched_getaffinity(0))
@@ -164,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     findings = run_health(context)
     qualified = len(snapshot.hosts) > 1
     if args.json:
-        sys.stdout.write(json_text(doctor_json(snapshot, findings, looked_at, qualified)))
+        sys.stdout.write(json_text(doctor_json(snapshot, findings, looked_at, qualified, doctor_judged(context))))
         sys.stdout.write("\n")
     else:
         from linkscope.render.console import table_console
@@ -174,12 +186,25 @@ def run(args: argparse.Namespace) -> int:
     return findings_status((finding.severity for finding in findings), args.fail_on)
 
 
+def doctor_judged(context: HealthContext) -> dict[str, Any]:
+    """The `judged` object of `doctor --json`: what could be judged (GPUs, environment, measurement rows)."""
+    from linkscope.topo.cost.expect import judged_counts, row_expectations
+
+    rows: dict[str, int] | None = None
+    if context.measurements is not None and context.snapshot.hosts:
+        expected = row_expectations(context.measurements, context.snapshot)
+        rows = judged_counts([*expected.collectives, *expected.peer_copies, *expected.host_copies])
+    return {"gpus": sum(len(host.gpus) for host in context.snapshot.hosts), "environment": bool(context.env),
+            "measurements": rows}
+
+
 def doctor_json(snapshot: Snapshot, findings: tuple[HealthFinding, ...], looked_at: list[str],
-                qualified: bool) -> dict[str, Any]:
+                qualified: bool, judged: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `doctor --json` object."""
     return {
         "source": snapshot.source,
         "hosts": [host.hostname for host in snapshot.hosts],
         "looked_at": looked_at,
         "findings": [finding.to_json(qualified) for finding in findings],
+        "judged": judged,
     }

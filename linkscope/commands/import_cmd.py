@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.options import add_force_flag, add_json_flag, add_output_flag
+from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag, findings_status
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import printable
-from linkscope.topo.cost.expect import RowExpectations, row_expectations
+from linkscope.topo.cost.expect import RowExpectations, judged_counts, placement_lines, row_expectations, severities
 from linkscope.topo.model.measurements import Measurements
 
 
@@ -25,8 +25,11 @@ def register(subparsers: Any) -> None:
         "nccl-tests table comes from its command line, nccl-tests' own header, --op, or its columns, and the "
         "output says which. A table that does not read cleanly is rejected with file:line. "
         "With --expect SOURCE (or --attach SOURCE) every row is shown next to what the cost model expects on SOURCE "
-        "(expected GB/s, measured/expected, verdict ok / slow / far below); measurements of a different kind of "
-        "machine (another GPU model, more GPUs than SOURCE has) are refused unless --force.",
+        "(expected GB/s, measured/expected, verdict ok / slow / far below / faster than model), its ranks placed "
+        "once (said in one line) and the part of the path that limits it; measurements of a different kind of "
+        "machine (another GPU model, more GPUs than SOURCE has) are refused unless --force. Exit status with "
+        "--expect: 1 when a row is at or above --fail-on (far below: error; slow, faster than model: warning) or "
+        "when no row could be judged (a warning).",
         epilog="example: linkscope import all_reduce.log --attach sample:dgx-h100 -o box.json",
     )
     parser.add_argument("file", metavar="FILE", help="a text file, or - for stdin")
@@ -41,6 +44,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="compare every row with what SOURCE should deliver (default: the --attach SOURCE)")
     add_force_flag(parser, "attach measurements of a different kind of machine anyway")
+    add_fail_on_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -72,10 +76,19 @@ def run(args: argparse.Namespace) -> int:
         if against is not None:
             payload["expected_on"] = against.source
             payload["expected"] = [row.to_json() for row in expected.all()]
+            payload["judged"] = judged_counts(_asked(expected))
+            payload["placement"] = placement_lines(expected.all())
         print(json_text(payload))
     else:
         _print(measurements, expected, against.source if against is not None else None)
-    return 0
+    if against is None:
+        return 0
+    return findings_status(severities(_asked(expected)), args.fail_on)
+
+
+def _asked(expected: RowExpectations) -> list[Any]:
+    """Every row the model was asked about, None where it could not price one."""
+    return [*expected.collectives, *expected.peer_copies, *expected.host_copies]
 
 
 def _print(measurements: Measurements, expected: RowExpectations, against: str | None) -> None:
@@ -135,7 +148,7 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         console.print(_copies_table("host <-> GPU copies", ("GPU", "direction", "GB/s"), copies,
                                     expected.host_copies if compare else None))
     if against is not None:
-        print_verdict_summary(console, expected.all(), against)
+        print_verdict_summary(console, _asked(expected), against)
     else:
         console.print(Text("note: --expect SOURCE (or --attach) compares every row with what that machine should deliver"))
     for note in measurements.notes:

@@ -49,14 +49,16 @@ def expected_table(rows: Sequence[Expected], title: str) -> Table:
     return table
 
 
-def print_verdict_summary(console: Console, rows: Sequence[Expected], against: str) -> None:
+def print_verdict_summary(console: Console, asked: Sequence[Expected | None], against: str) -> None:
     """How the judged rows compare with what `against` should deliver: where the ranks were placed, the
     counts, and the decisive rows (the most bytes moved among those off the model), each with the part of its
-    path the shortfall points at."""
+    path the shortfall points at. `asked` holds every row the model was asked about, None where it could not
+    price one (counted as not judged)."""
+    rows = [row for row in asked if row is not None]
     for line in placement_lines(rows):
         console.print(Text(f"placed: {line}"))
     judged = any(row.verdict is not None for row in rows)
-    console.print(Text(f"against what the cost model expects on {against}: {summary(rows)}",
+    console.print(Text(f"against what the cost model expects on {against}: {summary(asked)}",
                        style="" if judged else "bold yellow"))
     for row in worst_rows(rows):
         where = f" [limited by {row.limited_by}: {' -> '.join(row.path)}]" if row.path else ""

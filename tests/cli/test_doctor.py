@@ -11,7 +11,7 @@ from linkscope.topo.model.codec import snapshot_to_json
 from linkscope.topo.samples import load_sample
 from support.health import with_gpu, with_host
 from support.layout import assert_one_line_error, run_cli
-from support.paths import FIXTURES
+from support.paths import FIXTURES, REAL
 
 
 @pytest.fixture(autouse=True)
@@ -48,10 +48,18 @@ def test_fail_on_error_ignores_warnings(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0
 
 
-def test_environment_findings_from_this_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_from_elsewhere_is_not_judged_by_this_shell(capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor SOURCE judges the machine under test: this shell's NCCL_P2P_DISABLE=1 is not that machine's, so no
+    env finding and exit 0; the text and JSON say the environment was not judged."""
     monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
     code, out, _ = run_cli(["doctor", "sample:dgx-h100", "--json"], capsys)
-    assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["env-p2p-disabled"]
+    data = json.loads(out)
+    assert code == 0 and data["findings"] == [] and data["judged"]["environment"] is False
+    assert any(line.startswith("Environment: not judged") for line in data["looked_at"])
+    topo = REAL / "topo" / "rtx-a6000-3gpu-nv4-pair-phb-2nic.txt"
+    code, out, _ = run_cli(["doctor", str(topo)], capsys)
+    assert "env-p2p-disabled" not in out and "Environment: not judged" in " ".join(out.split())
 
 
 def test_env_file_replaces_the_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -22,7 +22,7 @@ NVBANDWIDTH_H100 = FIXTURES / "p2p" / "h100-azure-nd96isr-v5-nvbandwidth-d2d-rea
 
 
 def test_import_attach_prints_expected_ratio_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["import", str(A100_SENDRECV), "--expect", "sample:dgx-a100"]) == 0
+    assert cli_main(["import", str(A100_SENDRECV), "--expect", "sample:dgx-a100"]) == 1  # far below: an error
     out = " ".join(capsys.readouterr().out.split())
     assert "expect" in out and "verdict" in out and "far below" in out
     assert "against what the cost model expects on sample:dgx-a100: 8 row(s) judged" in out
@@ -113,3 +113,38 @@ def test_bench_attach_refuses_another_kind_after_the_run(tmp_path: pathlib.Path)
     with pytest.raises(InputError, match="--attach: measured on 8x NVIDIA H100"):
         write_output(args, measurements)
     assert not out.exists()
+
+
+KVM_2NODE = FIXTURES / "nccl_tests" / "h200-2node-16gpu-kvm-vm-degraded-all_reduce.txt"
+BARE_2NODE = FIXTURES / "nccl_tests" / "h200-2node-16gpu-baremetal-all_reduce.txt"
+
+
+def test_import_fail_on_judged_and_the_network_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """The KVM 2-node run (~55 GB/s of ~500, read by hand): exit 1, JSON `judged` counts, `placement`, and every row
+    `limited_by` network with its path; the bare-metal twin exits 0 with the same placement."""
+    argv = ["import", str(KVM_2NODE), "--expect", "sample:dgx-h100", "--force", "--json"]
+    assert cli_main(argv) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["judged"]["judged"] == 12 and payload["judged"]["far below"] == 12
+    assert payload["placement"] == ["16 ranks: 2 hosts x 8 GPUs from the rank lines"]
+    assert {row["limited_by"] for row in payload["expected"]} == {"network"}
+    assert all(row["path"][-1].startswith("NET 8x") for row in payload["expected"])
+    assert cli_main([*argv[:-1], "--fail-on", "error"]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert "placed: 16 ranks: 2 hosts x 8 GPUs from the rank lines" in text
+    assert "limited by network" in text and "about one NIC's worth" in text
+    assert "far below: all_reduce 7.59 GiB" in text  # the decisive rows are the largest
+    assert cli_main(["import", str(BARE_2NODE), "--expect", "sample:dgx-h100", "--force"]) == 0
+
+
+def test_import_that_judges_nothing_says_so_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """16 ranks on 2 hosts x 8 against a real 3-GPU workstation's topology: not placed, so nothing is judged; the
+    text says NOTHING JUDGED, `judged` counts 0, and the exit status is 1 (a warning) even at --fail-on warning."""
+    topo = FIXTURES / "topo" / "rtx-a6000-3gpu-nv4-pair-phb-2nic.txt"
+    argv = ["import", str(BARE_2NODE), "--expect", str(topo), "--force"]
+    assert cli_main([*argv, "--json"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["judged"]["judged"] == 0 and payload["judged"]["not_judged"] == 6
+    assert cli_main(argv) == 1
+    assert "NOTHING JUDGED" in " ".join(capsys.readouterr().out.split())
+    assert cli_main([*argv, "--fail-on", "error"]) == 0

@@ -33,6 +33,7 @@ from linkscope.topo.layout.measured import MeasuredPlacement, place_measured
 from linkscope.topo.layout.placement import Placement
 from linkscope.topo.machine.links import DEGRADED_FRACTION, gpu_pcie_speed, link_speed
 from linkscope.topo.model.busbw import PRICED_OPS
+from linkscope.topo.model.findings import Severity
 from linkscope.topo.model.host import Host, LinkKind
 from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
@@ -359,6 +360,20 @@ def judged_counts(rows: Sequence[Expected | None]) -> dict[str, int]:
     counts = {"judged": len(verdicts), "not_judged": len(rows) - len(verdicts)}
     counts.update({name: verdicts.count(name) for name in VERDICTS})
     return counts
+
+
+VERDICT_SEVERITY: dict[str, Severity] = {"far below": "error", "slow": "warning", "faster than model": "warning"}
+"""How much each verdict weighs against `--fail-on`: far below is an error, slow and faster than the model warnings."""
+
+
+def severities(rows: Sequence[Expected | None]) -> list[Severity]:
+    """The severities the rows raise (`--fail-on`): one per row off the model, and a warning when rows were asked to
+    be judged and none was (nothing judged is never clean)."""
+    found: list[Severity] = [VERDICT_SEVERITY[row.verdict] for row in rows
+                             if row is not None and row.verdict in VERDICT_SEVERITY]
+    if rows and not judged_counts(rows)["judged"]:
+        found.append("warning")
+    return found
 
 
 def placement_lines(rows: Sequence[Expected]) -> list[str]:

@@ -17,6 +17,8 @@
 | `env-*` | warning / info | NCCL_* or CUDA_VISIBLE_DEVICES settings that change NCCL's paths |
 | `worse-than-baseline` | warning | a fact worse than in the `--baseline` snapshot |
 | `measured-below-expected` | warning / error | measurements below 75% of what their links should deliver (under 50%: error) |
+| `measured-above-model` | warning | measurements above 125% of the model: the model or the assumed placement is wrong |
+| `measurements-not-judged` | warning | measurements given, none could be placed and priced on the SOURCE |
 | `host-*` | error / warning / info | on a cluster, the odd node out (:mod:`topo.health.cluster`) |
 
 A new rule is one function `HealthContext -> Iterable[HealthFinding]` added to RULES.
