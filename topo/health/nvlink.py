@@ -33,18 +33,30 @@ def _down_ports(host: Host, position: int) -> list[int]:
 
 
 def nvlink_fewer_links(context: HealthContext) -> Iterator[HealthFinding]:
-    """A GPU with fewer NVLinks up than the other GPUs of its model on the host (NV16 among NV18)."""
+    """A GPU with fewer NVLinks up than the other GPUs of its model on the host (NV16 among NV18): only among GPUs
+    known to be identical (a model named by NVML or the snapshot). A GPU with no NVLink at all and no port listed
+    down beside bridged peers is a layout (`nvlink-unbridged`, info); GPUs whose model is not known (a topology
+    text) are not judged, and `nvlink-not-judged` says so where their counts differ."""
     for host in context.snapshot.hosts:
         by_model: dict[str, list[int]] = {}
         for position, gpu in enumerate(host.gpus):
             by_model.setdefault(gpu.name, []).append(position)
-        for positions in by_model.values():
+        for model, positions in by_model.items():
             if len(positions) < 2:
                 continue
             counts = {position: active_nvlinks(host, position) for position in positions}
             norm = _peer_norm(list(counts.values()))
             short = [position for position in positions if counts[position] < norm]
             if not short or norm == 0:
+                continue
+            if not model:
+                yield _not_judged(host, counts)
+                continue
+            unbridged = [position for position in short if counts[position] == 0 and not _down_ports(host, position)]
+            if unbridged:
+                yield _unbridged(host, unbridged, counts)
+            short = [position for position in short if position not in unbridged]
+            if not short:
                 continue
             evidence = []
             for position in short:
@@ -69,6 +81,38 @@ def nvlink_fewer_links(context: HealthContext) -> Iterator[HealthFinding]:
                 "check `nvidia-smi nvlink -s` and `nvidia-smi nvlink -e` on that GPU; reseat or replace the board "
                 "(a link that does not train after a reboot is a hardware fault)",
             )
+
+
+def _count_lines(host: Host, counts: dict[int, int]) -> list[str]:
+    """`GPU0, GPU1: 4 NVLinks` per distinct count."""
+    by_count: dict[int, list[int]] = {}
+    for position, count in counts.items():
+        by_count.setdefault(count, []).append(host.gpus[position].index)
+    return [f"{index_list(tuple(indices))}: {count} NVLink(s)" for count, indices in sorted(by_count.items(), reverse=True)]
+
+
+def _unbridged(host: Host, positions: list[int], counts: dict[int, int]) -> HealthFinding:
+    indices = tuple(host.gpus[position].index for position in positions)
+    return HealthFinding(
+        "nvlink-unbridged", "info", host.hostname, indices,
+        f"{index_list(indices)} {'has' if len(indices) == 1 else 'have'} no NVLink while other GPUs of the host are "
+        "bridged: a layout, not a fault (no port is listed down); rings through it ride PCIe",
+        evidence_lines(_count_lines(host, counts)),
+        "nothing to repair; place tensor-parallel groups on the bridged GPUs (linkscope check), or fit a bridge",
+    )
+
+
+def _not_judged(host: Host, counts: dict[int, int]) -> HealthFinding:
+    """Different NVLink counts among GPUs of unknown model: info where a GPU has none (a bridge layout is likely),
+    a warning where one has fewer but some (a partial bond, NV16 among NV18, is rarely a layout)."""
+    partial = min(counts.values()) > 0
+    return HealthFinding(
+        "nvlink-not-judged", "warning" if partial else "info", host.hostname, (),
+        "GPUs with different NVLink counts, but their model is not known (a topology text names none), so "
+        "whether one lost links is not judged" + ("; a partial bond like this is rarely a layout" if partial else ""),
+        evidence_lines(_count_lines(host, counts)),
+        "run `linkscope doctor` on the machine (or give a snapshot from `linkscope probe`) to judge NVLinks by model",
+    )
 
 
 def nvlink_links_down(context: HealthContext) -> Iterator[HealthFinding]:

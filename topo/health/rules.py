@@ -3,6 +3,8 @@
 | code | severity | when |
 |---|---|---|
 | `nvlink-fewer-links` | error | a GPU has fewer NVLinks up than the identical GPUs beside it (NV16 among NV18) |
+| `nvlink-unbridged` | info | a GPU with no NVLink (none listed down) beside bridged GPUs of its model: a layout |
+| `nvlink-not-judged` | info / warning | NVLink counts differ but the GPU model is unknown (topology text) |
 | `nvlink-links-down` | warning | NVLink ports down on a GPU that uses NVLink (not already the above) |
 | `nvlink-errors-growing` | warning | NVLink CRC / replay / recovery counters grew during a recording |
 | `nvlink-fabric-incomplete` | error | the NVSwitch fabric manager has not registered the GPUs |

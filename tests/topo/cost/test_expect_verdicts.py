@@ -24,7 +24,7 @@ def test_a_two_node_all_reduce_at_a_tenth_is_blamed_on_the_network_not_nvlink() 
     rows = row_expectations(_read(KVM_2NODE), load_sample("dgx-h100")).all()
     large = [row for row in rows if row.size_bytes >= 1 << 30]
     assert large and all(row.limited_by == "network" for row in large)
-    assert all("NV18" != row.link and "NIC" in row.link for row in large)
+    assert all(row.link != "NV18" and "NIC" in row.link for row in large)
     assert all(row.path[0] == "NV18" and row.path[-1].startswith("NET 8x mlx5_") for row in large)
     assert all("about one NIC's worth" in row.note and "of 8 rails" in row.note for row in large)
     assert all(row.placement == "16 ranks: 2 hosts x 8 GPUs from the rank lines" for row in rows)
