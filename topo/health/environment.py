@@ -76,7 +76,106 @@ def _finding(host: Host, code: str, severity: Severity, variable: str, value: st
 
 
 def _enabled(value: str) -> bool:
-    return value.strip() not in ("", "0")
+    """True when an NCCL switch is on (a non-zero number); `0`, empty or not a number leaves NCCL's default."""
+    return bool(nccl_switch(value))
+
+
+PATH_VARIABLES: dict[str, str] = {
+    "NCCL_P2P_DISABLE": "turns GPU peer-to-peer (NVLink/PCIe) transfers on or off",
+    "NCCL_P2P_LEVEL": "limits which GPU pairs may use P2P",
+    "NCCL_SHM_DISABLE": "turns the shared-memory transport on or off",
+    "NCCL_IB_DISABLE": "turns InfiniBand/RoCE on or off",
+    "NCCL_NET": "forces a network transport",
+    "NCCL_NET_PLUGIN": "chooses the network plug-in",
+    "NCCL_NET_GDR_LEVEL": "limits GPUDirect RDMA by distance",
+    "NCCL_NET_GDR_READ": "changes GPUDirect RDMA reads",
+    "NCCL_IB_HCA": "restricts the InfiniBand NICs used",
+    "NCCL_SOCKET_IFNAME": "chooses the socket interfaces",
+    "NCCL_CROSS_NIC": "decides whether rings may change NICs between nodes",
+    "NCCL_PXN_DISABLE": "turns PCI x NVLink relaying on or off",
+    "NCCL_NVLS_ENABLE": "switches NVLink SHARP on or off",
+    "NCCL_COLLNET_ENABLE": "switches in-network reduction on or off",
+    "NCCL_ALGO": "restricts the algorithms",
+    "NCCL_PROTO": "restricts the protocols",
+    "NCCL_TOPO_FILE": "replaces the detected topology",
+    "NCCL_GRAPH_FILE": "replaces the searched rings and trees",
+    "NCCL_MIN_NCHANNELS": "changes the channel count",
+    "NCCL_MAX_NCHANNELS": "changes the channel count",
+    "NCCL_CUMEM_ENABLE": "changes how peer memory is shared",
+    "NCCL_P2P_USE_CUDA_MEMCPY": "moves P2P copies to the copy engines",
+}
+"""Variables that change which path NCCL takes, and what each steers (:func:`setting_meaning` reads the value)."""
+
+_SWITCH_OFF = {
+    "NCCL_P2P_DISABLE": ("turns off GPU peer-to-peer (NVLink/PCIe): GPU pairs talk through host memory",
+                         "leaves GPU peer-to-peer on (the default)"),
+    "NCCL_SHM_DISABLE": ("turns off the shared-memory transport: pairs without P2P fall back to the network",
+                         "leaves the shared-memory transport on (the default)"),
+    "NCCL_IB_DISABLE": ("turns off InfiniBand/RoCE: traffic between nodes goes over TCP sockets",
+                        "leaves InfiniBand/RoCE on (the default)"),
+    "NCCL_PXN_DISABLE": ("turns off PXN: a GPU whose NIC sits under another GPU's switch crosses the CPU to reach it",
+                         "leaves PXN relaying on (the default)"),
+}
+_SWITCH_ON = {
+    "NCCL_NVLS_ENABLE": ("leaves NVLink SHARP on where NVSwitch supports it (the default)",
+                         "turns NVLink SHARP off: all_reduce on NVSwitch boxes loses its switch reduction"),
+    "NCCL_COLLNET_ENABLE": ("turns on in-network reduction (CollNet/SHARP) where the fabric offers it",
+                            "leaves in-network reduction off (the default)"),
+    "NCCL_CUMEM_ENABLE": ("shares peer memory through cuMem (the default since NCCL 2.19)",
+                          "turns cuMem sharing off (legacy IPC handles)"),
+}
+
+
+def nccl_switch(value: str) -> bool | None:
+    """An NCCL integer switch: True for a non-zero number, False for 0, None for anything else (NCCL's default)."""
+    text = value.strip()
+    try:
+        return int(text, 0) != 0
+    except ValueError:
+        return None
+
+
+def setting_meaning(name: str, value: str) -> tuple[str, Severity] | None:
+    """What `name=value` does, read from its value per NCCL's environment-variable documentation, and how much it
+    weighs (a warning where it takes a transport, P2P path, GPUDirect RDMA or NVLS away; info otherwise); None for
+    a variable that does not steer NCCL's paths."""
+    if name not in PATH_VARIABLES:
+        return None
+    upper = value.strip().upper()
+    if name in _SWITCH_OFF or name in _SWITCH_ON:
+        flag = nccl_switch(value)
+        if flag is None:
+            return f"{name}={value!r} is not a number NCCL reads: it keeps its default", "warning"
+        if name in _SWITCH_OFF:
+            off, on = _SWITCH_OFF[name]
+            return (off, "warning") if flag else (on, "info")
+        on, off = _SWITCH_ON[name]
+        return (on, "info") if flag else (off, "warning" if name == "NCCL_NVLS_ENABLE" else "info")
+    if name in ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"):
+        what = "P2P" if name == "NCCL_P2P_LEVEL" else "GPUDirect RDMA"
+        level = _level(value)
+        if level is None:
+            return f"{value!r} is not a level NCCL knows ({', '.join(PATH_LEVELS)})", "warning"
+        if level == 0:
+            return f"turns {what} off (LOC: same GPU only)", "warning"
+        farthest = PATH_LEVELS[level]
+        return f"uses {what} only up to {farthest} paths (NCCL's default is chosen per system)", "info"
+    if name == "NCCL_CROSS_NIC":
+        meaning = {"0": "keeps every ring on one NIC (rail) per local rank: suits rail-only fabrics",
+                   "1": "lets rings change NICs between nodes: traffic crosses rails (slow on rail-only fabrics)",
+                   "2": "lets NCCL decide whether rings change NICs (the default)"}.get(value.strip())
+        return (meaning, "info") if meaning else (f"{value!r} is not 0, 1 or 2", "warning")
+    if name in ("NCCL_ALGO", "NCCL_PROTO"):
+        kind = "algorithms" if name == "NCCL_ALGO" else "protocols"
+        listed = value.strip().lstrip("^")
+        if value.strip().startswith("^"):
+            return f"excludes the {kind} {listed}: NCCL's tuner picks among the rest", "info"
+        return f"restricts NCCL to the {kind} {listed}: its tuner may not pick the fastest for each size", "info"
+    if name == "NCCL_NET":
+        if "SOCKET" in upper:
+            return "forces the socket transport: no RDMA between nodes", "warning"
+        return f"forces the network transport {value.strip()}", "info"
+    return f"{PATH_VARIABLES[name]} ({value.strip() or 'empty'})", "info"
 
 
 def nccl_environment(context: HealthContext) -> Iterator[HealthFinding]:
@@ -104,6 +203,16 @@ def nccl_environment(context: HealthContext) -> Iterator[HealthFinding]:
     yield from _p2p_level(context, host)
     yield from _gdr_level(host, env)
     yield from _name_lists(host, env)
+    for name in _READ_AS_SETTING:
+        if name in env and (meaning := setting_meaning(name, env[name])) is not None:
+            text, severity = meaning
+            yield _finding(host, "env-setting", severity, name, env[name], f"{name}={env[name]} {text}",
+                           f"unset {name} unless it is set on purpose for this job")
+
+
+_READ_AS_SETTING = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_CROSS_NIC", "NCCL_NET", "NCCL_PXN_DISABLE",
+                    "NCCL_COLLNET_ENABLE")
+"""Variables judged by their meaning alone (the rules above judge the rest against the host's links and NICs)."""
 
 
 def _p2p_level(context: HealthContext, host: Host) -> Iterator[HealthFinding]:

@@ -17,39 +17,13 @@ from typing import Any
 
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.formats.nccl_log_model import Edge, NcclLog, Rank
+from linkscope.topo.health.environment import nccl_switch, setting_meaning
 from linkscope.topo.model.findings import Finding
 
 FINDING_CODES: tuple[str, ...] = (
     "intra-host-shm", "intra-host-net", "net-socket", "net-no-gdr", "env-override", "nccl-warn",
 )
 
-PATH_VARIABLES: dict[str, str] = {
-    "NCCL_P2P_DISABLE": "turns off GPU peer-to-peer (NVLink/PCIe) transfers",
-    "NCCL_P2P_LEVEL": "limits which GPU pairs may use P2P",
-    "NCCL_SHM_DISABLE": "turns off the shared-memory transport",
-    "NCCL_IB_DISABLE": "turns off InfiniBand/RoCE",
-    "NCCL_NET": "forces a network transport",
-    "NCCL_NET_PLUGIN": "chooses the network plug-in",
-    "NCCL_NET_GDR_LEVEL": "limits GPUDirect RDMA by distance",
-    "NCCL_NET_GDR_READ": "changes GPUDirect RDMA reads",
-    "NCCL_IB_HCA": "restricts the InfiniBand NICs used",
-    "NCCL_SOCKET_IFNAME": "chooses the socket interfaces",
-    "NCCL_CROSS_NIC": "lets rings change NICs between nodes",
-    "NCCL_PXN_DISABLE": "turns off PCI x NVLink relaying",
-    "NCCL_NVLS_ENABLE": "switches NVLink SHARP on or off",
-    "NCCL_COLLNET_ENABLE": "switches in-network reduction on or off",
-    "NCCL_ALGO": "restricts the algorithms",
-    "NCCL_PROTO": "restricts the protocols",
-    "NCCL_TOPO_FILE": "replaces the detected topology",
-    "NCCL_GRAPH_FILE": "replaces the searched rings and trees",
-    "NCCL_MIN_NCHANNELS": "changes the channel count",
-    "NCCL_MAX_NCHANNELS": "changes the channel count",
-    "NCCL_CUMEM_ENABLE": "changes how peer memory is shared",
-    "NCCL_P2P_USE_CUDA_MEMCPY": "moves P2P copies to the copy engines",
-}
-"""Variables that change which path NCCL takes, and what each does."""
-
-_DISABLING = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
 
 
 @dataclass(frozen=True)
@@ -96,11 +70,10 @@ def nccl_findings(log: NcclLog) -> tuple[NcclFinding, ...]:
     findings = [_edge_finding(code, comm, where, ranks, env) for (code, comm, where), ranks in sorted(
         groups.items(), key=lambda item: (FINDING_CODES.index(item[0][0]), item[0][1] or "", item[0][2]))]
     for name, value in log.env:
-        if name in PATH_VARIABLES:
-            disabling = name in _DISABLING and value.strip() == "1"
-            findings.append(NcclFinding(
-                "env-override", "warning" if disabling else "info",
-                f"{name}={value} is set in the environment: it {PATH_VARIABLES[name]}", ()))
+        meaning = setting_meaning(name, value)
+        if meaning is not None:
+            findings.append(NcclFinding("env-override", meaning[1], f"{name}={value} is set in the environment: "
+                                        f"{meaning[0]}", ()))
     for warning in log.warnings:
         times = f"{warning.count} times, first" if warning.count > 1 else "once,"
         where = f" on {warning.host}" if warning.host else ""
@@ -128,7 +101,7 @@ def _edge_finding(code: str, comm: str | None, where: str, ranks: set[int], env:
     listed = tuple(sorted(ranks))[:MAX_FINDING_RANKS]
     count = f"{len(ranks)} ranks"
     if code == "intra-host-shm":
-        cause = " (NCCL_P2P_DISABLE is set)" if env.get("NCCL_P2P_DISABLE", "").strip() == "1" else ""
+        cause = " (NCCL_P2P_DISABLE is set)" if nccl_switch(env.get("NCCL_P2P_DISABLE", "")) else ""
         message = (f"{count} on host {where} connect through host shared memory (SHM), not P2P{cause}: "
                    "P2P between these GPUs is off or unsupported, typically 5-10x slower than NVLink")
     elif code == "intra-host-net":
