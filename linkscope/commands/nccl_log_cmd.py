@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
-    from linkscope.topo.nccl.checks import nccl_findings, report_json
+    from linkscope.topo.nccl.checks import judged_counts, nccl_findings, not_placed_finding, report_json
 
     log = read_nccl_log_file(args.file)
     findings = nccl_findings(log)
@@ -60,8 +60,11 @@ def run(args: argparse.Namespace) -> int:
         snapshot = load_source(args.snapshot)
         placement = place_edges(log, snapshot)
         findings = judged_on_snapshot(findings, placement, snapshot) + placement.findings
+        unmatched = not_placed_finding(log, len(placement.edges), args.snapshot)
+        findings += (unmatched,) if unmatched is not None else ()
     if args.json:
         report = report_json(log, findings)
+        report["judged"] = judged_counts(log, len(placement.edges) if placement is not None else None)
         if placement is not None:
             report["placement"] = placement.to_json()
         large = len(log.edges) > JSON_INDENT_LIMIT

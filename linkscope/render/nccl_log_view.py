@@ -18,7 +18,7 @@ from linkscope.topo.common.limits import MAX_NCCL_LOG_HOST_ROWS
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import counted
 from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.nccl.checks import NcclFinding, rank_hosts, same_host
+from linkscope.topo.nccl.checks import NcclFinding, implied_hosts, same_host
 from linkscope.topo.nccl.placement import NcclPlacement
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -55,8 +55,11 @@ def print_report(log: NcclLog, findings: tuple[NcclFinding, ...], placement: Ncc
                                                                   for name, value in log.env)))
     for error in log.errors[:10]:
         console.print(Text(f"error trace (line {error.line}, {error.count}x): {printable(error.text)}"))
-    if not findings:
-        console.print(Text("no findings"))
+    if not findings and not log.edges:
+        console.print(Text("NOTHING JUDGED: the log has no connection lines (NCCL prints them once the communicator "
+                           "connects; NCCL_DEBUG=INFO)", style="bold yellow"))
+    elif not findings:
+        console.print(Text(f"no findings ({len(log.edges)} connection(s) judged)"))
     for finding in findings:
         line = Text(f"{finding.severity:<8}", style=_SEVERITY_STYLE.get(finding.severity, ""))
         line.append(f" {finding.code}: {printable(finding.message)}")
@@ -90,7 +93,7 @@ def _print_transports(console: Console, log: NcclLog) -> None:
     if not log.edges:
         console.print(Text("no connection lines (NCCL prints them once the communicator connects)"))
         return
-    hosts = rank_hosts(log)
+    hosts = implied_hosts(log)
     counts: Counter[tuple[str, str, str]] = Counter()
     for edge in log.edges:
         where = {True: "same host", False: "across hosts", None: "?"}[same_host(edge, hosts)]

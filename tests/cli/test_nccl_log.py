@@ -128,5 +128,33 @@ def test_snapshot_text_shows_links(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_snapshot_that_matches_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     log = str(REAL / "nccl-385-16gpu-old-ring-busid-p2p-ib.txt")
-    code, out, _ = run_cli(["nccl-log", log, "--snapshot", "sample:dgx-h100"], capsys)
-    assert code == 0 and "could be placed" in out
+    code, out, _ = run_cli(["nccl-log", log, "--snapshot", "sample:h100-cluster-mixed"], capsys)
+    assert code == 1 and "could be placed" in out and "snapshot-not-matched" in out  # nothing judged is never clean
+    code, out, _ = run_cli(["nccl-log", log, "--snapshot", "sample:h100-cluster-mixed", "--json"], capsys)
+    judged = json.loads(out)["judged"]
+    assert judged["placed_on_snapshot"] == 0 and judged["connections"] > 0
+
+
+A100_SHM = REAL / "a100-sxm4-4gpu-shm-fallback-transport.txt"
+A100_TOPO = FIXTURES / "real" / "topo" / "a100-sxm4-4gpu-nvlink-pairs-nv12-nv10.txt"
+
+
+def test_shm_between_ranks_of_a_log_without_hosts_is_a_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 4-GPU A100 log has no host prefixes; its ring hops 1->2 and 3->0 say `via SHM/direct/direct` (read by
+    hand). SHM proves the ranks share a host: `intra-host-shm`, exit 1, with or without the snapshot."""
+    code, out, _ = run_cli(["nccl-log", str(A100_SHM), "--json"], capsys)
+    data = json.loads(out)
+    assert code == 1 and [f["code"] for f in data["findings"]] == ["intra-host-shm"]
+    assert data["judged"]["hosts_unknown"] == 0 and data["judged"]["connections"] == 16
+    assert all(edge["same_host"] is True for edge in data["edges"])
+
+
+def test_one_host_log_on_one_host_snapshot_places_by_device_number(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same log on the same box's `nvidia-smi topo -m` (NV12 0-1, NV10 2-3, NODE otherwise, read by hand): the
+    SHM hops are placed on the NODE pairs, the P2P hops on the NVLink pairs."""
+    code, out, _ = run_cli(["nccl-log", str(A100_SHM), "--snapshot", str(A100_TOPO), "--json"], capsys)
+    data = json.loads(out)
+    assert code == 1 and data["judged"]["placed_on_snapshot"] == 16
+    links = {(edge["transport"], edge["link"]) for edge in data["placement"]["edges"]}
+    assert links == {("P2P", "NV12"), ("P2P", "NV10"), ("SHM", "NODE")}
+    assert any("names no host" in note for note in data["placement"]["notes"])

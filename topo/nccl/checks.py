@@ -8,6 +8,10 @@
 | `net-no-gdr` | warning | an RDMA network without GPUDirect RDMA: every message is staged in host memory |
 | `env-override` | warning / info | an `NCCL_*` variable that changes NCCL's paths (warning when it disables a transport) |
 | `nccl-warn` | warning | a line NCCL logged as `NCCL WARN` |
+| `snapshot-not-matched` | warning | `--snapshot` given, but no connection inside a host could be placed on it |
+
+Hosts the log does not name are inferred where the evidence implies them: SHM or P2P between two ranks means they
+share a host (:func:`implied_hosts`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from linkscope.topo.health.environment import nccl_switch, setting_meaning
 from linkscope.topo.model.findings import Finding
 
 FINDING_CODES: tuple[str, ...] = (
-    "intra-host-shm", "intra-host-net", "net-socket", "net-no-gdr", "env-override", "nccl-warn",
+    "intra-host-shm", "intra-host-net", "net-socket", "net-no-gdr", "env-override", "nccl-warn", "snapshot-not-matched",
 )
 
 
@@ -35,9 +39,49 @@ class NcclFinding(Finding):
     comm: str | None = None
 
 
+IMPLIED_HOST = "(unnamed host: SHM/P2P between its ranks)"
+"""The host name given to ranks the log names no host for, which SHM or P2P joins: those share a host."""
+SAME_HOST_TRANSPORTS = ("SHM", "P2P")
+"""Transports NCCL only uses between ranks of one host: either one between two ranks proves they share it."""
+
+
 def rank_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
     """(communicator, rank) -> host, for ranks whose host the log names."""
     return {(rank.comm, rank.rank): rank.host for rank in log.ranks if rank.host is not None}
+
+
+def implied_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
+    """(communicator, rank) -> host, for ranks whose host the log names or implies: SHM or P2P between two ranks
+    means they share a host, so a rank without a host prefix joined that way to a named one is on that host, and
+    ranks joined only to each other share one unnamed host (:data:`IMPLIED_HOST`)."""
+    named = rank_hosts(log)
+    parent: dict[tuple[str | None, int], tuple[str | None, int]] = {}
+
+    def root(key: tuple[str | None, int]) -> tuple[str | None, int]:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    for edge in log.edges:
+        if edge.dst is not None and edge.transport in SAME_HOST_TRANSPORTS:
+            parent[root((edge.comm, edge.src))] = root((edge.comm, edge.dst))
+    groups: dict[tuple[str | None, int], list[tuple[str | None, int]]] = {}
+    for key in list(parent):
+        groups.setdefault(root(key), []).append(key)
+    unnamed = [members for members in groups.values() if not any(member in named for member in members)]
+    implied: dict[tuple[str | None, int], str] = {}
+    for members in groups.values():
+        known = {named[member] for member in members if member in named}
+        if len(known) > 1:
+            continue  # the log contradicts itself: leave those ranks as it names them
+        if known:
+            name = known.pop()
+        else:
+            number = unnamed.index(members)
+            name = IMPLIED_HOST if len(unnamed) == 1 else f"{IMPLIED_HOST} #{number + 1}"
+        implied.update({member: name for member in members if member not in named})
+    return named | implied
 
 
 def same_host(edge: Edge, hosts: dict[tuple[str | None, int], str]) -> bool | None:
@@ -58,7 +102,7 @@ def net_kind(detail: str) -> str:
 
 def nccl_findings(log: NcclLog) -> tuple[NcclFinding, ...]:
     """Every finding of `log`, grouped so that one cause gives one finding per communicator and host."""
-    hosts = rank_hosts(log)
+    hosts = implied_hosts(log)
     groups: dict[tuple[str, str | None, str], set[int]] = {}
     for edge in log.edges:
         code = _edge_code(edge, same_host(edge, hosts))
@@ -116,9 +160,31 @@ def _edge_finding(code: str, comm: str | None, where: str, ranks: set[int], env:
     return NcclFinding(code, "warning", message, listed, comm)
 
 
+def judged_counts(log: NcclLog, placed_on_snapshot: int | None = None) -> dict[str, int | None]:
+    """The `judged` object of `nccl-log --json`: connections read, those whose ends' hosts are known (named or
+    implied) and not, and with --snapshot those laid on its links (None without one)."""
+    hosts = implied_hosts(log)
+    known = sum(1 for edge in log.edges if same_host(edge, hosts) is not None)
+    return {"connections": len(log.edges), "hosts_known": known, "hosts_unknown": len(log.edges) - known,
+            "placed_on_snapshot": placed_on_snapshot}
+
+
+def not_placed_finding(log: NcclLog, placed: int, snapshot_name: str) -> NcclFinding | None:
+    """`snapshot-not-matched` (warning) when --snapshot was given, the log has connections inside a host, and none
+    could be laid on the snapshot: the links were not judged, which is never clean."""
+    hosts = implied_hosts(log)
+    inside = sum(1 for edge in log.edges if same_host(edge, hosts))
+    if placed or not inside:
+        return None
+    return NcclFinding("snapshot-not-matched", "warning",
+                       f"none of the {inside} connection(s) inside a host could be placed on {snapshot_name} (hosts, "
+                       "bus ids or device numbers do not match): the links they ride were not judged; give the "
+                       "snapshot of the machine the log came from", ())
+
+
 def report_json(log: NcclLog, findings: tuple[NcclFinding, ...]) -> dict[str, Any]:
     """The `nccl-log --json` object: `ranks`, `edges`, `findings`, with version, communicators and counts."""
-    hosts = rank_hosts(log)
+    hosts = implied_hosts(log)
     return {
         "source": log.name,
         "version": log.version,

@@ -21,7 +21,7 @@ from linkscope.topo.formats.nccl_log_model import NcclLog, Rank, bus_id_to_pci
 from linkscope.topo.machine.rings import best_ring
 from linkscope.topo.model.host import Host, LinkKind
 from linkscope.topo.model.snapshot import Snapshot
-from linkscope.topo.nccl.checks import NcclFinding, rank_hosts, same_host
+from linkscope.topo.nccl.checks import IMPLIED_HOST, NcclFinding, implied_hosts, same_host
 
 
 @dataclass(frozen=True)
@@ -87,15 +87,22 @@ def place_edges(log: NcclLog, snapshot: Snapshot) -> NcclPlacement:
     """Lay `log` on `snapshot` (see the module docstring)."""
     notes: list[str] = []
     by_name = {host.hostname: index for index, host in enumerate(snapshot.hosts)}
+    hosts = implied_hosts(log)
+    log_hosts = set(hosts.values())
+    one_and_one = len(snapshot.hosts) == 1 and len(log_hosts) <= 1
     placed_ranks: dict[tuple[str | None, int], RankGpu] = {}
     for rank in log.ranks:
-        host_index = by_name.get(rank.host or "", 0 if len(snapshot.hosts) == 1 and rank.host is not None else -1)
+        host = hosts.get((rank.comm, rank.rank))
+        host_index = by_name.get(host or "", 0 if len(snapshot.hosts) == 1 and (host is not None or one_and_one) else -1)
         if host_index < 0:
             continue
         located = _gpu_of(rank, snapshot.hosts[host_index])
         if located is not None:
             placed_ranks[(rank.comm, rank.rank)] = RankGpu(rank.comm, rank.rank, host_index, *located)
-    if len(snapshot.hosts) == 1 and any(rank.host not in by_name for rank in log.ranks if rank.host):
+    if IMPLIED_HOST in log_hosts or (one_and_one and not log_hosts):
+        notes.append(f"the log names no host: its ranks share one host (SHM/P2P between them), placed on "
+                     f"{snapshot.hosts[0].hostname or 'the snapshot'} by bus id, else device number")
+    elif len(snapshot.hosts) == 1 and any(name not in by_name for name in log_hosts):
         notes.append(f"every host of the log is taken to be built like {snapshot.hosts[0].hostname}")
     foreign = sorted({rank.bus_id for rank in log.ranks if rank.bus_id is not None
                       and (rank.comm, rank.rank) in placed_ranks
@@ -107,7 +114,6 @@ def place_edges(log: NcclLog, snapshot: Snapshot) -> NcclPlacement:
                      "log came from?")
     if any(item.matched_by == "cuda_dev" for item in placed_ranks.values()):
         notes.append("some ranks were matched by cudaDev (the log shows no bus id): assumes no CUDA_VISIBLE_DEVICES reordering")
-    hosts = rank_hosts(log)
     edges: list[PlacedEdge] = []
     for edge in log.edges:
         if edge.dst is None or not same_host(edge, hosts):
