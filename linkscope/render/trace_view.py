@@ -43,22 +43,28 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
             console.print(Text(f"no collective judged against its links: {report.why_unpriced()}"))
         if report.collectives:
             console.print(_collectives_table(_longest(report.collectives), priced=False))
+    assumed = sum(1 for row in report.collectives if row.group_assumed)
+    if assumed:
+        console.print(Text(f"note: {assumed} call(s) name neither their process group nor its size: priced as the "
+                           "whole job (assumed)"))
     if report.straggler is not None:
         s = report.straggler
         where = ", ".join(part for part in (f"GPU {s.device}" if s.device is not None else "", s.host or "") if part)
         console.print(Text(printable(
             f"last to arrive: rank {s.rank}{' (' + where + ')' if where else ''}, last at {s.last_arrivals} of "
             f"{s.matched_calls} matched calls; the earliest rank waited {s.others_waited_us / 1e3:.1f} ms for it")))
-    if not report.findings:
+    if not report.findings and (report.steps or any(row.expected is not None for row in report.collectives)):
         console.print(Text("No findings."))
+    elif not report.findings:
+        console.print(Text("NOTHING JUDGED: no step and no call priced against its links", style="bold yellow"))
     for finding in report.findings:
         console.print(Text(f"{finding.severity}: {finding.code}: ", style="bold") + Text(printable(finding.message)))
 
 
 def _steps_table(report: TraceReport) -> Table:
     table = Table(title="steps (ms; median over ranks)", box=box.SIMPLE_HEAD,
-                  caption="other: neither compute nor exposed communication (idle GPU, launches, CPU work)")
-    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "other", "exposed share"):
+                  caption="GPU idle: neither compute nor exposed communication (launch gaps, CPU work, data loading)")
+    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "GPU idle", "exposed share", "idle share"):
         table.add_column(column, justify="right")
     by_step: dict[int, list] = defaultdict(list)
     for row in report.steps:
@@ -68,8 +74,8 @@ def _steps_table(report: TraceReport) -> Table:
         table.add_row(str(step), str(len(rows)), f"{median(r.time_us for r in rows) / 1e3:.2f}",
                       f"{median(r.compute_us for r in rows) / 1e3:.2f}", f"{median(r.comm_us for r in rows) / 1e3:.2f}",
                       f"{median(r.exposed_comm_us for r in rows) / 1e3:.2f}",
-                      f"{median(r.time_us - r.compute_us - r.exposed_comm_us for r in rows) / 1e3:.2f}",
-                      format_share(exposed_share))
+                      f"{median(r.idle_us for r in rows) / 1e3:.2f}",
+                      format_share(exposed_share), format_share(median(r.idle_share for r in rows)))
     return table
 
 

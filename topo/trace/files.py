@@ -76,8 +76,8 @@ def machine_pricer(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int |
     on as many nodes as the ranks need unless `nodes` says."""
     world = max((t.world_size or 0 for t in traces), default=0)
     world = max(world, 1 + max((r for t in traces for c in t.collectives for r in (c.group_ranks or ())), default=0))
-    if world < 2:
-        raise InputError("the traces name no process group of two or more ranks to price")
+    if world < 2:  # nothing to place: every call says why it was not priced
+        return lambda op, size_bytes, ranks: None
     visible = parse_visible_devices(visible_devices) if visible_devices else None
     per_host = len(visible) if visible is not None else max(1, len(snapshot.host.gpus) if snapshot.hosts else 1)
     count = nodes if nodes is not None else (1 if len(snapshot.hosts) > 1 else -(-world // per_host))

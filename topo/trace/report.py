@@ -70,6 +70,10 @@ class CollectiveRow:
     algbw_gbps: float | None
     busbw_gbps: float | None
     expected: Expected | None
+    unpriced: str | None = None
+    """Why a call was not priced against its links when a machine was given (None when it was, or none was given)."""
+    group_assumed: bool = False
+    """True when the trace names neither the call's group nor its size and it was priced as the whole job."""
 
     @property
     def ratio(self) -> float | None:
@@ -90,6 +94,10 @@ class CollectiveRow:
         if self.expected is not None:
             row |= {"expected_us": round(self.expected.time_us, 3), "link": self.expected.link,
                     "measured_vs_expected": _round(self.ratio)}
+        if self.unpriced is not None:
+            row["not_priced"] = self.unpriced
+        if self.group_assumed:
+            row["group_assumed"] = "the whole job: the trace names neither the group nor its size"
         return row
 
 
@@ -108,10 +116,21 @@ class StepRow:
     def exposed_share(self) -> float:
         return self.exposed_comm_us / self.time_us if self.time_us > 0 else 0.0
 
+    @property
+    def idle_us(self) -> float:
+        """Time of the step the GPU ran neither computation nor communication (launch gaps, CPU work, data loading)."""
+        return max(0.0, self.time_us - self.compute_us - self.exposed_comm_us)
+
+    @property
+    def idle_share(self) -> float:
+        """The GPU's idle time as a share of the step."""
+        return self.idle_us / self.time_us if self.time_us > 0 else 0.0
+
     def to_json(self) -> dict[str, object]:
         return {"rank": self.rank, "step": self.step, "time_us": round(self.time_us, 3),
                 "compute_us": round(self.compute_us, 3), "comm_us": round(self.comm_us, 3),
-                "exposed_comm_us": round(self.exposed_comm_us, 3), "exposed_share": round(self.exposed_share, 4)}
+                "exposed_comm_us": round(self.exposed_comm_us, 3), "exposed_share": round(self.exposed_share, 4),
+                "gpu_idle_us": round(self.idle_us, 3), "gpu_idle_share": round(self.idle_share, 4)}
 
 
 @dataclass(frozen=True)
@@ -147,16 +166,22 @@ class TraceReport:
     hosts: tuple[str, ...]
 
     def why_unpriced(self) -> str:
-        """Why no call could be judged against its links (for a report priced on a machine that judged none)."""
-        calls = [row.call for row in self.collectives]
-        if not calls:
+        """Why no call could be judged against its links (for a report priced on a machine that judged none): the
+        reasons of the calls, most common first."""
+        if not self.collectives:
             return "the traces hold no collective calls"
-        if not any(call.on_device for call in calls):
-            return ("every call was timed on the CPU (gloo over TCP, or NCCL calls whose kernels are not in the trace), "
-                    "so no GPU link says what it should take")
-        if not any(call.group_ranks for call in calls if call.on_device):
-            return "no call names its process group's ranks (the trace has no pg_config or Process Group Ranks)"
-        return "the calls whose groups are known move too few bytes for a link's bandwidth to matter"
+        reasons = Counter(row.unpriced for row in self.collectives if row.unpriced is not None)
+        if not reasons:
+            return "the calls whose groups are known move too few bytes for a link's bandwidth to matter"
+        return "; ".join(f"{count} call(s): {reason}" for reason, count in reasons.most_common(3))
+
+    def judged(self, priced: bool) -> dict[str, object]:
+        """The `judged` object of `trace --json`: steps judged, calls read, priced against their links (with a
+        machine) and, per reason, those that were not."""
+        reasons = Counter(row.unpriced for row in self.collectives if row.unpriced is not None)
+        return {"steps": len(self.steps), "calls": len(self.collectives),
+                "priced": sum(1 for row in self.collectives if row.expected is not None) if priced else None,
+                "not_priced": dict(reasons) if priced else None}
 
     def slowest(self, count: int = 5) -> list[CollectiveRow]:
         """The priced collectives furthest below what their links allow (large enough to matter)."""
@@ -177,6 +202,7 @@ class TraceReport:
             "steps": [row.to_json() for row in self.steps],
             "straggler": straggler,
             "findings": [finding.to_json() for finding in self.findings],
+            "judged": self.judged(any(row.unpriced is not None or row.expected is not None for row in self.collectives)),
         }
 
 
@@ -191,7 +217,8 @@ def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_s
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
     straggler = _straggler(traces)
-    findings = sorted((*_exposed_findings(steps, exposed_share), *_slow_findings(rows), *_straggler_findings(straggler),
+    findings = sorted((*_exposed_findings(steps, exposed_share), *_idle_findings(steps), *_slow_findings(rows),
+                       *_not_priced_findings(rows, pricer is not None), *_straggler_findings(straggler),
                        *_small_message_findings(rows), *_other_gpu_findings(traces, machine_gpus if pricer else ())),
                       key=lambda finding: -SEVERITIES.index(finding.severity))  # most severe first, stable within
     hosts = tuple(sorted({t.host for t in traces if t.host}))
@@ -221,13 +248,49 @@ def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> Coll
         algbw = call.size_bytes / (call.duration_us * 1e3)
         if call.op in BUS_FACTOR_OPS and call.group_size:
             busbw = algbw * bus_factor(call.op, call.group_size) if call.group_size > 1 else 0.0
+    if pricer is None:
+        return CollectiveRow(trace.rank, call, algbw, busbw, None)
+    ranks, assumed = group_ranks(trace, call)
+    reason = _why_not_priced(call, ranks)
     expected = None
-    # A call timed on the CPU ran over gloo (TCP), whatever GPU links its ranks' GPUs have: nothing to price it on.
-    priceable = (call.on_device and call.group_ranks is not None and len(call.group_ranks) > 1 and call.size_bytes
-                 and call.op in BUS_FACTOR_OPS)
-    if pricer is not None and priceable and call.group_ranks is not None and call.size_bytes:
-        expected = pricer(call.op, call.size_bytes, call.group_ranks)
-    return CollectiveRow(trace.rank, call, algbw, busbw, expected)
+    if reason is None and ranks is not None and call.size_bytes:
+        expected = pricer(call.op, call.size_bytes, ranks)
+        reason = None if expected is not None else "its group could not be placed on the machine"
+    return CollectiveRow(trace.rank, call, algbw, busbw, expected, reason, assumed and expected is not None)
+
+
+def group_ranks(trace: RankTrace, call: TraceCollective) -> tuple[tuple[int, ...] | None, bool]:
+    """The call's group and whether it is assumed: the ranks the trace names; else the whole job when the group is
+    as large as the job's world size (the default process group); else, when the trace gives no group size at all
+    (older PyTorch), the whole job assumed; else unknown."""
+    if call.group_ranks is not None:
+        return call.group_ranks, False
+    world = trace.world_size
+    if world is None or world < 2:
+        return None, False
+    if call.group_size == world:
+        return tuple(range(world)), False
+    if call.group_size is None:
+        return tuple(range(world)), True
+    return None, False
+
+
+def _why_not_priced(call: TraceCollective, ranks: tuple[int, ...] | None) -> str | None:
+    """Why a call cannot be priced against its links, or None when it can."""
+    if not call.on_device:
+        # A call timed on the CPU ran over gloo (TCP), whatever GPU links its ranks' GPUs have: nothing to price it on.
+        return ("known only from its CPU launch (no NCCL kernel in the trace)" if call.launch_only
+                else "timed on the CPU (gloo over TCP, or no GPU kernel in the trace)")
+    if call.op not in BUS_FACTOR_OPS:
+        return "an op the cost model does not price"
+    if not call.size_bytes:
+        return "the trace gives no size (no record_param_comms In/Out msg nelems)"
+    if ranks is None:
+        return ("its process group's ranks are not in the trace (no pg_config) and its group is not the whole job "
+                "(or the job's size is not known)")
+    if len(ranks) < 2:
+        return "a group of one rank"
+    return None
 
 
 def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:
@@ -310,6 +373,37 @@ def _exposed_findings(steps: Sequence[StepRow], share: float) -> list[TraceFindi
                     f"communication that no computation hides (worst: rank {worst.rank} step {worst.step}, "
                     f"{worst.exposed_comm_us / 1e3:.1f} ms exposed of {worst.time_us / 1e3:.1f} ms = {worst.exposed_share:.0%}); "
                     "overlap it (DDP buckets, FSDP prefetch) or shrink it", ranks)]
+
+
+IDLE_SHARE = 0.5
+"""Share of a step above which the GPU idling (neither computing nor communicating) is a finding: most of the step."""
+
+
+def _idle_findings(steps: Sequence[StepRow]) -> list[TraceFinding]:
+    """`gpu-idle`: rank-steps whose GPU idles most of the step (input pipeline, CPU work, launch gaps, waits on the
+    host): no link is to blame, and faster links would not help."""
+    idle = [step for step in steps if step.time_us > 0 and step.idle_share > IDLE_SHARE]
+    if not idle:
+        return []
+    worst = max(idle, key=lambda step: step.idle_share)
+    where = f"rank {worst.rank} step {worst.step}" if worst.rank is not None else f"step {worst.step}"
+    return [TraceFinding("gpu-idle", "warning",
+                         f"{len(idle)} of {len(steps)} rank-steps leave the GPU idle for most of the step (worst: {where}, "
+                         f"idle {format_seconds(worst.idle_us / 1e6)} of {format_seconds(worst.time_us / 1e6)} = "
+                         f"{format_share(worst.idle_share)}): the step waits on the host (data loading, CPU work, "
+                         "kernel launches, synchronisation), not on a link; profile the CPU side",
+                         tuple(sorted({step.rank for step in idle if step.rank is not None})))]
+
+
+def _not_priced_findings(rows: Sequence[CollectiveRow], priced: bool) -> list[TraceFinding]:
+    """`collectives-not-judged`: a machine was given but no call could be priced on it: never a clean verdict."""
+    if not priced or not rows or any(row.expected is not None for row in rows):
+        return []
+    reasons = Counter(row.unpriced for row in rows if row.unpriced is not None)
+    said = "; ".join(f"{count} call(s): {reason}" for reason, count in reasons.most_common(3))
+    return [TraceFinding("collectives-not-judged", "warning",
+                         f"none of the {len(rows)} collective call(s) could be priced on the machine ({said}): their "
+                         "links were not judged")]
 
 
 def _slow_findings(rows: Sequence[CollectiveRow]) -> list[TraceFinding]:
