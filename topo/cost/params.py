@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.machine.links import PCIE_PATH_FACTOR, link_speed, nvlink_generation
+from linkscope.topo.machine.links import PCIE_PATH_FACTOR, gpu_pcie_speed, link_speed, nvlink_generation
 from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
@@ -214,7 +214,10 @@ class CostModel:
         return Hop(alpha, gbps, link_class, link.token, via_host)
 
     def nic_hop(self, host: Host, gpu: int) -> tuple[Hop, str]:
-        """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name).
+        """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name), as fast as the
+        path allows: the NIC's rate at its fabric's efficiency, less across the CPU (PHB/NODE/SYS) unless PXN relays
+        it, and never faster than the sending GPU's own PCIe link (generation x current width: a GPU trained to
+        x8 halves its rail).
 
         NICs equally near (same path class and rate) are dealt out in turn to the GPUs that share
         them, as NCCL pairs GPUs with NICs: on a DGX A100 two GPUs and two NICs under one PCIe
@@ -233,11 +236,15 @@ class CostModel:
         relay = self._pxn_relay(host, gpu, column) if path not in ("PIX", "PXB") else None
         if self.nic_path_penalty and relay is None:
             gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
+        narrow = ""
+        gpu_side = gpu_pcie_speed(host, relay if relay is not None else gpu)
+        if self.nic_path_penalty and gpu_side.typical_gbps < gbps:  # the GPU's own PCIe link is the narrower end
+            gbps, narrow = gpu_side.typical_gbps, f", GPU on {gpu_side.basis}"
         gbps = self._scaled("NET", gbps)
         if relay is not None:
-            label = f"{name} {rate:g} Gb/s {fabric} via PXN (GPU {host.gpus[relay].index})"
+            label = f"{name} {rate:g} Gb/s {fabric} via PXN (GPU {host.gpus[relay].index}){narrow}"
         else:
-            label = f"{name} {rate:g} Gb/s {fabric}" + ("" if path in ("PIX", "PXB") else f" via {path}")
+            label = f"{name} {rate:g} Gb/s {fabric}" + ("" if path in ("PIX", "PXB") else f" via {path}") + narrow
         return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
 
     def _pxn_relay(self, host: Host, gpu: int, column: int) -> int | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from linkscope.topo.cost.expect import judged_counts, row_expectations, severities, summary, worst_rows
+from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.results import read_measurements
+from linkscope.topo.formats.source import load_source
 from linkscope.topo.model.measurements import CollectiveResult, Measurements
 from linkscope.topo.samples import load_sample
 from support.paths import REAL
@@ -68,3 +70,21 @@ def test_nothing_judged_is_never_clean() -> None:
     assert counts["judged"] == 0 and counts["not_judged"] == 2
     assert summary(expected).startswith("NOTHING JUDGED") and "not placed" in summary(expected)
     assert severities(expected) == ["warning"]
+
+
+def test_a_gpu_to_nic_expectation_follows_the_path_and_the_narrower_pcie_end() -> None:
+    """On the degraded DGX H100 sample GPU 3's PCIe link trained to x8: its rail is bounded by that x8 link (about
+    half of a 400 Gb/s NIC's worth), while GPU 2, on x16, gets the NIC's rate; the label names the narrow end."""
+    host = load_sample("dgx-h100-degraded").host
+    model = CostModel()
+    narrow, _ = model.nic_hop(host, 3)
+    wide, _ = model.nic_hop(host, 2)
+    assert "GPU on PCIe Gen5 x8" in narrow.label and "x8" not in wide.label
+    assert narrow.bandwidth_gbps < 0.7 * wide.bandwidth_gbps
+
+
+def test_gpu_to_nic_paths_across_the_cpu_say_so() -> None:
+    """The real 3-GPU workstation: GPUs 0 and 1 reach the NICs through NODE, GPU 2 through PHB (read by hand)."""
+    host = load_source(str(REAL / "topo" / "rtx-a6000-3gpu-nv4-pair-phb-2nic.txt")).host
+    model = CostModel()
+    assert "via NODE" in model.nic_hop(host, 0)[0].label and "via PHB" in model.nic_hop(host, 2)[0].label
