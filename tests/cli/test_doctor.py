@@ -166,3 +166,41 @@ def test_measurements_and_baselines_of_another_kind_of_machine_are_refused(capsy
     assert "not a baseline of this kind of machine" in capsys.readouterr().err
     main(["doctor", "sample:dgx-h100-degraded", "--baseline", "sample:dgx-h100"])
     assert "None" not in capsys.readouterr().out
+
+
+NCCL_TESTS = REAL / "nccl_tests"
+
+
+def test_doctor_measurements_blame_the_network_path_of_a_two_node_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The KVM 2-node H200 run (~52-58 GB/s busbw at 2.5-7.6 GiB, read by hand) on DGX H100 nodes: an error limited
+    by the network, about one NIC's worth of 8 rails, with the placement said; never "NV18 delivers 11%"."""
+    argv = ["doctor", "sample:dgx-h100", "--measurements", str(NCCL_TESTS / "h200-2node-16gpu-kvm-vm-degraded-all_reduce.txt"),
+            "--force", "--json"]
+    code, out, _ = run_cli(argv, capsys)
+    data = json.loads(out)
+    (finding,) = [f for f in data["findings"] if f["code"] == "measured-below-expected"]
+    assert code == 1 and finding["severity"] == "error"
+    assert "limited by network" in finding["message"] and "about one NIC's worth" in finding["message"]
+    assert "16 ranks: 2 hosts x 8 GPUs from the rank lines" in finding["message"]
+    assert "network path" in finding["fix"] and data["judged"]["measurements"]["far below"] == 12
+
+
+def test_doctor_measurements_far_above_the_model_are_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 72-rank NVL72 run (846.82 GB/s peak busbw) judged on 8-GPU H100 boxes is ~2.3x the model: the model or the
+    assumed placement is wrong, a warning naming the placement, never "ok"."""
+    argv = ["doctor", "sample:dgx-h100", "--measurements",
+            str(NCCL_TESTS / "gb200-nvl72-full-rack-72rank-tail-only-last-rank-line-all_reduce.txt"), "--force", "--json"]
+    code, out, _ = run_cli(argv, capsys)
+    (finding,) = [f for f in json.loads(out)["findings"] if f["code"] == "measured-above-model"]
+    assert code == 1 and finding["severity"] == "warning"
+    assert "the model or the assumed placement is wrong" in finding["message"] and "assumed" in finding["message"]
+
+
+def test_doctor_measurements_that_cannot_be_judged_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """16 ranks on 2 hosts x 8 against a 3-GPU workstation's topology: not placed, so `measurements-not-judged`."""
+    argv = ["doctor", str(REAL / "topo" / "rtx-a6000-3gpu-nv4-pair-phb-2nic.txt"), "--measurements",
+            str(NCCL_TESTS / "h200-2node-16gpu-baremetal-all_reduce.txt"), "--force", "--json"]
+    code, out, _ = run_cli(argv, capsys)
+    data = json.loads(out)
+    assert code == 1 and "measurements-not-judged" in {f["code"] for f in data["findings"]}
+    assert data["judged"]["measurements"]["judged"] == 0

@@ -114,3 +114,18 @@ def test_estimate_sweep_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert "# ring" in out and "= hierarchical" in out and "cheapest" in out
     assert cli_main(["estimate", "all_reduce", "--ranks", "8"]) == 2
     assert "--bytes SIZE or --sweep" in capsys.readouterr().err
+
+
+def test_a_two_node_all_reduce_at_a_tenth_points_at_the_network_not_nvlink(capsys: pytest.CaptureFixture[str]) -> None:
+    """The KVM 2-node H200 run's 7.59 GiB row took 278106 us (read by hand from
+    h200-2node-16gpu-kvm-vm-degraded-all_reduce.txt): on 2 DGX H100 nodes that is the network path, not NV18."""
+    argv = ["explain", "all_reduce", "--bytes", "8153726976", "--ranks", "16", "--nodes", "2", "--time", "278106us",
+            "sample:dgx-h100"]
+    assert cli_main([*argv, "--json"]) == 1
+    layout = json.loads(capsys.readouterr().out)["layout"]
+    assert layout["limited_by"] == "network" and layout["verdict"] == "far below"
+    assert layout["path"][0] == "NV18" and layout["path"][-1].startswith("NET 8x")
+    assert "NIC" in layout["link"]
+    assert cli_main(argv) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Verdict: far below" in text and "NV18 (or what shares it)" not in text

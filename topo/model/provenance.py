@@ -32,6 +32,10 @@ class IdentityCheck:
         return self.relation == DIFFERENT
 
 
+PLACEHOLDER_GPU_NAMES = frozenset({"graphics device"})
+"""What a driver prints for a GPU it does not know by name (early GB200 drivers: `NVIDIA Graphics Device`): no model."""
+
+
 def _model_key(name: str) -> str:
     words = re.sub(r"\s+", " ", name.strip().casefold()).removeprefix("nvidia ")
     return words.replace("tesla ", "")
@@ -71,6 +75,9 @@ def check_identity(identity: MeasuredOn | None, snapshot: Snapshot) -> IdentityC
                              f"assuming {name}")
     if not snapshot.hosts or not snapshot.host.gpus:
         return IdentityCheck(UNKNOWN, f"{name} describes no GPU to compare the measurements with")
+    if _model_key(identity.gpu_model) in PLACEHOLDER_GPU_NAMES:
+        return IdentityCheck(UNKNOWN, f"the measurements name their GPUs only {identity.gpu_model!r} (a driver that "
+                             f"does not know the product by name); assuming {name}")
     host = snapshot.host
     names = {gpu.name for gpu in host.gpus if gpu.name}
     count = max(len(each.gpus) for each in snapshot.hosts)

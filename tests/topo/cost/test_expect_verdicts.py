@@ -88,3 +88,14 @@ def test_gpu_to_nic_paths_across_the_cpu_say_so() -> None:
     host = load_source(str(REAL / "topo" / "rtx-a6000-3gpu-nv4-pair-phb-2nic.txt")).host
     model = CostModel()
     assert "via NODE" in model.nic_hop(host, 0)[0].label and "via PHB" in model.nic_hop(host, 2)[0].label
+
+
+def test_a_gpu_named_only_graphics_device_is_an_unknown_model_not_another_machine() -> None:
+    """The NVL72 rank line names its GPU `NVIDIA Graphics Device` (read by hand): no model, so the measurements may be
+    judged on the GB200 sample with a note, not refused as another kind of machine."""
+    from linkscope.topo.model.provenance import UNKNOWN, check_identity
+
+    measured = _read(GB200_72)
+    assert measured.identity is not None and measured.identity.gpu_model == "NVIDIA Graphics Device"
+    verdict = check_identity(measured.identity, load_sample("gb200-nvl72"))
+    assert verdict.relation == UNKNOWN and not verdict.refused and "Graphics Device" in verdict.message
