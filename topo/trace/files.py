@@ -59,11 +59,11 @@ def read_trace_file(path: str) -> RankTrace:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     with raw:
-        compressed = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-        text = io.TextIOWrapper(binary, encoding="utf-8-sig")  # a byte-order mark, as some editors save, is skipped
         try:
+            compressed = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+            text = io.TextIOWrapper(binary, encoding="utf-8-sig")  # a byte-order mark, as some editors save, is skipped
             return read_rank_trace(text, path, MAX_TRACE_CHARS)
         except (gzip.BadGzipFile, EOFError, OSError) as exc:
             raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
