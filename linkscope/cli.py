@@ -21,7 +21,7 @@ from typing import NoReturn
 from linkscope import __version__
 from linkscope.options import ExitStatus
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.text import printable
+from linkscope.topo.common.text import say
 
 COMMAND_MODULES: tuple[str, ...] = (
     "open",
@@ -137,10 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"{args.command}: unrecognized arguments: {' '.join(extra)}")
         return int(args.run(args))
     except InputError as exc:
-        print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
+        say(f"linkscope: error: {exc}", stderr=True)
         return ExitStatus.BAD_INPUT
     except KeyboardInterrupt:
-        print("linkscope: interrupted", file=sys.stderr)
+        say("linkscope: interrupted", stderr=True)
         return ExitStatus.INTERRUPTED
     except BrokenPipeError:
         # the reader (`| head`) has gone: not an error; point stdout at nothing so the exit flush is quiet

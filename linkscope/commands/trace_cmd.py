@@ -10,6 +10,7 @@ from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS, MAX_STEP_ROWS
 from linkscope.topo.common.numbers import decimal_number, whole_number
+from linkscope.topo.common.text import say
 from linkscope.topo.model.provenance import gpu_names
 from linkscope.topo.trace.files import machine_pricer, trace_paths
 from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_CPUS, PARALLEL_MIN_FILE_BYTES, read_traces
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from linkscope.topo.common.jsonio import json_text
 
-        print(json_text(report.to_json(), indent=None))
+        say(json_text(report.to_json(), indent=None), block=True)
     else:
         from linkscope.render.trace_view import print_trace_report
 
