@@ -29,6 +29,7 @@ from typing import Any
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text, read_json
 from linkscope.topo.common.limits import MAX_JOBS
+from linkscope.topo.common.text import say
 from linkscope.topo.formats.trace_events import RankTrace
 from linkscope.topo.trace.codec import rank_trace_from_json, rank_trace_to_json
 from linkscope.topo.trace.files import read_trace_file
@@ -212,7 +213,7 @@ def worker_main() -> int:
             reply = {"error": str(exc).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")}
         except Exception as exc:  # reported to the parent, which raises it as the bug it is
             reply = {"internal": f"{type(exc).__name__}: {exc}"}
-        sys.stdout.write(json_text(reply, indent=None) + "\n")
+        say(json_text(reply, indent=None), block=True)  # one line: the JSON is ASCII with no newline
         sys.stdout.flush()
     return 0
 
