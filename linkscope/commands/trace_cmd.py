@@ -13,7 +13,7 @@ from linkscope.topo.common.numbers import decimal_number, whole_number
 from linkscope.topo.common.text import say
 from linkscope.topo.model.provenance import gpu_names
 from linkscope.topo.trace.files import machine_pricer, trace_paths
-from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_CPUS, PARALLEL_MIN_FILE_BYTES, read_traces
+from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILE_BYTES, PARALLEL_MIN_SPARE_CPUS, read_traces
 from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
@@ -55,8 +55,8 @@ def register(subparsers: Any) -> None:
                         help=f"exposed communication above this share of a step is a finding (default {EXPOSED_SHARE})")
     add_fail_on_flag(parser)
     parser.add_argument("--jobs", type=whole_number(1, 1024), default=None, metavar="N",
-                        help="read N traces at once, each in its own process (default: one per CPU, at most "
-                             f"{MAX_JOBS}, with {PARALLEL_MIN_CPUS} CPUs or more and traces of "
+                        help="read N traces at once, each in its own process (default: one per idle CPU, at most "
+                             f"{MAX_JOBS}, with {PARALLEL_MIN_SPARE_CPUS} idle CPUs or more and traces of "
                              f"{PARALLEL_MIN_FILE_BYTES >> 20} MB a file on average and {PARALLEL_MIN_BYTES >> 20} MB "
                              "in all; else 1)")
     parser.add_argument("--all-steps", action="store_true",

@@ -41,9 +41,10 @@ PARALLEL_MIN_FILE_BYTES = 16 << 20
 """Below this many bytes per file on average, handing each result back costs more than reading the file here:
 800 files of 0.7 MB took 42 s with workers against 34 s in one process on 2 CPUs."""
 
-PARALLEL_MIN_CPUS = 4
-"""With fewer usable CPUs the workers compete with the analysis and each other: 4 files of 33 MB took 47 s with
-workers against 39 s in one process on 2 CPUs."""
+PARALLEL_MIN_SPARE_CPUS = 2
+"""Workers need CPUs nobody else is using: on 2 idle CPUs 64 files of 20 MB took 16.8 s with two workers against
+27.8 s in one process, but with the same 2 CPUs under a load average of 9, 8 such files took 24-31 s with two
+workers against 23-25 s in one process."""
 
 OnRead = Callable[[int], None]
 """Called with the number of traces read so far, on the caller's thread."""
@@ -56,18 +57,24 @@ def usable_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def spare_cpus() -> int:
+    """Usable CPUs less the ones the rest of the machine keeps busy (the last minute's load average)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, int(usable_cpus() - load + 0.5))
+
+
 def default_jobs(paths: Sequence[str]) -> int:
-    """Worker processes worth starting for `paths`: one per usable CPU (at most MAX_JOBS and one per
+    """Worker processes worth starting for `paths`: one per spare CPU (at most MAX_JOBS and one per
     file) when the traces, and each file on average, are large enough to repay the start and the hand-back
-    and there are CPUs to spare; 1 (read here) otherwise."""
+    and at least two CPUs are spare; 1 (read here) otherwise."""
     total_bytes = 0
     for path in paths:
         with contextlib.suppress(OSError):  # reading the file says what is wrong with it, in order
             total_bytes += os.stat(path).st_size
     if (len(paths) < 2 or total_bytes < PARALLEL_MIN_BYTES or total_bytes < PARALLEL_MIN_FILE_BYTES * len(paths)
-            or usable_cpus() < PARALLEL_MIN_CPUS):
+            or spare_cpus() < PARALLEL_MIN_SPARE_CPUS):
         return 1
-    return min(len(paths), usable_cpus(), MAX_JOBS)
+    return min(len(paths), spare_cpus(), MAX_JOBS)
 
 
 def read_traces(paths: Sequence[str], jobs: int | None = None, on_read: OnRead | None = None) -> list[RankTrace]:

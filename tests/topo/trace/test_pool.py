@@ -105,7 +105,7 @@ def test_an_interrupt_leaves_no_worker_behind(tmp_path: Path) -> None:
 
 
 def test_workers_only_when_the_traces_are_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_pool, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 8)
     small = _traces(tmp_path)
     assert default_jobs(small) == 1
     big = []

@@ -91,7 +91,7 @@ def test_worker_results_name_each_group_once(tmp_path: Path) -> None:
 
 def test_many_small_traces_are_read_in_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers pay only for large files on a machine with CPUs to spare (measured: see PARALLEL_MIN_FILE_BYTES)."""
-    monkeypatch.setattr(trace_pool, "usable_cpus", lambda: 64)
+    monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 64)
     small = []
     for index in range(40):
         path = tmp_path / f"small{index}.json"
@@ -104,7 +104,7 @@ def test_many_small_traces_are_read_in_this_process(tmp_path: Path, monkeypatch:
         with open(path, "wb") as stream:
             stream.truncate(trace_pool.PARALLEL_MIN_FILE_BYTES * 2)
     assert trace_pool.default_jobs(large) == 4
-    monkeypatch.setattr(trace_pool, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 1)
     assert trace_pool.default_jobs(large) == 1
 
 
