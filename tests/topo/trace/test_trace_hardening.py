@@ -100,8 +100,8 @@ def test_many_small_traces_are_read_in_this_process(tmp_path: Path, monkeypatch:
     assert trace_pool.default_jobs(small) == 1
     large = [str(tmp_path / "large0.json"), str(tmp_path / "large1.json"), str(tmp_path / "large2.json"),
              str(tmp_path / "large3.json")]
-    for path in large:
-        with open(path, "wb") as stream:
+    for name in large:
+        with open(name, "wb") as stream:
             stream.truncate(trace_pool.PARALLEL_MIN_FILE_BYTES * 2)
     assert trace_pool.default_jobs(large) == 4
     monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 1)
