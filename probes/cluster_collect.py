@@ -23,7 +23,6 @@ is killed (SIGKILL) after the rendezvous, before it sends anything.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import signal
 import socket
@@ -34,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.jsonio import read_json
+from linkscope.topo.common.jsonio import json_text, read_json
 from linkscope.topo.common.limits import MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.machine.cluster import combine_hosts
@@ -255,7 +254,7 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
         entries.set(f"{_KEY}/host/{launch.rank}", node_name() if probe is not None else "")
         payload = probe.payload(probe_timeout_s) if probe is not None else None
         probed = time.monotonic()
-        entries.set(f"{_KEY}/part/{launch.rank}", json.dumps(payload))
+        entries.set(f"{_KEY}/part/{launch.rank}", json_text(payload, indent=None))
         grace_s = min(GATHER_GRACE_S, probe_timeout_s)
         deadline_s = (probe.started_s if probe is not None else started) + probe_timeout_s + grace_s
         parts = _read_parts(entries, launch.world_size, deadline_s) if launch.rank == 0 else []
