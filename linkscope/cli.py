@@ -7,6 +7,7 @@ Exit status: 0 success, 1 a check found something at or above `--fail-on`, 2 bad
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -14,14 +15,15 @@ import shutil
 import signal
 import sys
 import textwrap
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import NoReturn
 
 from linkscope import __version__
 from linkscope.options import ExitStatus
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.text import printable
+from linkscope.topo.common.text import say
 
 COMMAND_MODULES: tuple[str, ...] = (
     "open",
@@ -128,6 +130,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if hasattr(signal, "SIGXFSZ"):  # past a file-size limit, a write fails (one line) instead of killing us
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    with _terminations_as_interrupts():
+        return _run(args_list)
+
+
+@contextlib.contextmanager
+def _terminations_as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP end a command as Ctrl-C does (KeyboardInterrupt): a write under way removes its
+    temporary file and the command exits 130 in one line, instead of dying where it stood. Previous handlers
+    are put back afterwards (the tests run commands in their own process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
+                if number is not None}
+    for number in previous:
+        signal.signal(number, _interrupt)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _run(args_list: list[str]) -> int:
     try:
         parser = build_parser()
         if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):
@@ -137,10 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError(f"{args.command}: unrecognized arguments: {' '.join(extra)}")
         return int(args.run(args))
     except InputError as exc:
-        print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
+        say(f"linkscope: error: {exc}", stderr=True)
         return ExitStatus.BAD_INPUT
     except KeyboardInterrupt:
-        print("linkscope: interrupted", file=sys.stderr)
+        say("linkscope: interrupted", stderr=True)
         return ExitStatus.INTERRUPTED
     except BrokenPipeError:
         # the reader (`| head`) has gone: not an error; point stdout at nothing so the exit flush is quiet

@@ -11,6 +11,7 @@ from typing import Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.files import check_writable, write_text_file
+from linkscope.topo.common.text import say
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.formats.source import read_stdin_text, read_text_file
 from linkscope.topo.model.codec import measurements_from_json, measurements_to_json, snapshot_to_json
@@ -56,7 +57,6 @@ def with_measurements(snapshot: Snapshot, measurements: Measurements) -> Snapsho
 def check_measured_on(snapshot: Snapshot, measurements: Measurements, force: bool, flag: str) -> None:
     """Refuse (InputError naming `flag`) measurements of a different kind of machine unless `force`;
     another host of the same kind, unknown identity or a forced mismatch is a note on stderr."""
-    import sys
 
     from linkscope.topo.model.provenance import check_identity
 
@@ -65,7 +65,7 @@ def check_measured_on(snapshot: Snapshot, measurements: Measurements, force: boo
         raise InputError(f"{flag}: {verdict.message}")
     if verdict.message:
         forced = " (used anyway: --force)" if verdict.refused else ""
-        print(f"linkscope: note: {verdict.message.removesuffix(' (--force to use them anyway)')}{forced}", file=sys.stderr)
+        say(f"linkscope: note: {verdict.message.removesuffix(' (--force to use them anyway)')}{forced}", stderr=True)
 
 
 def write_measurements(path: str, measurements: Measurements, attach_to: Snapshot | None = None) -> None:

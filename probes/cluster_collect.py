@@ -4,8 +4,10 @@ Started once per node by torchrun (rank, world size and the rendezvous store com
 environment) or by `srun` (SLURM_PROCID / SLURM_NTASKS, with MASTER_ADDR / MASTER_PORT naming
 rank 0's node). The probe (:func:`probes.host.probe_host`, the same as `linkscope probe`) runs in a
 thread while the process group forms; each node then sends its snapshot as JSON bytes in a uint8
-tensor (:func:`probes.bench.worker.gather_json`: no pickle). A probe that fails or misses its
-deadline is sent as a gap naming the host, so one bad node never hangs the collection; the
+entry of the rendezvous store (JSON bytes: no pickle), and rank 0 reads each node's entry with a deadline.
+A probe that fails or misses its deadline is sent as a gap naming the host, and a node that dies after
+the rendezvous (killed, out of memory, its machine lost) is a gap too, named by the host it announced
+on joining: what did arrive is written, so one bad node never hangs or loses the collection; the
 rendezvous has a deadline too.
 
 Network exposure: under Slurm, rank 0 opens the store on MASTER_ADDR only (a socket bound to
@@ -14,13 +16,15 @@ GLOO_SOCKET_IFNAME says otherwise. Everything is closed when the collection ends
 
 Test knobs, so several "nodes" can run on one machine: LINKSCOPE_NODE_NAME replaces the host name
 this node reports (here and in `bench collectives`); LINKSCOPE_COLLECT_FAKE=`sample:NAME` makes the
-probe return sample NAME (under that host name), `hang` a probe that never returns, `fail` one that raises.
+probe return sample NAME (under that host name), `hang` a probe that never returns, `fail` one that raises, `kill` a node that
+is killed (SIGKILL) after the rendezvous, before it sends anything.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import signal
 import socket
 import threading
 import time
@@ -29,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import json_text, read_json
 from linkscope.topo.common.limits import MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.machine.cluster import combine_hosts
@@ -41,6 +46,11 @@ NAME_ENV = "LINKSCOPE_NODE_NAME"
 DEFAULT_PROBE_TIMEOUT_S = 60.0
 DEFAULT_RENDEZVOUS_TIMEOUT_S = 120.0
 DEFAULT_MASTER_PORT = 29500
+GATHER_GRACE_S = 15.0
+"""How long past the probe deadline rank 0 waits for a node's entry (sending a snapshot takes well under a
+second), at most the probe timeout again: a node still silent then has died or hung after the rendezvous."""
+POLL_S = 0.05
+_KEY = "linkscope-collect"
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,8 @@ class ProbeRun:
 
     def payload(self, timeout_s: float) -> dict[str, Any]:
         """What this node sends: its snapshot, or the reason it has none (waiting `timeout_s` from the start)."""
+        if os.environ.get(FAKE_ENV) == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
         self._thread.join(max(0.0, self.started_s + timeout_s - time.monotonic()))
         host = node_name()
         if self._thread.is_alive():
@@ -183,6 +195,26 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
+def _read_parts(entries: Any, world_size: int, deadline_s: float) -> list[Any]:
+    """Every rank's entry from the store, waiting for each until `deadline_s` (monotonic); a rank with none
+    by then is `{"lost": True, "host": <the name it announced, or None>}`, so the others are kept."""
+    waiting = set(range(world_size))
+    parts: list[Any] = [None] * world_size
+    while waiting:
+        for rank in sorted(waiting):
+            if entries.check([f"{_KEY}/part/{rank}"]):
+                parts[rank] = read_json(entries.get(f"{_KEY}/part/{rank}").decode("utf-8", "replace"), f"rank {rank}")
+                waiting.discard(rank)
+        if not waiting or time.monotonic() >= deadline_s:
+            break
+        time.sleep(POLL_S)
+    for rank in waiting:
+        announced = entries.check([f"{_KEY}/host/{rank}"])
+        host = entries.get(f"{_KEY}/host/{rank}").decode("utf-8", "replace") if announced else None
+        parts[rank] = {"lost": True, "host": host} if host != "" else None  # "": a node's second task, which sends none
+    return parts
+
+
 @dataclass(frozen=True)
 class CollectResult:
     """Rank 0's outcome: the cluster snapshot and what people should hear about it."""
@@ -205,12 +237,9 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
     when the group cannot form before `rendezvous_timeout_s` or falls apart during the gather.
     """
     try:
-        import torch
         import torch.distributed as dist
     except ImportError:
         raise InputError("collect: needs torch (pip install 'linkscope[bench]')") from None
-
-    from linkscope.probes.bench.worker import gather_json
 
     started = time.monotonic()
     probe = ProbeRun() if launch.local_rank == 0 else None
@@ -221,9 +250,14 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
                          f"within {rendezvous_timeout_s:g} s ({_one_line(exc)})") from None
     joined = time.monotonic()
     try:
+        entries = store if store is not None else dist.distributed_c10d._get_default_store()
+        entries.set(f"{_KEY}/host/{launch.rank}", node_name() if probe is not None else "")
         payload = probe.payload(probe_timeout_s) if probe is not None else None
         probed = time.monotonic()
-        parts = gather_json(payload, torch.device("cpu"))
+        entries.set(f"{_KEY}/part/{launch.rank}", json_text(payload, indent=None))
+        grace_s = min(GATHER_GRACE_S, probe_timeout_s)
+        deadline_s = (probe.started_s if probe is not None else started) + probe_timeout_s + grace_s
+        parts = _read_parts(entries, launch.world_size, deadline_s) if launch.rank == 0 else []
     except Exception as exc:
         raise InputError(f"collect: the gather failed ({_one_line(exc)})") from None
     finally:
@@ -238,7 +272,10 @@ def collect_cluster(launch: Launch, probe_timeout_s: float = DEFAULT_PROBE_TIMEO
     for rank, part in enumerate(parts):
         if part is None:
             continue
-        if "snapshot" in part:
+        if "lost" in part:
+            failed.append(Gap(f"collect (rank {rank})", "sent nothing by the probe deadline: "
+                              "the node died or hung after the rendezvous", part.get("host") or f"rank {rank}"))
+        elif "snapshot" in part:
             snapshots.append(from_jsonable(Snapshot, part["snapshot"], f"rank {rank}"))
         else:
             failed.append(Gap(f"collect (rank {rank})", str(part.get("error")), str(part.get("host"))))

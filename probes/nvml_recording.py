@@ -33,6 +33,7 @@ from typing import Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 
 RECORD_VARIABLE = "LINKSCOPE_NVML_RECORD"
 FORMAT = "linkscope-nvml-recording"
@@ -178,7 +179,7 @@ def recorder_from_environment(module: Any) -> NvmlRecorder | None:
     try:
         return NvmlRecorder(path, module)
     except OSError as exc:
-        print(f"linkscope: note: cannot write the NVML recording {path!r}: {exc.strerror}", file=sys.stderr)
+        say(f"linkscope: note: cannot write the NVML recording {path!r}: {exc.strerror}", stderr=True)
         return None
 
 

@@ -59,6 +59,8 @@ class SysfsFacts:
 def sysfs_bus_id(bus_id: str) -> str:
     """NVML's `00000000:18:00.0` (or any case / domain width) as sysfs spells it: `0000:18:00.0`."""
     domain, _, rest = bus_id.strip().partition(":")
+    if not re.fullmatch(r"[0-9A-Fa-f]{1,16}", domain):
+        return bus_id.strip().lower()  # not a bus id: it matches no sysfs device, and its GPU keeps NVML's facts
     return f"{int(domain, 16):04x}:{rest.lower()}"
 
 

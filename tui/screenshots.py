@@ -15,6 +15,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
+from linkscope.topo.common.text import say
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import LinkscopeApp, build_app
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     for scene in SCENES:
         path = folder / f"{scene.name}.svg"
         path.write_text(asyncio.run(capture(scene)), encoding="utf-8")
-        print(f"{path}  {scene.description}")
+        say(f"{path}  {scene.description}")
     return 0
 
 

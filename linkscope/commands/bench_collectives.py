@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from linkscope.commands.bench_run import (
@@ -21,6 +20,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import whole_number
+from linkscope.topo.common.text import say
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.results import CollectiveSweep
@@ -119,19 +119,19 @@ def report_collectives(args: argparse.Namespace, measurements: Any, sweep: Colle
              "link": each.link if each else None}
             for row, each in zip(sweep.rows, expected, strict=True)]
     if args.json:
-        print(json_text({"rows": rows, "group_setup_ms": dict(sweep.setup_ms),
-                         "stragglers": [slow.to_json() for slow in slow_groups], "notes": notes}))
+        say(json_text({"rows": rows, "group_setup_ms": dict(sweep.setup_ms),
+                         "stragglers": [slow.to_json() for slow in slow_groups], "notes": notes}), block=True)
     else:
         print_collectives(sweep.rows, sweep.setup_ms, slow_groups, notes, expected,
                           snapshot.source if snapshot is not None else None)
     write_output(args, measurements)
     wrong = sum(row.wrong or 0 for row in sweep.rows)
     if wrong:
-        print(f"linkscope: {wrong} wrong element(s) in the correctness pass", file=sys.stderr)
+        say(f"linkscope: {wrong} wrong element(s) in the correctness pass", stderr=True)
     # a straggler on GPUs is a finding (a slower link); gloo's CPU processes straggle by contention alone
     on_gpus = bool(measurements.collectives) and measurements.collectives[0].backend == "nccl"
     if slow_groups and on_gpus:
-        print(f"linkscope: {len(slow_groups)} straggler group(s): a group well below its fastest peer", file=sys.stderr)
+        say(f"linkscope: {len(slow_groups)} straggler group(s): a group well below its fastest peer", stderr=True)
     return ExitStatus.FINDINGS if wrong or (slow_groups and on_gpus) else ExitStatus.OK
 
 
@@ -146,7 +146,7 @@ def run_reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:
         outcome = run_reuse_experiment(spec, args.timeout, lambda done, _total: update(done), cancel)
     rows = summarise_reuse(outcome.result["rows"])
     if args.json:
-        print(json_text({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size}))
+        say(json_text({"reuse": rows, "backend": spec.backend, "nproc": spec.world_size}), block=True)
         return ExitStatus.OK
     print_reuse(rows, spec.backend, spec.world_size)
     return ExitStatus.OK

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from linkscope.commands.bench_run import add_run_options, check_output_options, measure_then_report, run_guarded, write_output
@@ -14,6 +13,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_COPIES_PER_SAMPLE
 from linkscope.topo.common.numbers import whole_number
+from linkscope.topo.common.text import say
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.runner import BenchOutcome
@@ -131,18 +131,18 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
             payload["pageable"] = pageable_rows
         if local_rows:
             payload["local_copies"] = local_rows
-        print(json_text(payload))
+        say(json_text(payload), block=True)
     else:
         print_p2p({**result, "host": host_rows, "pageable": pageable_rows, "local_copies": local_rows}, copies, uni, bi,
                    findings, notes)
     write_output(args, measurements)
     if not copies and not result["host"] and not pageable_rows and not local_rows:
-        print("linkscope: error: bench p2p: nothing could be measured (see the findings)", file=sys.stderr)
+        say("linkscope: error: bench p2p: nothing could be measured (see the findings)", stderr=True)
         return ExitStatus.FAILED
     if findings:
         listed = ", ".join(f"{finding.code} {finding.path}" for finding in findings[:6])
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
-        print(f"linkscope: bench p2p found {len(findings)} problem(s): {listed}{more}", file=sys.stderr)
+        say(f"linkscope: bench p2p found {len(findings)} problem(s): {listed}{more}", stderr=True)
         return ExitStatus.FINDINGS
     return ExitStatus.OK
 

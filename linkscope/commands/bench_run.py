@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from linkscope.options import ExitStatus, add_force_flag, add_json_flag, add_output_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.numbers import seconds
-from linkscope.topo.common.text import printable
+from linkscope.topo.common.text import printable, say
 
 if TYPE_CHECKING:
     from linkscope.probes.bench.runner import BenchOutcome
@@ -44,8 +43,8 @@ def run_guarded(function: Callable[[Any], int]) -> int:
         with signals_cancel(interruption):
             status = function(interruption)
         if interruption.is_set() and status not in (ExitStatus.INTERRUPTED, ExitStatus.FAILED):  # not already said
-            print(f"linkscope: bench {interruption.reason} after the run ended; every row is shown"
-                  " (and written with -o)", file=sys.stderr)
+            say(f"linkscope: bench {interruption.reason} after the run ended; every row is shown"
+                  " (and written with -o)", stderr=True)
             return ExitStatus.INTERRUPTED
         return status
     except (BenchError, GpuBusy) as exc:
@@ -58,9 +57,9 @@ def failure_status(exc: Exception, shown: bool) -> int:
 
     kept = "; what it measured before is shown above" if shown else ""
     if isinstance(exc, BenchInterrupted):
-        print(f"linkscope: bench {printable(str(exc))}; workers ended{kept}", file=sys.stderr)
+        say(f"linkscope: bench {printable(str(exc))}; workers ended{kept}", stderr=True)
         return ExitStatus.INTERRUPTED
-    print(f"linkscope: error: bench: {printable(str(exc))}{kept}", file=sys.stderr)
+    say(f"linkscope: error: bench: {printable(str(exc))}{kept}", stderr=True)
     return ExitStatus.FAILED
 
 

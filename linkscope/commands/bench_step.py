@@ -10,6 +10,7 @@ from linkscope.render.bench_tables import print_step
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import seconds, whole_number
+from linkscope.topo.common.text import say
 
 
 def register_step(sub: Any) -> None:
@@ -106,9 +107,9 @@ def _report(args: argparse.Namespace, spec: Any, runs: list[dict[str, Any]], not
     if args.json:
         from linkscope.topo.common.jsonio import json_text
 
-        print(json_text({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
+        say(json_text({"model": {"layers": spec.layers, "width": spec.width, "batch": spec.batch,
                               "parameters": spec.parameters, "gradient_bytes": spec.parameters * 4},
                     "backend": spec.backend, "nproc": spec.world_size,
-                    "modes": [summary.to_json() for summary in summaries], "notes": notes}))
+                    "modes": [summary.to_json() for summary in summaries], "notes": notes}), block=True)
         return
     print_step(spec, summaries, notes)

@@ -27,6 +27,7 @@ from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 from linkscope.topo.layout.placement import parse_visible_devices
 from linkscope.topo.layout.spec import DEFAULT_ORDER, DIMENSIONS, parse_mesh, parse_mesh_roles
 
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         payload = report.to_json()
         if measurements is not None:
             payload["calibration"] = [change.to_json() for change in changes]
-        print(json_text(payload, indent=None, compact=large))
+        say(json_text(payload, indent=None, compact=large), block=True)
     else:
         _print(report, args.suggest, [change.message for change in changes])
     return findings_status((finding.severity for finding in report.findings), args.fail_on)

@@ -8,13 +8,12 @@ naming the host; the rendezvous has its own deadline. The file is written atomic
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from linkscope.options import ExitStatus, add_json_flag, add_output_flag
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import seconds
-from linkscope.topo.common.text import printable
+from linkscope.topo.common.text import say
 
 EPILOG = """\
 examples (N nodes, HOST0 the first node's address):
@@ -72,18 +71,18 @@ def run(args: argparse.Namespace) -> int:
     timings = {**dict(result.timings_s), "write": time.monotonic() - started}
     missing = [gap for gap in result.snapshot.gaps if gap.subject.startswith("collect")]
     if args.json:
-        print(json_text({
+        say(json_text({
             "output": args.output,
             "hosts": [host.hostname for host in result.snapshot.hosts],
             "gaps": [{"host": gap.host, "subject": gap.subject, "reason": gap.reason} for gap in missing],
             "duplicates": list(result.duplicates),
             "timings_s": timings,
-        }))
+        }), block=True)
     else:
-        print(f"{args.output}: {result.reported} of {result.nodes} nodes "
+        say(f"{args.output}: {result.reported} of {result.nodes} nodes "
               f"({sum(len(host.gpus) for host in result.snapshot.hosts)} GPUs)")
         for gap in missing:
-            print(printable(f"  {gap.host}: {gap.reason}"), file=sys.stderr)
+            say(f"  {gap.host}: {gap.reason}", stderr=True)
         for name in result.duplicates:
-            print(printable(f"  {name}: more than one node has this host name (kept as {name}#2...)"), file=sys.stderr)
+            say(f"  {name}: more than one node has this host name (kept as {name}#2...)", stderr=True)
     return ExitStatus.FINDINGS if missing else ExitStatus.OK

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 from typing import Any
 
 from linkscope.options import ExitStatus, add_json_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 from linkscope.topo.machine.compare import Difference, OddReport, diff_snapshots, members_of, odd_one_out, shown_value
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -99,8 +99,7 @@ def _run_odd(args: argparse.Namespace) -> int:
 
 
 def _dump(data: dict[str, Any]) -> None:
-    sys.stdout.write(json_text(data))
-    sys.stdout.write("\n")
+    say(json_text(data), block=True)
 
 
 def _verdict(difference: Difference) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import parse_int
+from linkscope.topo.common.text import say
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import run_health
 from linkscope.topo.model.host import Host
@@ -113,7 +113,7 @@ def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) ->
                    f"{', '.join(here)}: not a baseline of this kind of machine")
         if not force:
             raise InputError(message + " (--force to compare anyway)")
-        print(f"linkscope: note: {message} (compared anyway: --force)", file=sys.stderr)
+        say(f"linkscope: note: {message} (compared anyway: --force)", stderr=True)
 
 
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
@@ -176,8 +176,7 @@ def run(args: argparse.Namespace) -> int:
     findings = run_health(context)
     qualified = len(snapshot.hosts) > 1
     if args.json:
-        sys.stdout.write(json_text(doctor_json(snapshot, findings, looked_at, qualified, doctor_judged(context))))
-        sys.stdout.write("\n")
+        say(json_text(doctor_json(snapshot, findings, looked_at, qualified, doctor_judged(context))), block=True)
     else:
         from linkscope.render.console import table_console
         from linkscope.render.doctor_view import doctor_view

@@ -20,6 +20,7 @@ from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import whole_number
 from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
+from linkscope.topo.common.text import say
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import (
     ALGORITHMS,
@@ -148,11 +149,11 @@ def run(args: argparse.Namespace) -> int:
     cost = collective_cost(op, links, size_bytes, args.algo)
     algorithms = algorithm_times(op, links, size_bytes)
     if args.json:
-        print(json_text({
+        say(json_text({
             "op": op, "size_bytes": size_bytes, "ranks": args.ranks, "nodes": nodes, "algo": cost.algo,
             "time_s": cost.time_s, "algbw_gbps": cost.algbw_gbps, "busbw_gbps": cost.busbw_gbps,
             "channels": cost.channels, "links": list(cost.links_used), "algorithms": algorithms,
-        }))
+        }), block=True)
         return 0
     from rich.table import Table
     from rich.text import Text

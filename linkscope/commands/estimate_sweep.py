@@ -15,6 +15,7 @@ from typing import Any
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_SWEEP_SIZES
 from linkscope.topo.common.sizes import format_size_bytes, geometric_sizes, parse_size_bytes
+from linkscope.topo.common.text import say
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.model.busbw import bus_factor
@@ -59,9 +60,9 @@ def run_sweep_if_asked(args: argparse.Namespace, op: str, links: GroupLinks) -> 
     if args.json:
         from linkscope.topo.common.jsonio import json_text
 
-        print(json_text({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}))
+        say(json_text({"op": op, "ranks": args.ranks, "nodes": args.nodes, "sizes": rows}), block=True)
     else:
-        print("\n".join(sweep_lines(op, args.ranks, args.nodes, rows)))
+        say("\n".join(sweep_lines(op, args.ranks, args.nodes, rows)), block=True)
     return 0
 
 

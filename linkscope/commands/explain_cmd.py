@@ -18,6 +18,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import whole_number
+from linkscope.topo.common.text import say
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import ALGORITHMS, WHAT_IF_INTER, WHAT_IF_INTRA, parse_op
 from linkscope.topo.cost.explain import (
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
                                    "scenarios": [each.to_json() for each in fits], "layout": None}
         if layout is not None:
             payload["layout"] = {**layout[0].to_json(), "placement": layout[1]}
-        print(json_text(payload))
+        say(json_text(payload), block=True)
     else:
         _print(op, size_bytes, args.ranks, observed_s, busbw, fits, layout)
     slow = layout is not None and layout[0].verdict in ("slow", "far below")

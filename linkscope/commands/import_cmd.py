@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag, findings_status
 from linkscope.topo.common.jsonio import json_text
-from linkscope.topo.common.text import printable
+from linkscope.topo.common.text import say
 from linkscope.topo.cost.expect import RowExpectations, judged_counts, placement_lines, row_expectations, severities
 from linkscope.topo.model.measurements import Measurements
 
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_measurements(args.output, measurements, attached)
         what = f"{attached.source}'s snapshot carrying the measurements" if attached is not None else "measurements"
-        print(printable(f"{what} written to {args.output}"), file=sys.stderr)
+        say(f"{what} written to {args.output}", stderr=True)
     if args.json:
         payload: dict[str, Any] = {"schema": SCHEMA_VERSION, "measurements": to_jsonable(measurements)}
         if against is not None:
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             payload["expected"] = [row.to_json() for row in expected.all()]
             payload["judged"] = judged_counts(_asked(expected))
             payload["placement"] = placement_lines(expected.all())
-        print(json_text(payload))
+        say(json_text(payload), block=True)
     else:
         _print(measurements, expected, against.source if against is not None else None)
     if against is None:

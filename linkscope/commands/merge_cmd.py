@@ -8,13 +8,12 @@ twice are reported (exit 2) rather than guessed at.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from linkscope.options import add_json_flag, add_output_flag
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.jsonio import json_text, read_json
+from linkscope.topo.common.text import comparable, printable, say
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -40,8 +39,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def _schema_of(text: str) -> object:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = read_json(text, "")
+    except InputError:
         return None
     if isinstance(data, dict) and "schema" not in data and isinstance(data.get("snapshot"), dict):
         data = data["snapshot"]
@@ -73,10 +72,12 @@ def run(args: argparse.Namespace) -> int:
             other_schema.setdefault(schema, []).append(path)
             continue
         for host in snapshot.hosts:
-            if host.hostname in origin:
-                raise InputError(f"{path}: host {host.hostname!r} is also in {origin[host.hostname]} "
-                                 "(collected twice? keep one file per host)")
-            origin[host.hostname] = path
+            key = comparable(host.hostname)
+            if key in origin:
+                raise InputError(f"{path}: host {printable(host.hostname)!r} is also in {origin[key]} "
+                                 "(collected twice? keep one file per host; names are compared without invisible "
+                                 "characters and case)")
+            origin[key] = path
         snapshots.append(snapshot)
     if other_schema:
         listed = "; ".join(f"schema {schema!r}: {', '.join(paths[:3])}" + (f" (+{len(paths) - 3})" if len(paths) > 3 else "")
@@ -86,15 +87,15 @@ def run(args: argparse.Namespace) -> int:
                          "with this version")
     carried = [path for path, snapshot in zip(args.files, snapshots, strict=True) if snapshot.measurements is not None]
     if carried:
-        print(f"linkscope: note: the measurements in {', '.join(carried[:3])}{' ...' if len(carried) > 3 else ''} are not "
-              "carried into the cluster (they describe one host); pass them with --measurements", file=sys.stderr)
+        say(f"linkscope: note: the measurements in {', '.join(carried[:3])}{' ...' if len(carried) > 3 else ''} are not "
+              "carried into the cluster (they describe one host); pass them with --measurements", stderr=True)
     meta = (("merged", f"{len(args.files)} file(s) by linkscope merge"),)
     cluster = combine_hosts(snapshots, "merge", meta=meta).snapshot
     write_text_file(args.output, snapshot_to_json(cluster, indent=None))
     gpus = sum(len(host.gpus) for host in cluster.hosts)
     if args.json:
-        print(json_text({"output": args.output, "hosts": [host.hostname for host in cluster.hosts], "gpus": gpus,
-                          "files": len(args.files)}))
+        say(json_text({"output": args.output, "hosts": [host.hostname for host in cluster.hosts], "gpus": gpus,
+                          "files": len(args.files)}), block=True)
     else:
-        print(f"{args.output}: {len(cluster.hosts)} hosts, {gpus} GPUs from {len(args.files)} file(s)")
+        say(f"{args.output}: {len(cluster.hosts)} hosts, {gpus} GPUs from {len(args.files)} file(s)")
     return 0

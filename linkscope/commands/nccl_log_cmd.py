@@ -14,6 +14,7 @@ from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 from linkscope.topo.formats.nccl_log import read_nccl_log_file
 
 JSON_INDENT_LIMIT = 5000
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         if placement is not None:
             report["placement"] = placement.to_json()
         large = len(log.edges) > JSON_INDENT_LIMIT
-        print(json_text(report, indent=None if large else 2))
+        say(json_text(report, indent=None if large else 2), block=True)
     else:
         from linkscope.render.nccl_log_view import print_report
 

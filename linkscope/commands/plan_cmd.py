@@ -16,7 +16,7 @@ from linkscope.source import open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import whole_number
-from linkscope.topo.common.text import printable_block
+from linkscope.topo.common.text import say
 from linkscope.topo.layout.spec import DIMENSIONS
 
 
@@ -67,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 
     if args.json:
-        print(json_text(plan_json(plan)))
+        say(json_text(plan_json(plan)), block=True)
     elif args.markdown:
-        print(printable_block(plan_markdown(plan)), end="")  # markdown is text on a terminal too
+        say(plan_markdown(plan), end="", block=True)  # markdown is text on a terminal too
     else:
         from linkscope.render.console import console as safe_console
 

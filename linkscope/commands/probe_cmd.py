@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from linkscope.options import add_json_flag, add_output_flag
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import seconds
+from linkscope.topo.common.text import say
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_text_file(args.output, snapshot_to_json(snapshot))
     if args.json:
-        print(json_text({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}))
+        say(json_text({"identity": identity_json(table), "snapshot": to_jsonable(snapshot)}), block=True)
         return 0
     from rich.text import Text
 

@@ -17,6 +17,7 @@ from linkscope.options import ExitStatus, add_output_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_RECORD_SECONDS
 from linkscope.topo.common.numbers import WEEK_S, decimal_number
+from linkscope.topo.common.text import say
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -63,14 +64,14 @@ class _Progress:
 
     def __call__(self, readings: int, elapsed_s: float) -> None:
         if readings == 1:
-            sys.stderr.write(f"recording {self.seconds:g} s of counters (Ctrl-C stops and keeps what was read)\n")
+            say(f"recording {self.seconds:g} s of counters (Ctrl-C stops and keeps what was read)", stderr=True)
         elif self.tty:
-            sys.stderr.write(f"\r{elapsed_s:6.1f} of {self.seconds:g} s, {readings} readings")
+            say(f"{elapsed_s:6.1f} of {self.seconds:g} s, {readings} readings", stderr=True, end="\r")
         sys.stderr.flush()
 
     def done(self) -> None:
         if self.tty:
-            sys.stderr.write("\n")
+            say("", stderr=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +96,6 @@ def run(args: argparse.Namespace) -> int:
     assert recording is not None
     gpus = len(recording.samples[0].gpus) if recording.samples else 0
     cut = " (stopped early by Ctrl-C)" if interrupted else ""
-    print(f"recorded {len(recording.samples)} readings of {gpus} GPU(s) over {recording.duration_s:g} s{cut} "
+    say(f"recorded {len(recording.samples)} readings of {gpus} GPU(s) over {recording.duration_s:g} s{cut} "
           f"to {args.output}")
     return ExitStatus.INTERRUPTED if interrupted else ExitStatus.OK

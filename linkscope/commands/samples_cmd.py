@@ -7,6 +7,7 @@ from typing import Any
 
 from linkscope.options import add_json_flag
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 from linkscope.topo.samples import sample_description, sample_names
 
 
@@ -30,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     """Print the sample names and descriptions."""
     rows = [{"name": name, "source": f"sample:{name}", "description": sample_description(name)} for name in sample_names()]
     if args.json:
-        print(json_text(rows))
+        say(json_text(rows), block=True)
         return 0
     width = max(len(row["source"]) for row in rows)
     for row in rows:
-        print(f"{row['source'].ljust(width)}  {row['description']}")
+        say(f"{row['source'].ljust(width)}  {row['description']}")
     return 0

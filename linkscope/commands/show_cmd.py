@@ -16,6 +16,7 @@ from linkscope.render import gpu_nic_tokens, matrix_tokens
 from linkscope.source import open_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 from linkscope.topo.model.host import Gpu, Host
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         payload = show_json(snapshot)
         if snapshot.measurements is not None:
             payload["measurements"] = measurements_json(snapshot)
-        print(json_text(payload))
+        say(json_text(payload), block=True)
         return 0
     from linkscope.render.console import console as safe_console
     from linkscope.render.view import snapshot_view

@@ -8,11 +8,12 @@ from typing import Any
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS
+from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS, MAX_STEP_ROWS
 from linkscope.topo.common.numbers import decimal_number, whole_number
+from linkscope.topo.common.text import say
 from linkscope.topo.model.provenance import gpu_names
 from linkscope.topo.trace.files import machine_pricer, trace_paths
-from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, read_traces
+from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILE_BYTES, PARALLEL_MIN_SPARE_CPUS, read_traces
 from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
@@ -54,8 +55,13 @@ def register(subparsers: Any) -> None:
                         help=f"exposed communication above this share of a step is a finding (default {EXPOSED_SHARE})")
     add_fail_on_flag(parser)
     parser.add_argument("--jobs", type=whole_number(1, 1024), default=None, metavar="N",
-                        help="read N traces at once, each in its own process (default: one per CPU, at most "
-                             f"{MAX_JOBS}, when the traces add up to {PARALLEL_MIN_BYTES >> 20} MB or more; else 1)")
+                        help="read N traces at once, each in its own process (default: one per idle CPU, at most "
+                             f"{MAX_JOBS}, with {PARALLEL_MIN_SPARE_CPUS} idle CPUs or more and traces of "
+                             f"{PARALLEL_MIN_FILE_BYTES >> 20} MB a file on average and {PARALLEL_MIN_BYTES >> 20} MB "
+                             "in all; else 1)")
+    parser.add_argument("--all-steps", action="store_true",
+                        help=f"list every step in the text report (default: past {MAX_STEP_ROWS} steps, the first, the "
+                             "longest and percentiles; --json always holds every step)")
     add_json_flag(parser, "print one JSON object: traces, collectives, steps, straggler, findings")
     parser.set_defaults(run=run)
 
@@ -85,11 +91,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from linkscope.topo.common.jsonio import json_text
 
-        print(json_text(report.to_json(), indent=None))
+        say(json_text(report.to_json(), indent=None), block=True)
     else:
         from linkscope.render.trace_view import print_trace_report
 
-        print_trace_report(report, priced=pricer is not None)
+        print_trace_report(report, priced=pricer is not None, all_steps=args.all_steps)
     return findings_status((finding.severity for finding in report.findings), args.fail_on)
 
 

@@ -10,16 +10,20 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render.console import table_console
+from linkscope.topo.common.limits import MAX_STEP_ROWS
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import counted, format_share
-from linkscope.topo.trace.report import CollectiveRow, TraceReport
+from linkscope.topo.trace.report import CollectiveRow, StepRow, TraceReport
 
 TOP_COLLECTIVES = 8
+WORST_STEPS = 5
+"""Longest steps a summarised steps table names."""
 
 
-def print_trace_report(report: TraceReport, priced: bool) -> None:
-    """Print the report for people; every string from a trace goes through `printable`."""
+def print_trace_report(report: TraceReport, priced: bool, all_steps: bool = False) -> None:
+    """Print the report for people; every string from a trace goes through `printable`. More steps than
+    MAX_STEP_ROWS are summarised (the first, the worst, percentiles) unless `all_steps`."""
     console = table_console()
     for trace in report.traces:
         who = f"rank {trace.rank} of {trace.world_size}" if trace.rank is not None else "rank unknown"
@@ -34,7 +38,7 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
     if len(report.hosts) > 1:
         console.print(Text("note: traces from several hosts: waits across hosts are as exact as the hosts' clocks"))
     if report.steps:
-        console.print(_steps_table(report))
+        console.print(_steps_table(report, all_steps))
     rows = report.slowest(TOP_COLLECTIVES) if priced else []
     if rows:
         console.print(_collectives_table(rows, priced=True))
@@ -61,22 +65,46 @@ def print_trace_report(report: TraceReport, priced: bool) -> None:
         console.print(Text(f"{finding.severity}: {finding.code}: ", style="bold") + Text(printable(finding.message)))
 
 
-def _steps_table(report: TraceReport) -> Table:
-    table = Table(title="steps (ms; median over ranks)", box=box.SIMPLE_HEAD,
-                  caption="GPU idle: neither compute nor exposed communication (launch gaps, CPU work, data loading)")
-    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "GPU idle", "exposed share", "idle share"):
-        table.add_column(column, justify="right")
-    by_step: dict[int, list] = defaultdict(list)
+_StepCells = tuple[str, str, float, float, float, float, float, float, float]
+"""One step's row: step, ranks, then time, compute, comm, exposed comm, GPU idle (us), exposed share and idle share."""
+
+
+def _steps_table(report: TraceReport, all_steps: bool) -> Table:
+    by_step: dict[int, list[StepRow]] = defaultdict(list)
     for row in report.steps:
         by_step[row.step].append(row)
-    for step, rows in sorted(by_step.items()):
-        exposed_share = median(r.exposed_share for r in rows)
-        table.add_row(str(step), str(len(rows)), f"{median(r.time_us for r in rows) / 1e3:.2f}",
-                      f"{median(r.compute_us for r in rows) / 1e3:.2f}", f"{median(r.comm_us for r in rows) / 1e3:.2f}",
-                      f"{median(r.exposed_comm_us for r in rows) / 1e3:.2f}",
-                      f"{median(r.idle_us for r in rows) / 1e3:.2f}",
-                      format_share(exposed_share), format_share(median(r.idle_share for r in rows)))
+    steps = [_step_cells(step, rows) for step, rows in sorted(by_step.items())]
+    shown: list[_StepCells] = steps
+    caption = "GPU idle: neither compute nor exposed communication (launch gaps, CPU work, data loading)"
+    title = "steps (ms; median over ranks)"
+    if not all_steps and len(steps) > MAX_STEP_ROWS:
+        shown = _step_summary(steps)
+        title = f"{len(steps)} steps (ms; median over ranks): the first, the {WORST_STEPS} longest, and percentiles"
+        caption = f"{caption}; --all-steps lists every step"
+    table = Table(title=title, box=box.SIMPLE_HEAD, caption=caption)
+    for column in ("step", "ranks", "time", "compute", "comm", "exposed comm", "GPU idle", "exposed share", "idle share"):
+        table.add_column(column, justify="right")
+    for step, ranks, *times_us, exposed_share, idle_share in shown:
+        table.add_row(step, ranks, *(f"{value / 1e3:.2f}" for value in times_us), format_share(exposed_share),
+                      format_share(idle_share))
     return table
+
+
+def _step_cells(step: int, rows: list[StepRow]) -> _StepCells:
+    return (str(step), str(len(rows)), median(r.time_us for r in rows), median(r.compute_us for r in rows),
+            median(r.comm_us for r in rows), median(r.exposed_comm_us for r in rows),
+            median(r.idle_us for r in rows), median(r.exposed_share for r in rows), median(r.idle_share for r in rows))
+
+
+def _step_summary(steps: list[_StepCells]) -> list[_StepCells]:
+    """The first step (often warm-up), the longest ones, then each column's percentiles over all steps."""
+    longest = sorted(steps[1:], key=lambda cells: -cells[2])[:WORST_STEPS]
+    rows = [steps[0], *sorted(longest, key=lambda cells: int(cells[0]))]
+    for label, share in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)):
+        columns = [sorted(cells[index] for cells in steps) for index in range(2, 9)]
+        picked = [column[min(len(column) - 1, int(share * (len(column) - 1) + 0.5))] for column in columns]
+        rows.append((label, "", *picked))  # type: ignore[arg-type]
+    return rows
 
 
 def _longest(rows: tuple[CollectiveRow, ...]) -> list[CollectiveRow]:

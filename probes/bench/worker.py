@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from linkscope.topo.common.text import say
+
 FAULT_ENV = "LINKSCOPE_BENCH_FAULT"
 RANK_ENV, WORLD_ENV, LOCAL_RANK_ENV = "LINKSCOPE_RANK", "LINKSCOPE_WORLD_SIZE", "LINKSCOPE_LOCAL_RANK"
 PARENT_ENV = "LINKSCOPE_PARENT_PID"
@@ -303,12 +305,12 @@ def _torchrun(argv: list[str]) -> int:
         if args.output and rank == 0:
             check_writable(args.output)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", stderr=True)
         return 2
     if backend == "nccl":
         visible = torch.cuda.device_count()
         if visible == 0 or (local_rank >= visible and visible != 1):
-            print(f"error: --backend nccl: local rank {local_rank} but {visible} CUDA GPU(s) visible to it", file=sys.stderr)
+            say(f"error: --backend nccl: local rank {local_rank} but {visible} CUDA GPU(s) visible to it", stderr=True)
             return 2
         local_rank = min(local_rank, visible - 1)  # one GPU per task (Slurm --gpus-per-task): it is device 0
         torch.cuda.set_device(local_rank)
@@ -323,7 +325,7 @@ def _torchrun(argv: list[str]) -> int:
     dist.barrier()
     init_ms = (time.perf_counter() - t0) * 1e3
     result = run_collectives(to_jsonable(spec), rank, local_rank,
-                             lambda op, size: print(f"done {op} {size} B", file=sys.stderr, flush=True))
+                             lambda op, size: say(f"done {op} {size} B", stderr=True))
     dist.destroy_process_group()
     if result is None:
         return 0
@@ -331,19 +333,19 @@ def _torchrun(argv: list[str]) -> int:
     measurements = measurements_from_rows(sweep.rows, [("init_process_group", init_ms), *sweep.setup_ms],
                                           result["notes"], source="linkscope bench collectives (torchrun)")
     for row in result["rows"]:
-        print(json.dumps(row))
+        say(json.dumps(row), block=True)
     from linkscope.probes.bench.results import stragglers
     from linkscope.topo.common.units import format_gbps
 
     for slow in stragglers(sweep.rows):
-        print(f"straggler: {slow.dim} group {slow.group} on {', '.join(slow.hosts)}: {slow.op} "
+        say(f"straggler: {slow.dim} group {slow.group} on {', '.join(slow.hosts)}: {slow.op} "
               f"{slow.size_bytes} B at {format_gbps(slow.busbw_gbps, '.2f')} busbw, {slow.ratio:.0%} of {slow.fastest_group}",
-              file=sys.stderr)
+              stderr=True)
     if args.output:
         try:
             write_text_file(args.output, measurements_to_json(measurements))
         except InputError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            say(f"error: {exc}", stderr=True)
             return 2
     return 0
 
@@ -355,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         return _spawned(Path(args[1]))
     if args and args[0] == "collectives":
         return _torchrun(args[1:])
-    print("usage: python -m linkscope.probes.bench.worker --job DIR | collectives [options]", file=sys.stderr)
+    say("usage: python -m linkscope.probes.bench.worker --job DIR | collectives [options]", stderr=True)
     return 2
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from linkscope.commands.estimate_sweep import sweep_rows, sweep_sizes
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_WORLD_RANKS
 from linkscope.topo.cost.collectives import uniform_links
 from linkscope.topo.cost.explain import explain, implied_gbps, parse_duration_s, what_if_scenarios
 from support.bench import cli_main
@@ -129,3 +130,14 @@ def test_a_two_node_all_reduce_at_a_tenth_points_at_the_network_not_nvlink(capsy
     assert cli_main(argv) == 1
     text = " ".join(capsys.readouterr().out.split())
     assert "Verdict: far below" in text and "NV18 (or what shares it)" not in text
+
+
+@pytest.mark.parametrize("ranks", [str(10**30), str(MAX_WORLD_RANKS + 1)])
+def test_explain_ranks_without_a_source_has_the_cap_estimate_has(ranks: str) -> None:
+    """Issue 24: `--ranks 10**30` without a SOURCE never finished; the caps come from topo.common.limits."""
+    from support.fuzz import run_cli
+
+    outcome = run_cli(["explain", "all_reduce", "--bytes", "1G", "--ranks", ranks, "--time", "150ms"], seconds=5)
+    assert outcome.status == 2 and "--ranks" in outcome.err and len(outcome.err.strip().splitlines()) == 1
+    same = run_cli(["estimate", "all_reduce", "--bytes", "1G", "--ranks", ranks, "--intra", "1:300"], seconds=5)
+    assert same.status == 2 and "--ranks" in same.err

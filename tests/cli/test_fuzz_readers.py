@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.commands import COMMANDS, argv_for, input_position
 from support.fuzz import (
     SAMPLES,
     WEIRD_WORDS,
@@ -185,3 +186,34 @@ def test_any_value_of_a_numeric_flag_is_a_result_or_one_line(argv: tuple[str, ..
     outcome = run_cli([part.format(v=value) for part in argv], seconds=BOUND_S * 2)
     assert_clean_outcome(outcome, f"{' '.join(argv)} with {value!r}")
     assert outcome.seconds < BOUND_S
+
+
+COMMAND_FUZZ = settings(max_examples=int(os.environ.get("LINKSCOPE_FUZZ_EXAMPLES", "4")), deadline=None,
+                        derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                                 HealthCheck.function_scoped_fixture])
+COVERED_COMMANDS = tuple(sorted(COMMANDS))
+"""The commands this suite fuzzes (tests/cli/test_suite_coverage.py holds it to `linkscope help`)."""
+
+
+@pytest.mark.parametrize("name", COVERED_COMMANDS)
+@COMMAND_FUZZ
+@given(data=st.data())
+def test_every_command_survives_mutated_input_and_arguments(name: str, data: st.DataObject, tmp_path_factory: Any,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each command with its input file mutated as text (when it reads one) or one argument swapped for a word
+    that has broken parsers: a result or one line, within the bound."""
+    case = COMMANDS[name]
+    folder = tmp_path_factory.mktemp(f"fuzz-{name}")
+    monkeypatch.chdir(folder)  # an argument fuzzed into a relative -o writes here, not into the repository
+    if case.prepare is not None:
+        case.prepare(monkeypatch, "")
+    argv = argv_for(case, folder, output=folder / "out.json" if case.writes else None)
+    position = input_position(argv)
+    if position is not None and data.draw(st.booleans()):
+        path = Path(argv[position])
+        path.write_text(data.draw(mutated_text(path.read_text(encoding="utf-8"))), encoding="utf-8", errors="surrogatepass")
+    else:
+        where = data.draw(st.integers(1, len(argv) - 1)) if len(argv) > 1 else 1
+        argv[where:where + 1] = [data.draw(st.sampled_from(WEIRD_WORDS))]
+    outcome = run_cli(argv, seconds=BOUND_S * 3)
+    assert_clean_outcome(outcome, f"{name} {argv!r}")

@@ -3,6 +3,7 @@ inputs that could block (a FIFO with no writer) or are too large on stdin are on
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from support.fuzz import REAL, ROOT, assert_clean_outcome, run_cli
+from support.commands import COMMANDS, argv_for, input_position, sampled
+from support.fuzz import REAL, ROOT, Outcome, assert_clean_outcome, run_cli
 
 NCCL_TESTS = REAL / "nccl_tests" / "h200-2node-16gpu-baremetal-all_reduce.txt"
 
@@ -155,3 +157,96 @@ def test_no_command_writes_a_file_its_own_way() -> None:
                  for path in (ROOT / folder).rglob("*.py")
                  if path != writer and ("os.replace(" in path.read_text() or "mkstemp(" in path.read_text())]
     assert not offenders, offenders
+
+
+COVERED_COMMANDS = tuple(sorted(COMMANDS))
+"""The commands the output-file and special-file suites run (tests/cli/test_suite_coverage.py holds it to
+`linkscope help`)."""
+
+
+def _written(name: str, folder: Path, target: Path, monkeypatch: pytest.MonkeyPatch) -> Outcome:
+    case = COMMANDS[name]
+    if case.prepare is not None:
+        case.prepare(monkeypatch, "")
+    return run_cli(argv_for(case, folder / "in", output=target), seconds=30)
+
+
+@pytest.mark.parametrize("name", COVERED_COMMANDS)
+def test_every_command_writes_only_through_the_one_writer(name: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command with -o: the umask on a new file, the old file's mode kept, no temporary file left, a symlink,
+    a FIFO and a device refused in one line (none replaced), and a full disk leaving the old file whole. A
+    command without -o refuses one as a usage error and creates nothing."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "written.json"
+    if not COMMANDS[name].writes:
+        outcome = _written(name, tmp_path, target, monkeypatch)
+        assert outcome.status == 2 and "unrecognized arguments" in outcome.err, outcome.err
+        assert list(folder.iterdir()) == []
+        return
+    previous = os.umask(0o077)
+    try:
+        first = _written(name, tmp_path, target, monkeypatch)
+    finally:
+        os.umask(previous)
+    if name == "bench":  # no GPU here: the run fails after -o was checked, and writes nothing
+        assert first.status == 2 and not target.exists(), first.err
+        target.write_text("old\n")
+        target.chmod(0o640)
+    else:
+        assert first.status in (0, 1), first.err
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+        target.chmod(0o640)
+        assert _written(name, tmp_path, target, monkeypatch).status in (0, 1)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(path.name for path in folder.iterdir()) == ["written.json"]
+    link = folder / "link.json"
+    link.symlink_to(target)
+    outcome = _written(name, tmp_path, link, monkeypatch)
+    assert outcome.status == 2 and "symbolic link" in outcome.err and link.is_symlink()
+    link.unlink()
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    for special in (fifo, Path("/dev/null")):
+        outcome = _written(name, tmp_path, special, monkeypatch)
+        assert outcome.status == 2 and "not a regular file" in outcome.err, outcome.err
+        assert len(outcome.err.strip().splitlines()) == 1
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    fifo.unlink()
+    if name != "bench":
+        before = target.read_bytes()
+
+        def disk_full(descriptor: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(os, "fsync", disk_full)
+        outcome = _written(name, tmp_path, target, monkeypatch)
+        monkeypatch.undo()
+        assert outcome.status == 2 and "No space left on device" in outcome.err, outcome.err
+        assert "previous file is unchanged" in outcome.err and target.read_bytes() == before
+    assert sorted(path.name for path in folder.iterdir()) == ["written.json"]
+
+
+@pytest.mark.parametrize("name", COVERED_COMMANDS)
+def test_every_command_refuses_special_files_in_one_line(name: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each command's input file replaced by a FIFO with no writer, a directory, a device that never ends and a
+    file whose read fails: one line and exit 2 at once, never a hang or a traceback. A command that reads no
+    named file is given one anyway (as an extra argument) and refuses it as usage, without opening it."""
+    case = COMMANDS[name]
+    if case.prepare is not None:
+        case.prepare(monkeypatch, "")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    folder = tmp_path / "in"
+    for special in [str(fifo), *sampled([str(tmp_path), "/dev/zero", "/proc/self/mem"], 1, f"special-{name}")]:
+        argv = argv_for(case, folder)
+        position = input_position(argv)
+        if position is None:
+            argv.append(special)
+        else:
+            argv[position] = special
+        outcome = run_cli(argv, seconds=10)
+        assert_clean_outcome(outcome, f"{name} on {special}")
+        assert outcome.status == 2 or (position is None and name == "help"), (special, outcome.err)

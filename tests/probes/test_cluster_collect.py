@@ -148,3 +148,23 @@ def test_bench_collectives_across_torchrun_nodes_names_the_hosts_of_each_group(t
     assert {len(result.hosts) for result in measured.collectives if (result.group or "").startswith("tp")} == {1}
     assert {len(result.hosts) for result in measured.collectives if (result.group or "").startswith("dp")} == {2}
     assert [path.name for path in tmp_path.iterdir()] == ["bench.json"]
+
+
+def test_a_node_killed_after_the_rendezvous_is_a_gap_and_the_rest_is_written(tmp_path: Path) -> None:
+    """Three srun-style tasks on loopback; node-c is killed (SIGKILL) after joining, before it sends: rank 0
+    writes node-a and node-b, names node-c as a gap and exits 1 (before the fix: exit 2 and no file)."""
+    port, output = free_port(), tmp_path / "cluster.json"
+    fakes = [("node-a", "sample:dgx-h100"), ("node-b", "sample:pcie-l40s-8"), ("node-c", "kill")]
+    started = time.monotonic()
+    tasks = [_srun_task(rank, 3, port, name, fake, output, "--probe-timeout", "3") for rank, (name, fake) in enumerate(fakes)]
+    results = finish(tasks, 60)
+    assert results[0][0] == 1, as_text(results)
+    assert results[2][0] == -9, as_text(results)
+    summary = json.loads(results[0][1])
+    assert summary["hosts"] == ["node-a", "node-b"]
+    assert [(gap["host"], gap["subject"]) for gap in summary["gaps"]] == [("node-c", "collect (rank 2)")]
+    assert "died or hung after the rendezvous" in summary["gaps"][0]["reason"]
+    assert time.monotonic() - started < 45
+    cluster = load_source(str(output))
+    assert [host.hostname for host in cluster.hosts] == ["node-a", "node-b"]
+    assert [path.name for path in tmp_path.iterdir()] == ["cluster.json"]

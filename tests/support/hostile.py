@@ -27,12 +27,15 @@ PAYLOADS: dict[str, str] = {
     "cut-short-osc": "\x1b]52;c;AAAA",
     "markup": "[link=https://evil.invalid]x[/link][bold red]",
     "bidi-override": "gpu\u202elive.ssh\u202c\u2066x\u2069",
+    "invisible": "node\u200b01\u2060\ufeff\u00ad\u200d",
 }
 """Name -> payload; every one must reach no terminal as control characters."""
 
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Any control character but tab and newline, and the bidirectional overrides that reorder what a line
-shows: none may appear in what linkscope prints."""
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                     "\u00ad\u200b-\u200d\u2060-\u2064\ufeff\u2028\u2029]")
+"""Any control character but tab and newline, the bidirectional overrides that reorder what a line shows and
+the characters that print as nothing (zero-width space, word joiner, byte-order mark, soft hyphen): none may
+appear in what linkscope prints."""
 
 _TEXTUAL_OWN = re.compile(r"\x1b\[[0-9;]*[mHJKlh]|\x1b\[\?[0-9;]*[lh]")
 """Sequences Textual itself writes (colours, cursor positioning, modes)."""

@@ -1,14 +1,19 @@
-"""The one writer of output files: every `-o` (and the benchmark worker's) writes through it.
+"""The one writer of output files, and the one opener of input files.
 
-A file is written whole or not at all, never through a symbolic link, with the mode the file it replaces
-had (or what the umask gives a new one), and a failed write leaves no temporary file behind.
+Every `-o` (and the benchmark worker's) writes through :func:`write_text_file`: a file is written whole
+or not at all, never through a symbolic link nor onto a FIFO or device, with the mode the file it
+replaces had (or what the umask gives a new one), and a failed write leaves no temporary file behind.
+Every reader opens a named file with :func:`open_input`: only a regular file (a FIFO would block forever,
+a device never end; `-` reads stdin).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
+from typing import BinaryIO
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
@@ -58,8 +63,33 @@ def _remove_quietly(path: str) -> None:
         os.unlink(path)
 
 
+def open_input(path: str) -> BinaryIO:
+    """`path` opened for reading in binary, when it is a regular file; InputError in one line otherwise.
+
+    The file is opened without blocking and checked on the open descriptor, so a FIFO (which would
+    block until a writer came) or a device is refused, and nothing can swap it between check and read.
+    """
+    if "\x00" in path:
+        raise InputError(f"{path!r}: a file name cannot hold a NUL character")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise InputError(f"{path}: not a regular file (a FIFO, device or socket; to read a pipe, use - for stdin)")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
 def check_writable(path: str) -> None:
-    """InputError now, before a long run, when `path` could not be written later (or is a symlink)."""
+    """InputError now, before a long run, when `path` could not be written later: a symlink, a directory,
+    or anything but a regular file (a FIFO or device node is refused rather than replaced by a file)."""
     if "\x00" in path:
         raise InputError(f"{path!r}: a file name cannot hold a NUL character")
     parent = os.path.dirname(os.path.abspath(path))
@@ -67,6 +97,9 @@ def check_writable(path: str) -> None:
         raise InputError(f"{printable(path)}: is a symbolic link; linkscope does not write through links (name the target)")
     if os.path.isdir(path):
         raise InputError(f"{path}: cannot write (it is a directory)")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise InputError(f"{path}: not a regular file (a FIFO, device or socket): -o writes files only; write to a "
+                         "file and copy it there")
     if not os.path.isdir(parent):
         raise InputError(f"{path}: cannot write (no directory {parent})")
     if not os.access(path if os.path.exists(path) else parent, os.W_OK):

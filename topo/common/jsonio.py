@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -36,8 +37,63 @@ def _finite_float(word: str) -> float:
     return value
 
 
+_LONE_SURROGATE = re.compile(
+    r"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\)(?:\\\\)*(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|[\ud800-\udfff]"
+)
+"""A `\\uD800`-`\\uDFFF` escape that is not half of a pair (or a raw surrogate): no character of any text."""
+
+_SURROGATE_LOOKAHEAD_CHARS = 12
+"""How far a match looks past its end (the low half of a pair): what a streamed check holds back per chunk."""
+
+
+def refuse_lone_surrogates(text: str, name: str) -> None:
+    """The one policy on lone surrogates in JSON: InputError. Python's decoder accepts `"\\udc80"`, and the
+    string it makes cannot be printed or written as UTF-8, so it would crash the first print instead."""
+    if ("\\u" in text or not text.isascii()) and (match := _LONE_SURROGATE.search(text)) is not None:
+        _refuse(match, name)
+
+
+def _refuse(match: re.Match[str], name: str) -> None:
+    found = match.group()
+    shown = f"\\u{found[-4:]}" if len(found) > 1 else f"U+{ord(found):04X}"
+    raise InputError(f"{name}: a lone surrogate ({shown}) in a JSON string: half of a UTF-16 pair is no character")
+
+
+class SurrogateCheck:
+    """:func:`refuse_lone_surrogates` over text read in chunks: each chunk is checked with the end of
+    the one before (a pair, or the backslashes before an escape, may straddle them); `done` checks the
+    characters held back at the end."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.held = ""
+        self.judged = 0
+        """Characters at the start of `held` whose matches were judged already."""
+
+    def feed(self, chunk: str) -> None:
+        """Check `chunk`, holding back its last characters until the next one arrives."""
+        text = self.held + chunk
+        cut = max(0, len(text) - _SURROGATE_LOOKAHEAD_CHARS)
+        self._judge(text, cut)
+        keep = min(len(text), 2 * _SURROGATE_LOOKAHEAD_CHARS)
+        self.held, self.judged = text[len(text) - keep:], max(0, cut - (len(text) - keep))
+
+    def done(self) -> None:
+        """Check the characters held back at the end of the stream."""
+        self._judge(self.held, len(self.held))
+
+    def _judge(self, text: str, cut: int) -> None:
+        if "\\u" in text or not text.isascii():
+            for match in _LONE_SURROGATE.finditer(text):
+                if match.end() > self.judged and match.end() <= cut:
+                    _refuse(match, self.name)
+
+
 def read_json(text: str, name: str) -> Any:
     """Parse standard JSON `text`; every failure is InputError `<name>: ...` (never a traceback)."""
+    refuse_lone_surrogates(text, name)
     try:
         return json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float)
     except json.JSONDecodeError as exc:

@@ -46,6 +46,9 @@ MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 MAX_NVLINKS_PER_PAIR = 64
 """Largest NVLink count between two GPUs or on one GPU (18 on H100/B200 today)."""
 
+MAX_NUMA_NODE = 4_095
+"""Highest NUMA node number read (Linux's largest CONFIG_NODES_SHIFT, 10, allows 1,024 nodes)."""
+
 MAX_NVLINK_GEN = 16
 """Highest NVLink generation a snapshot may state (NVLink 5 is the newest today)."""
 
@@ -124,6 +127,9 @@ MAX_SWEEP_SIZES = 64
 
 
 # How much output shows: longer lists are cut, and say how many more there were.
+
+MAX_STEP_ROWS = 50
+"""Steps `trace` lists one by one in text; more are summarised (first, longest, percentiles) unless --all-steps."""
 
 MAX_FINDING_RANKS = 64
 """A finding lists at most this many ranks (its message gives the full count)."""

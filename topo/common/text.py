@@ -10,6 +10,8 @@ linear: each is anchored on ESC (or a C1 introducer) and consumes one bounded cl
 from __future__ import annotations
 
 import re
+import sys
+import unicodedata
 
 _ESCAPE_SEQUENCE = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"  # CSI (colours, cursor moves, erase)
@@ -32,11 +34,17 @@ _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 """Bidirectional formatting characters: an RTL override makes `gpu7.evil` display as something else, and the
 rest of the line with it ("Trojan Source", CVE-2021-42574)."""
 
-UNPRINTABLE_IN_BLOCK = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")
-"""What :func:`printable_block` shows escaped: C0 controls but tab and newline, DEL, C1 controls and the
-bidirectional formatting characters."""
+_INVISIBLE = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2028\u2029\u2060-\u2064\u3164\ufeff\uffa0"
+"""Characters that print as nothing (zero-width space and joiners, word joiner, byte-order mark, soft hyphen,
+Hangul fillers, Mongolian vowel separator) or break a line (U+2028/9): `node01` and `node01<U+200B>` would
+print alike."""
 
-_CONTROL_OR_TAB = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
+UNPRINTABLE_IN_BLOCK = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
+"""What :func:`printable_block` shows escaped: C0 controls but tab and newline, DEL, C1 controls, the
+bidirectional formatting characters and the invisible ones."""
+
+_CONTROL_OR_TAB = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
+_IGNORED_IN_NAMES = re.compile(f"[{_BIDI}{_INVISIBLE}]")
 
 
 def strip_escapes(text: str) -> str:
@@ -61,6 +69,15 @@ def printable_block(text: str) -> str:
                      for line in text.split("\n"))
 
 
+def comparable(name: str) -> str:
+    """`name` as duplicates are compared (host, NIC, GPU names): invisible and bidirectional formatting
+    characters dropped, then NFKC (full-width `ｎｏｄｅ０１` is `node01`) and case folded, so two names that
+    print alike, or that DNS treats as one, are one."""
+    if name.isascii():
+        return name.lower()
+    return unicodedata.normalize("NFKC", _IGNORED_IN_NAMES.sub("", name)).casefold()
+
+
 def _shown(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
@@ -71,3 +88,14 @@ def _without_complete_sequences(text: str) -> str:
         return text
     return _COMPLETE_SEQUENCE.sub("", text)
 
+
+
+def say(text: str, stderr: bool = False, end: str = "\n", block: bool = False) -> None:
+    """Write `text` on stdout (or stderr) the one safe way: made :func:`printable` (one line: a newline in a
+    file name is shown, not obeyed), or with `block` :func:`printable_block` (several lines, JSON). Every
+    line a command, probe or worker writes for a terminal goes through here or through the rich console
+    (`linkscope.render.console`), never through `print`; a test holds the code to it."""
+    stream = sys.stderr if stderr else sys.stdout
+    stream.write((printable_block(text) if block else printable(text)) + end)
+    if stderr:
+        stream.flush()

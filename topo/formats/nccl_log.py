@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES, MAX_STDIN_BYTES
 from linkscope.topo.formats.lines import iter_clean_lines
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
@@ -41,10 +42,8 @@ def read_nccl_log_file(path: str) -> NcclLog:
     if path == "-":
         return read_nccl_log_stream(sys.stdin.buffer, "<stdin>", MAX_STDIN_BYTES)
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             return read_nccl_log_stream(handle, path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 

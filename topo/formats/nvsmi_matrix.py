@@ -250,15 +250,35 @@ def _resolve_fused_columns(header: Header, labels: Sequence[str], name: str, all
 
 
 def _splits(text: str, labels: set[str]) -> list[list[str]]:
-    """Every way to write `text` as a concatenation of `labels` (at most two are needed)."""
-    if not text:
-        return [[]]
+    """Every way to write `text` as a concatenation of `labels` (at most two are needed).
+
+    Dynamic programming from the end of `text`, so a run of thousands of fused labels needs no recursion:
+    `ways[i]` holds up to two (label, next position) choices that spell `text[i:]` completely.
+    """
+    end = len(text)
+    ways: list[list[tuple[str, int]]] = [[] for _ in range(end + 1)]
+    counts = [0] * (end + 1)
+    counts[end] = 1
+    for start in range(end - 1, -1, -1):
+        for label in labels:
+            after = start + len(label)
+            if after <= end and counts[after] and text.startswith(label, start):
+                ways[start].append((label, after))
+                counts[start] = min(2, counts[start] + counts[after])
+                if counts[start] > 1:
+                    break
+    if counts[0] == 0:
+        return []
     found: list[list[str]] = []
-    for label in labels:
-        if text.startswith(label):
-            found.extend([label, *tail] for tail in _splits(text[len(label) :], labels))
-            if len(found) > 1:
-                break
+    for first, after in ways[0][:2]:
+        split = [first]
+        position = after
+        while position < end:
+            label, position = ways[position][0]
+            split.append(label)
+        found.append(split)
+    if counts[0] > 1 and len(found) < 2:
+        found.append([])  # a second split further along: only the count matters to the caller
     return found
 
 

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.numbers import is_integer
+from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_NUMA_NODE
+from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.formats.lines import clean_lines
 from linkscope.topo.formats.nvsmi_matrix import (
     LINK_TOKENS,
@@ -175,13 +176,21 @@ def _block_mode(command: str | None, first_row: str) -> str:
 
 
 def _label_number(label: str) -> int:
-    return int(label[3:])
+    return int(label[3:])  # checked by _check_label_numbers first
+
+
+def _check_label_numbers(devices: Sequence[str], name: str, line: int) -> None:
+    """InputError naming the first `GPU<n>`/`NIC<n>` label whose number is no device index."""
+    for label in devices:
+        if _GPU_LABEL.fullmatch(label) or _NIC_LABEL.fullmatch(label):
+            parse_int(label[3:], f"{name}: line {line}: device label {label[:40]!r}: number", 0, MAX_GPUS_PER_HOST - 1)
 
 
 def _build_host(scan: _Scan, name: str) -> tuple[Host, list[Gap]]:
     block = scan.matrix
     assert block is not None
     devices = block.header.devices
+    _check_label_numbers(devices, name, block.header.line)
     position = {label: index for index, label in enumerate(devices)}
     gpu_labels = sorted((label for label in devices if _GPU_LABEL.fullmatch(label)), key=_label_number)
     nic_labels = [label for label in devices if not _GPU_LABEL.fullmatch(label)]
@@ -195,7 +204,10 @@ def _build_host(scan: _Scan, name: str) -> tuple[Host, list[Gap]]:
         row = block.row(a)
         for j in range(i + 1, len(gpu_labels)):
             b = gpu_labels[j]
-            kind, count = parse_link_token(normalized(row.tokens[position[b]]))
+            try:
+                kind, count = parse_link_token(normalized(row.tokens[position[b]]))
+            except ValueError as exc:
+                raise InputError(f"{name}: line {row.line}: {a} to {b}: {exc}") from None
             links.append(Link(i, j, kind, count, p2p=_p2p_status(p2p, a, b, kind)))
     gpu_nic = tuple(tuple(normalized(block.row(gpu).tokens[position[nic]]) for nic in nic_labels) for gpu in gpu_labels)
     nics = tuple(Nic(name=device) for device in _nic_names(scan, nic_labels, name, gaps))
@@ -230,15 +242,23 @@ def _gpu(block: Block, label: str, name: str, gaps: list[Gap]) -> Gpu:
             gaps.append(Gap(f"{label} {column}", f"line {row.line}: no value printed"))
     numa_affinity = values.get("NUMA Affinity")
     gpu_numa_id = values.get("GPU NUMA ID")
-    if gpu_numa_id is not None and not (is_integer(gpu_numa_id) and int(gpu_numa_id) >= 0):
-        raise InputError(f"{name}: line {row.line}: {label} GPU NUMA ID {gpu_numa_id!r} is not a node number or N/A")
+    where = f"{name}: line {row.line}: {label}"
     return Gpu(
         index=_label_number(label),
         cpu_affinity=values.get("CPU Affinity"),
         numa_affinity=numa_affinity,
-        numa_node=int(numa_affinity) if numa_affinity is not None and is_integer(numa_affinity) else None,
-        gpu_numa_id=int(gpu_numa_id) if gpu_numa_id is not None else None,
+        numa_node=_node_number(numa_affinity, f"{where} NUMA Affinity") if numa_affinity is not None else None,
+        gpu_numa_id=_node_number(gpu_numa_id, f"{where} GPU NUMA ID") if gpu_numa_id is not None else None,
     )
+
+
+def _node_number(value: str, where: str) -> int | None:
+    """A NUMA node number read by the bounded parser; a node list (`0-1`, `0,2`) is kept as text only (None)."""
+    if not value.isascii() or not value.isdigit():
+        if where.endswith("GPU NUMA ID"):
+            raise InputError(f"{where} {value[:40]!r} is not a node number or N/A")
+        return None
+    return parse_int(value, where, 0, MAX_NUMA_NODE)
 
 
 def _nic_names(scan: _Scan, nic_labels: Sequence[str], name: str, gaps: list[Gap]) -> list[str]:

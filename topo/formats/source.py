@@ -7,11 +7,11 @@ resolved by the command line through the probes, since the core never touches ha
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from typing import TextIO
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_SNAPSHOT_BYTES
 from linkscope.topo.model.codec import snapshot_from_json
 from linkscope.topo.model.snapshot import Snapshot
@@ -44,25 +44,21 @@ def read_stdin_text(stdin: TextIO | None = None, max_bytes: int = MAX_SNAPSHOT_B
 
 def read_text_file(path: str, max_bytes: int = MAX_SNAPSHOT_BYTES) -> str:
     """Read a UTF-8 text file with a size limit; every failure becomes one InputError line."""
-    if "\x00" in path:
-        raise InputError(f"{path!r}: a file name cannot hold a NUL character")
     try:
-        status = os.stat(path)
-        size, mode = status.st_size, status.st_mode
-    except FileNotFoundError:
-        hint = "for a built-in machine use sample:NAME; `linkscope samples` lists them"
-        raise InputError(f"{path}: no such file ({hint})") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):  # a FIFO or device would block or never end; `-` reads stdin
-        raise InputError(f"{path}: not a regular file (to read a pipe, use - for stdin)")
-    if size > max_bytes:
-        raise InputError(f"{path}: file is {size} bytes, more than the {max_bytes // (1024 * 1024)} MiB limit")
-    try:
-        with open(path, "rb") as handle:
+        handle = open_input(path)
+    except InputError as exc:
+        if str(exc) == f"{path}: no such file":
+            hint = "for a built-in machine use sample:NAME; `linkscope samples` lists them"
+            raise InputError(f"{path}: no such file ({hint})") from None
+        raise
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise InputError(f"{path}: file is {size} bytes, more than the {max_bytes // (1024 * 1024)} MiB limit")
+        try:
             raw = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     return _decode(raw, path, max_bytes)
 
 

@@ -15,6 +15,7 @@ metadata (`Collective name`, `In/Out msg nelems`, `dtype`, `Process Group Ranks`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from linkscope.topo.common.errors import InputError
@@ -42,6 +43,8 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     for ops in collected.metadata_ops.values():
         ops.sort(key=lambda op: op.start_us)
     collected.steps.sort(key=lambda window: window[1])  # step windows by start, once for profiler_steps and assign_steps
+    _check_rank(info, name)
+    _check_steps(collected.steps, name)
     shared = _shared_ranks(groups)
     notes: list[str] = []
     launched = launched_calls(collected, groups, shared, notes) if collected.nccl_kernels else None
@@ -64,6 +67,27 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
         nccl_version=_str_or_none(info.get("nccl_version")), collectives=tuple(collectives), steps=tuple(steps),
         groups=groups, gpu_names=_gpu_names(metadata.get("deviceProperties")), notes=tuple(notes),
     )
+
+
+def _check_rank(info: dict[str, Any], name: str) -> None:
+    """Refuse a `distributedInfo` whose rank and world size cannot be one job's: world_size 0, or a rank not below it."""
+    world_size, rank = int_or_none(info.get("world_size")), int_or_none(info.get("rank"))
+    if world_size == 0:
+        raise InputError(f"{name}: distributedInfo.world_size is 0 (a job has at least one rank)")
+    if rank is not None and world_size is not None and rank >= world_size:
+        raise InputError(f"{name}: distributedInfo.rank {rank} is not below distributedInfo.world_size {world_size} "
+                         "(ranks count from 0)")
+
+
+def _check_steps(windows: Sequence[tuple[int, float, float]], name: str) -> None:
+    """Refuse two `ProfilerStep#N` windows of one number in one rank's file (two profiler sessions saved as one
+    trace, or files concatenated): joined, they would read as one step twice as long or over twice the ranks."""
+    first_us: dict[int, float] = {}
+    for number, start_us, _ in windows:
+        if number in first_us:
+            raise InputError(f"{name}: ProfilerStep#{number} appears twice (at ts {first_us[number]:.0f} and "
+                             f"{start_us:.0f} us): one profiler session per file")
+        first_us[number] = start_us
 
 
 def _gpu_names(properties: object) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_SIZE_BYTES, MAX_WORLD_RANKS
+from linkscope.topo.common.numbers import is_integer
 from linkscope.topo.formats.trace_events import NCCL_KERNEL, CpuOp, TraceCollective, TraceEvents, dtype_bytes, op_name
 
 
@@ -228,8 +229,11 @@ def _ranks_text(raw: str) -> tuple[int, ...] | None:
     every call: cached)."""
     if not re.fullmatch(r"\[[0-9, ]{0,100000}\]", raw):
         return None
-    values = [int(word) for word in raw.strip("[]").replace(",", " ").split()]
-    return tuple(values) if values and all(v <= MAX_WORLD_RANKS for v in values) else None
+    words = raw.strip("[]").replace(",", " ").split()
+    if not words or not all(is_integer(word) for word in words):
+        return None  # a rank of thousands of digits is no rank: the group is unknown, as for any damaged value
+    values = tuple(int(word) for word in words)
+    return values if all(v <= MAX_WORLD_RANKS for v in values) else None
 
 
 def _size_bytes(args: dict[str, Any], op: str, group_size: int | None) -> int | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.jsonio import SurrogateCheck
 from linkscope.topo.common.limits import MAX_TRACE_CHARS, MAX_TRACE_VALUE_CHARS
 
 _CHUNK_CHARS = 1 << 20
@@ -31,6 +32,7 @@ class _Reader:
         self.position = 0
         self.read_chars = 0
         self.at_end = False
+        self.surrogates = SurrogateCheck(name)
 
     def fill(self, at_least: int = 0) -> None:
         if self.at_end:
@@ -43,7 +45,9 @@ class _Reader:
             raise InputError(f"{self.name}: cannot read the trace ({_reason(exc)})") from None
         if not chunk:
             self.at_end = True
+            self.surrogates.done()
             return
+        self.surrogates.feed(chunk)
         self.read_chars += len(chunk)
         if self.read_chars > self.max_chars:
             raise InputError(f"{self.name}: trace is larger than the {self.max_chars >> 20} MiB limit")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from linkscope.topo.common.text import comparable
 from linkscope.topo.machine.links import nearest_nics
 from linkscope.topo.model.host import Gap, Gpu, Host, Link, LinkKind, Nic, NumaNode
 from linkscope.topo.model.snapshot import Snapshot
@@ -212,7 +213,8 @@ class Combined:
 def combine_hosts(parts: Sequence[Snapshot], source: str, failed: Sequence[Gap] = (), created: str | None = None,
                   meta: tuple[tuple[str, str], ...] = ()) -> Combined:
     """One cluster snapshot of every host in `parts` (in order), each part's gaps tagged with their host,
-    plus `failed` (gaps of nodes that gave no snapshot). A host name seen before is kept, renamed
+    plus `failed` (gaps of nodes that gave no snapshot). A host name seen before (compared as
+    :func:`~topo.common.text.comparable`: invisible characters and case do not make two hosts) is kept, renamed
     `name#2`, `name#3`..., and listed in `duplicates`, so nothing collected is lost."""
     hosts: list[Host] = []
     gaps: list[Gap] = []
@@ -220,11 +222,11 @@ def combine_hosts(parts: Sequence[Snapshot], source: str, failed: Sequence[Gap] 
     duplicates: list[str] = []
     for part in parts:
         for host in part.hosts:
-            name = host.hostname
-            seen[name] = seen.get(name, 0) + 1
-            if seen[name] > 1:
+            name, key = host.hostname, comparable(host.hostname)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
                 duplicates.append(name)
-                host = replace(host, hostname=f"{name}#{seen[name]}")
+                host = replace(host, hostname=f"{name}#{seen[key]}")
             hosts.append(host)
         default_host = part.hosts[0].hostname if len(part.hosts) == 1 else None
         gaps.extend(gap if gap.host is not None else replace(gap, host=default_host) for gap in part.gaps)

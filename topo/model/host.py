@@ -10,6 +10,10 @@ import enum
 import re
 from dataclasses import dataclass, field
 
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_NVLINKS_PER_PAIR
+from linkscope.topo.common.numbers import parse_int
+
 
 class LinkKind(str, enum.Enum):
     """How two devices are connected, in the words of the `nvidia-smi topo -m` legend."""
@@ -44,7 +48,10 @@ def parse_link_token(token: str) -> tuple[LinkKind, int]:
     """Split an nvidia-smi legend token into (kind, NVLink count); raise ValueError if unknown."""
     match = _NV_TOKEN.match(token)
     if match:
-        return LinkKind.NVLINK, int(match.group(1))
+        try:
+            return LinkKind.NVLINK, parse_int(match.group(1), "NVLink count", 0, MAX_NVLINKS_PER_PAIR)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
     try:
         kind = LinkKind(token)
     except ValueError:

@@ -21,6 +21,7 @@ from linkscope.topo.common.limits import (
     MAX_PCIE_GEN,
     MAX_WORLD_RANKS,
 )
+from linkscope.topo.common.text import comparable
 from linkscope.topo.model.host import Gpu, Host, Link, LinkKind, parse_link_token
 from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import P2P_STATUS_TOKENS, Snapshot
@@ -84,9 +85,9 @@ def _validate_host(host: Host, path: str, several: bool) -> None:
     nic_names: set[str] = set()
     for number, nic in enumerate(host.nics):
         where = f"{path}.nics[{number}]"
-        if nic.name in nic_names:
+        if comparable(nic.name) in nic_names:
             _fail(f"{where}.name", f"NIC {nic.name!r} appears twice")
-        nic_names.add(nic.name)
+        nic_names.add(comparable(nic.name))
         _non_negative(nic.rate_gbit_per_s, f"{where}.rate_gbit_per_s", " Gb/s")
         _optional_range(nic.numa_node, f"{where}.numa_node", 0, MAX_GPUS_PER_HOST)
     for row_number, row in enumerate(host.gpu_nic):

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from linkscope.topo.common.text import say
 from linkscope.topo.model.codec import snapshot_to_json
 from linkscope.topo.model.host import Capabilities, Gpu, Host, Nic
 from linkscope.topo.model.snapshot import Snapshot
@@ -396,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.check:
             path.write_text(text, encoding="utf-8")
     verb = "differ" if args.check else "rewritten"
-    print(f"{len(stale)} of {len(SAMPLE_NAMES)} samples {verb}: {', '.join(stale) or '-'}")
+    say(f"{len(stale)} of {len(SAMPLE_NAMES)} samples {verb}: {', '.join(stale) or '-'}")
     return 1 if args.check and stale else 0
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import stat
 from collections.abc import Sequence
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_TRACE_CHARS
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace import read_rank_trace
@@ -46,24 +46,13 @@ def trace_paths(arguments: Sequence[str]) -> list[str]:
 
 def read_trace_file(path: str) -> RankTrace:
     """One rank's trace from a .json or .json.gz file (detected by content); one InputError line on failure."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{path}: not a regular file")
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed below, after streaming
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    raw = open_input(path)
     with raw:
-        compressed = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-        text = io.TextIOWrapper(binary, encoding="utf-8-sig")  # a byte-order mark, as some editors save, is skipped
         try:
+            compressed = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            binary: Any = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+            text = io.TextIOWrapper(binary, encoding="utf-8-sig")  # a byte-order mark, as some editors save, is skipped
             return read_rank_trace(text, path, MAX_TRACE_CHARS)
         except (gzip.BadGzipFile, EOFError, OSError) as exc:
             raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
