@@ -7,6 +7,7 @@ Exit status: 0 success, 1 a check found something at or above `--fail-on`, 2 bad
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import re
@@ -104,8 +105,9 @@ def _command_module(name: str) -> ModuleType:
     return importlib.import_module(f"linkscope.commands.{name.replace('-', '_')}_cmd")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with subcommand `command` registered, or every subcommand when `command` is
+    None or not one of them: a command run imports its own module only, so start-up stays short."""
     parser = _Parser(
         prog="linkscope",
         description=(
@@ -118,9 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"linkscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         _command_module(name).register(subparsers)
     return parser
+
+
+def _unknown_command(word: str) -> InputError | None:
+    """The error for a first argument that reads as a mistyped command, not as a SOURCE: a bare word
+    (no path separator, dot or `sample:`) that is no file. None when it may be a SOURCE."""
+    if os.path.exists(word) or any(mark in word for mark in ("/", ".", ":")) or word == "-":
+        return None
+    close = difflib.get_close_matches(word, COMMAND_MODULES, n=1)
+    hint = f"did you mean {close[0]}?" if close else "`linkscope --help` lists the commands"
+    return InputError(f"unknown command {word!r} ({hint}); it is not a file either "
+                      "(for a built-in machine use sample:NAME)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,13 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGXFSZ"):  # past a file-size limit, a write fails (one line) instead of killing us
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
-        parser = build_parser()
+        if args_list and args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-"):
+            unknown = _unknown_command(args_list[0])
+            if unknown is not None:
+                raise unknown
         if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):
             args_list = ["open", *args_list]
+        parser = build_parser(args_list[0])
         args, extra = parser.parse_known_args(args_list)
         if extra:
             raise InputError(f"{args.command}: unrecognized arguments: {' '.join(extra)}")
-        return int(args.run(args))
+        status = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not in the interpreter's exit flush
+        return status
     except InputError as exc:
         print(f"linkscope: error: {printable(str(exc))}", file=sys.stderr)
         return ExitStatus.BAD_INPUT
