@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from linkscope import __version__
-from linkscope.options import ExitStatus
+from linkscope.options import FINDINGS_EXIT_HELP, PLAIN_EXIT_HELP, ExitStatus
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
 
@@ -122,7 +122,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         _command_module(name).register(subparsers)
+    _state_exit_status(parser)
     return parser
+
+
+def _state_exit_status(parser: argparse.ArgumentParser) -> None:
+    """End the help of every command whose epilog does not state its exit status with the shared line: the
+    `--fail-on` one where the command has that flag, the plain one elsewhere."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for command in action.choices.values():
+            if "exit status:" not in (command.epilog or ""):
+                judges = any("--fail-on" in each.option_strings for each in command._actions)
+                line = FINDINGS_EXIT_HELP if judges else PLAIN_EXIT_HELP
+                command.epilog = f"{command.epilog}\n\n{line}" if command.epilog else line
+            _state_exit_status(command)
 
 
 def _unknown_command(word: str) -> InputError | None:

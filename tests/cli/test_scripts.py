@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
-from linkscope.cli import COMMAND_MODULES, main
+from linkscope.cli import COMMAND_MODULES, build_parser, main
 from support.paths import REAL
 
 NCCL_TESTS = REAL / "nccl_tests" / "2node-16gpu-all_reduce-op-all-max-min-tail.txt"
@@ -83,3 +84,83 @@ def test_a_command_imports_only_its_own_module() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('linkscope.commands.')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "['linkscope.commands.samples_cmd']"
+
+
+def _commands(parser: argparse.ArgumentParser, name: str = "linkscope") -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command and bench subcommand with its parser."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                found += [(f"{name} {sub_name}".removeprefix("linkscope "), sub), *_commands(sub, f"{name} {sub_name}")]
+    return found
+
+
+COMMANDS = _commands(build_parser())
+
+SHARED_METAVARS = {
+    "--bytes": "SIZE", "--min-bytes": "SIZE", "--max-bytes": "SIZE",
+    "--nodes": "N", "--ranks": "N", "--nproc": "N", "--iters": "N", "--warmup": "N", "--samples": "N", "--copies": "N",
+    "--steps": "N", "--layers": "N", "--jobs": "N", "--top-k": "N", "--gpus": "N", "--tp": "N", "--dp": "N",
+    "--timeout": "SECONDS", "--seconds": "SECONDS", "--interval": "SECONDS", "--budget": "SECONDS",
+    "--probe-timeout": "SECONDS", "--rendezvous-timeout": "SECONDS",
+    "--output": "FILE", "--measurements": "FILE", "--rank-map": "FILE", "--cost-params": "FILE", "--env-file": "FILE",
+    "--nccl-log": "FILE",
+    "--source": "SOURCE", "--snapshot": "SOURCE", "--baseline": "SOURCE", "--expect": "SOURCE", "--attach": "SOURCE",
+    "--fail-on": "SEVERITY",
+}
+"""Sizes are SIZE, counts N, durations in seconds SECONDS, files FILE, machines SOURCE, in every command."""
+
+
+def test_the_same_things_have_the_same_metavar_in_every_command() -> None:
+    seen: dict[str, set[str]] = {}
+    unnamed = []
+    for name, parser in COMMANDS:
+        for action in parser._actions:
+            takes_value = action.nargs != 0 and action.option_strings and not action.choices
+            if not takes_value or "--help" in action.option_strings:
+                continue
+            flag = action.option_strings[-1]
+            if action.metavar is None:
+                unnamed.append(f"{name} {flag}")
+            seen.setdefault(flag, set()).add(str(action.metavar))
+    assert not unnamed, f"value flags without a metavar: {unnamed}"
+    for flag, metavars in seen.items():
+        assert len(metavars) == 1, f"{flag} is spelled {sorted(metavars)} in different commands"
+        if flag in SHARED_METAVARS:
+            assert metavars == {SHARED_METAVARS[flag]}, (flag, metavars)
+
+
+@pytest.mark.parametrize(("name", "parser"), COMMANDS, ids=[name for name, _ in COMMANDS])
+def test_every_command_states_its_exit_status_in_its_help(name: str, parser: argparse.ArgumentParser) -> None:
+    text = " ".join(parser.format_help().split())
+    assert "exit status: 0" in text and "2 bad input" in text, name
+    if any("--fail-on" in action.option_strings for action in parser._actions):
+        assert "--fail-on" in text.split("exit status:")[1], name
+
+
+def test_explain_usage_reads_op_then_an_optional_source() -> None:
+    usage = dict(COMMANDS)["explain"].format_usage()
+    assert usage.rstrip().endswith("OP [SOURCE]") and "..." not in usage
+
+
+@pytest.mark.parametrize(("argv", "status"), [
+    (["explain", "all_reduce", "--bytes", "1G", "--ranks", "8", "--time", "6ms", "sample:dgx-h100"], 1),
+    (["explain", "all_reduce", "--bytes", "1G", "--ranks", "8", "--time", "6ms", "sample:dgx-h100",
+      "--fail-on", "error"], 0),
+    (["explain", "all_reduce", "--bytes", "1G", "--ranks", "8", "--time", "5ms", "sample:dgx-h100",
+      "--fail-on", "info"], 0),
+    (["explain", "all_reduce", "--bytes", "1G", "--ranks", "8", "--time", "1500ms", "sample:dgx-h100",
+      "--fail-on", "error"], 1),
+    (["explain", "all_reduce", "--bytes", "1G", "--ranks", "8", "--time", "1500ms"], 0),
+    (["diff", "sample:dgx-h100", "sample:dgx-h100-degraded"], 1),
+    (["diff", "sample:dgx-h100", "sample:dgx-h100-degraded", "--fail-on", "error"], 0),
+    (["diff", "sample:dgx-h100", "sample:dgx-h100"], 0),
+    (["diff", "sample:dgx-h100", "sample:dgx-a100", "--fail-on", "info"], 1),
+])
+def test_fail_on_means_on_explain_and_diff_what_it_means_everywhere(argv: list[str], status: int,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """0 when nothing reaches --fail-on (default warning), 1 when something does: explain's `slow` is a warning and
+    `far below` an error; diff's difference for the worse a warning, any other an info."""
+    assert main(argv) == status
+    capsys.readouterr()
