@@ -164,3 +164,28 @@ def test_fail_on_means_on_explain_and_diff_what_it_means_everywhere(argv: list[s
     `far below` an error; diff's difference for the worse a warning, any other an info."""
     assert main(argv) == status
     capsys.readouterr()
+
+
+def _piped(argv: list[str], columns: str | None) -> str:
+    import os
+
+    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    result = subprocess.run([sys.executable, "-m", "linkscope", *argv], capture_output=True, text=True, env=env,
+                            check=False, timeout=120)
+    return result.stdout
+
+
+def test_piped_tables_honour_columns() -> None:
+    """`import` piped with COLUMNS=160 shows every column; with COLUMNS=80 it says which it left out."""
+    wide = _piped(["import", str(NCCL_TESTS)], "160")
+    assert "too narrow" not in wide and "op from" in wide and "ranks from" in wide
+    narrow = _piped(["import", str(NCCL_TESTS)], "80")
+    assert "too narrow for every column" in narrow
+
+
+@pytest.mark.parametrize("columns", [None, "80", "60"])
+def test_piped_check_output_is_wrapped_never_cut(columns: str | None) -> None:
+    text = _piped(["check", "--tp", "8", "--dp", "16", "--nodes", "16", "sample:dgx-h100"], columns)
+    assert "Process groups" in text and "…" not in text
