@@ -115,7 +115,14 @@ def check_view(report: CheckReport) -> RenderableType:
     if report.suggestion is not None:
         suggestion = report.suggestion
         parts.append(Text(""))
-        parts.append(Text(f"Suggestion: {suggestion.speedup:.2f}x less communication per step "
+        if suggestion.one_flag is not None:
+            simple = suggestion.one_flag
+            parts.append(Text(f"Suggestion, one flag: {simple.speedup:.2f}x less communication per step "
+                              f"({format_seconds(simple.current_time_s)} -> {format_seconds(simple.time_s)})",
+                              style="bold green"))
+            parts.extend(Text(f"  {flag}") for flag in simple.flags)
+        heading = "Or, changing more" if suggestion.one_flag is not None else "Suggestion"
+        parts.append(Text(f"{heading}: {suggestion.speedup:.2f}x less communication per step "
                           f"({format_seconds(suggestion.current_time_s)} -> {format_seconds(suggestion.time_s)})",
                           style="bold green"))
         for name, value in suggestion.env:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
@@ -189,3 +190,40 @@ def test_piped_tables_honour_columns() -> None:
 def test_piped_check_output_is_wrapped_never_cut(columns: str | None) -> None:
     text = _piped(["check", "--tp", "8", "--dp", "16", "--nodes", "16", "sample:dgx-h100"], columns)
     assert "Process groups" in text and "…" not in text
+
+
+@pytest.mark.parametrize("argv", [["check", "--tp", "8"], ["plan", "--gpus", "8"]])
+def test_ranks_on_a_machine_without_gpu_ask_for_a_source(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    import linkscope.probes.host
+    from linkscope.topo.samples import load_sample
+
+    sample = load_sample("dgx-h100")
+    no_gpu = dataclasses.replace(sample, hosts=(dataclasses.replace(sample.host, gpus=()),))
+    monkeypatch.setattr(linkscope.probes.host, "probe_host", lambda *args, **kwargs: no_gpu)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give a SOURCE (sample:NAME, a saved topology" in err, err
+
+
+def test_suggest_under_cyclic_placement_offers_the_one_flag_fix_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """The finding says "use block placement"; the suggestion leads with that one flag and its speedup, and the
+    order only megatron-core can start comes after it."""
+    argv = ["check", "--tp", "2", "--pp", "2", "--dp", "4", "--nodes", "2", "--distribution", "cyclic",
+            "sample:dgx-h100", "--suggest"]
+    main(argv)
+    text = capsys.readouterr().out
+    first = text.index("Suggestion, one flag:")
+    assert text.index("--distribution block", first) < text.index("Or, changing more:") < text.index("--order")
+    main([*argv, "--json"])
+    suggestion = json.loads(capsys.readouterr().out)["suggestion"]
+    assert suggestion["one_flag"]["flags"] == ["--distribution block"]
+    assert 1 < suggestion["one_flag"]["speedup"] <= suggestion["speedup"]
+
+
+def test_suggest_that_is_block_placement_alone_is_not_offered_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["check", "--tp", "8", "--dp", "2", "--nodes", "2", "--distribution", "cyclic", "sample:dgx-h100", "--suggest"])
+    text = capsys.readouterr().out
+    assert "one flag" not in text and text.count("--distribution block") == 2  # the finding's fix and the suggestion
