@@ -78,16 +78,6 @@ class LogReader:
         self.aliases: dict[str, set[str]] = {}
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
-        self.comm_changes: dict[tuple[str | None, int | None], int] = {}
-        """(host, pid) -> how often the communicators its lines may belong to changed."""
-        self.repeats: dict[str, tuple[tuple[str, int], int]] = {}
-        """Whole connection lines read and recorded, with their (host, pid) and its comm_changes then: the same
-        line again, while that process's communicators stand, adds nothing but a count (a long log repeats them)."""
-        self.process: tuple[str, int] = ("", 0)
-        """(host, pid) of the last line read with NCCL's own prefix."""
-        self.recorded = False
-        """Set when reading the line again would only count it: a connection already among the edges (or just
-        added to them), or a line nothing here reads."""
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
         self.hosts = HostBook()
         self.nvls = NvlsBook()
@@ -101,22 +91,10 @@ class LogReader:
         """Called once per raw line, in order: a line that starts with NCCL's own prefix and needs no
         cleaning is read here at once; the cleaner gets only the other lines that may matter."""
         self.lines += 1
-        repeat = self.repeats.get(raw)
-        if repeat is not None and self.comm_changes.get(repeat[0], 0) == repeat[1]:
-            self.nccl_lines += 1
-            counted = self.hosts.lines
-            if repeat[0] in counted:  # what HostBook.saw does for a host it knows
-                counted[repeat[0]] += 1
-            return False
         if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
             leading = LEADING.match(raw)
             if leading is not None:
-                self.recorded = False
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
-                if self.recorded:
-                    if len(self.repeats) >= MAX_PARSED_LINES:
-                        self.repeats.clear()  # bounded: the lines that recur come back at once
-                    self.repeats[raw] = (self.process, self.comm_changes.get(self.process, 0))
                 return False
         return "NCCL" in raw or raw == UNREADABLE or ("Rank" in raw and " Pid " in raw)
 
@@ -134,7 +112,6 @@ class LogReader:
             if len(self.prefixes) < MAX_PARSED_LINES:
                 self.prefixes[head] = known
         host, pid, dev, warn = known
-        self.process = (host, pid)
         self.hosts.saw(host, pid)
         if warn:
             self.note(self.warnings, text[end:].strip(), host, number)
@@ -199,9 +176,6 @@ class LogReader:
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         first = message[:1]
         self.suffix = None
-        if first and first not in "CRTN" and not first.isdigit() and "comm 0x" not in message and " -> " not in message:
-            self.recorded = True  # nothing below reads it (proxy threads, timings): the same line again only counts
-            return
         if first in ("C", "R", "T") and " nRanks " in message:
             suffix = COMM_SUFFIX.search(message)
             if suffix is not None:
@@ -278,7 +252,6 @@ class LogReader:
                 known = self.process_comms.setdefault((host, pid), [])
                 if (key, printer, nranks) not in known:
                     known.append((key, printer, nranks))
-                    self.comm_changes[(host, pid)] = self.comm_changes.get((host, pid), 0) + 1
                 if bus is not None:
                     self.learn(key, printer, bus_id=bus.lower())
                 return key
@@ -322,13 +295,10 @@ class LogReader:
             key = comm_id
         if key is None:
             key = f"{nranks}{SIZE_KEY}"
-        if self.pointer_comm.get((host, pid, pointer)) != key:
-            self.pointer_comm[(host, pid, pointer)] = key
-            self.comm_changes[(host, pid)] = self.comm_changes.get((host, pid), 0) + 1
+        self.pointer_comm[(host, pid, pointer)] = key
         known = self.process_comms.setdefault((host, pid), [])
         if (key, rank, nranks) not in known:
             known.append((key, rank, nranks))
-            self.comm_changes[(host, pid)] = self.comm_changes.get((host, pid), 0) + 1
         old_size = self.comm_sizes.get(key, (None, None))
         nnodes = int(comm_line.group("nnodes")) if comm_line is not None else old_size[1]
         self.comm_sizes[key] = (nranks, nnodes)
@@ -353,7 +323,6 @@ class LogReader:
             comm = self.comm_of(host, pid, printer, max(src, dst))
             key = (comm, src, dst, channel, side, detail)
             if key in self.edges:
-                self.recorded = True
                 return True
             if len(self.edges) >= MAX_EDGES:
                 self.edges_dropped += 1
@@ -373,7 +342,6 @@ class LogReader:
                     if name not in entry:
                         entry[name] = value
             self.edges[key] = number
-            self.recorded = True
             return True
         collnet = COLLNET.match(message)
         if collnet is not None and transport_class(collnet.group("detail")) is not None:

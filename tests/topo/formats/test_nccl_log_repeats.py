@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from linkscope.topo.formats.nccl_log import read_nccl_log_lines
-from linkscope.topo.formats.nccl_log_reader import LogReader
+from linkscope.topo.formats.nccl_log_once import OnceReader
 
 INIT = "nodeA:100:120 [0] NCCL INFO ncclCommInitRank comm {pointer} rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId {id}"
 INIT_A = INIT.format(pointer="0x11", id="0xaaa - Init START")
@@ -27,10 +27,10 @@ def test_the_same_line_after_a_new_communicator_belongs_to_it() -> None:
 
 
 def test_repeats_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    import linkscope.topo.formats.nccl_log_reader as reader_module
+    import linkscope.topo.formats.nccl_log_once as reader_module
 
     monkeypatch.setattr(reader_module, "MAX_PARSED_LINES", 3)
-    reader = LogReader("x.log")
+    reader = OnceReader("x.log")
     lines = [INIT_A] + [f"nodeA:100:120 [0] NCCL INFO Channel {channel:02d}/0 : 0[0] -> 1[1] via P2P/CUMEM/read"
                         for channel in range(10)] * 3
     for raw in lines:
