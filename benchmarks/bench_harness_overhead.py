@@ -27,7 +27,9 @@ make single op times scatter by tens of percent):
   together). Verdict: "within 5%" when the interval lies inside +-5%, "over 5%" when it lies above
   +5%, "under -5%" when below -5%, otherwise "not shown". A row whose A/A control interval misses
   0 gets "not shown (control off)": the interval understates the noise there (expect about 1 row
-  in 20 by chance alone).
+  in 20 by chance alone). A row whose A/A interval reaches beyond +-5% cannot be resolved at all (two
+  identical loops differ by that much): its "A/A resolves" column says NO, its verdict "unresolvable",
+  and the table ends by naming those rows.
 - `--slow-ours-us N` adds an N-microsecond spin to every op of ours: a check that the verdict can
   say "over 5%" (60 us on broadcast at 1 MiB, about 320 us, reads +20% [+17, +24], over 5%).
 
@@ -193,11 +195,19 @@ def row_statistics(rows_us: list[list[float]], fraction: float, generator: Any) 
     return result
 
 
+def control_resolves(control: tuple[float, float], goal_percent: float) -> bool:
+    """Whether the A/A control can tell `goal_percent` from nothing on this row: its interval (two identical
+    loops) lies inside +-goal. Where it does not, the noise alone spans the goal and no verdict is possible."""
+    return -goal_percent < control[0] and control[1] < goal_percent
+
+
 def verdict(interval: tuple[float, float], control: tuple[float, float], goal_percent: float) -> str:
-    """What the interval shows about the goal; nothing when the A/A control itself misses 0."""
+    """What the interval shows about the goal; nothing when the A/A control misses 0 or cannot resolve the goal."""
     low, high = interval
     if not control[0] <= 0 <= control[1]:
         return "not shown (control off)"
+    if not control_resolves(control, goal_percent):
+        return f"unresolvable (A/A noise beyond {goal_percent:g}%)"
     if -goal_percent < low and high < goal_percent:
         return f"within {goal_percent:g}%"
     if low > goal_percent:
@@ -248,8 +258,9 @@ def main() -> int:
           f"{args.fast_fraction:.0%} of rank-mean samples; 95% bootstrap intervals"
           + (f"; ours slowed by {args.slow_ours_us:g} us per op" if args.slow_ours_us else ""))
     print(f"{'op':<15} {'size':>7} {'rounds':>6} {'ours us':>8} {'plain us':>9} {'ours vs plain':>25} "
-          f"{'A/A plain2 vs plain':>25}  verdict")
+          f"{'A/A plain2 vs plain':>25} {'A/A resolves':>12}  verdict")
     counts: dict[str, int] = {}
+    unresolved: list[str] = []
     for key, rows_us in samples_us.items():
         op, size = key.split()
         stats = row_statistics(rows_us, args.fast_fraction, generator)
@@ -258,10 +269,15 @@ def main() -> int:
         counts[shown] = counts.get(shown, 0) + 1
         ours_text = f"{ours_percent:+5.1f}% [{interval[0]:+5.1f}, {interval[1]:+5.1f}]"
         control_text = f"{control_percent:+5.1f}% [{control[0]:+5.1f}, {control[1]:+5.1f}]"
+        resolves = control_resolves(control, args.goal_percent)
+        if not resolves:
+            unresolved.append(f"{op} {format_size_bytes(int(size))}")
         print(f"{op:<15} {format_size_bytes(int(size)):>7} {stats['rounds']:>6} {stats['ours_us']:>8.0f} "
-              f"{stats['plain_us']:>9.0f} {ours_text:>25} {control_text:>25}  {shown}")
+              f"{stats['plain_us']:>9.0f} {ours_text:>25} {control_text:>25} {'yes' if resolves else 'NO':>12}  {shown}")
     summary = ", ".join(f"{count} {name}" for name, count in sorted(counts.items()))
     print(f"{len(samples_us)} rows: {summary}; wall time {time.perf_counter() - started_s:.0f} s")
+    print(f"rows the A/A control cannot resolve to {args.goal_percent:g}% (its own interval reaches beyond): "
+          f"{', '.join(unresolved) or 'none'}")
     return 0
 
 

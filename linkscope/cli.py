@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import os
 import re
@@ -21,7 +22,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from linkscope import __version__
-from linkscope.options import ExitStatus
+from linkscope.options import FINDINGS_EXIT_HELP, PLAIN_EXIT_HELP, ExitStatus
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import say
 
@@ -106,8 +107,9 @@ def _command_module(name: str) -> ModuleType:
     return importlib.import_module(f"linkscope.commands.{name.replace('-', '_')}_cmd")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with subcommand `command` registered, or every subcommand when `command` is
+    None or not one of them: a command run imports its own module only, so start-up stays short."""
     parser = _Parser(
         prog="linkscope",
         description=(
@@ -120,9 +122,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"linkscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         _command_module(name).register(subparsers)
+    _state_exit_status(parser)
     return parser
+
+
+def _state_exit_status(parser: argparse.ArgumentParser) -> None:
+    """End the help of every command whose epilog does not state its exit status with the shared line: the
+    `--fail-on` one where the command has that flag, the plain one elsewhere."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for command in action.choices.values():
+            if "exit status:" not in (command.epilog or ""):
+                judges = any("--fail-on" in each.option_strings for each in command._actions)
+                line = FINDINGS_EXIT_HELP if judges else PLAIN_EXIT_HELP
+                command.epilog = f"{command.epilog}\n\n{line}" if command.epilog else line
+            _state_exit_status(command)
+
+
+def _unknown_command(word: str) -> InputError | None:
+    """The error for a first argument that reads as a mistyped command, not as a SOURCE: a bare word
+    (no path separator, dot or `sample:`) that is no file. None when it may be a SOURCE."""
+    if os.path.exists(word) or any(mark in word for mark in ("/", ".", ":")) or word == "-":
+        return None
+    close = difflib.get_close_matches(word, COMMAND_MODULES, n=1)
+    hint = f"did you mean {close[0]}?" if close else "`linkscope --help` lists the commands"
+    return InputError(f"unknown command {word!r} ({hint}); it is not a file either "
+                      "(for a built-in machine use sample:NAME)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,13 +187,19 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _run(args_list: list[str]) -> int:
     try:
-        parser = build_parser()
+        if args_list and args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-"):
+            unknown = _unknown_command(args_list[0])
+            if unknown is not None:
+                raise unknown
         if not args_list or (args_list[0] not in COMMAND_MODULES and not args_list[0].startswith("-")):
             args_list = ["open", *args_list]
+        parser = build_parser(args_list[0])
         args, extra = parser.parse_known_args(args_list)
         if extra:
             raise InputError(f"{args.command}: unrecognized arguments: {' '.join(extra)}")
-        return int(args.run(args))
+        status = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not in the interpreter's exit flush
+        return status
     except InputError as exc:
         say(f"linkscope: error: {exc}", stderr=True)
         return ExitStatus.BAD_INPUT

@@ -56,7 +56,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--params", default=None, metavar="COUNT", help="parameter count, e.g. 8B, 70.6B")
     group.add_argument("--dtype", default=None, metavar="DTYPE", help="activation/gradient type: bf16 (default), fp16, fp32, fp8")
     group.add_argument("--experts", type=positive_int, metavar="N", help="experts per MoE layer")
-    group.add_argument("--top-k", type=positive_int, metavar="K", help="experts each token is routed to")
+    group.add_argument("--top-k", type=positive_int, metavar="N", help="experts each token is routed to")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
                        help="TP all_reduces become all_gather + reduce_scatter")
     group.add_argument("--zero", type=whole_number(0), default=None, metavar="STAGE",

@@ -34,6 +34,21 @@ def findings_status(severities: Iterable[Severity], fail_on: Severity) -> ExitSt
     return ExitStatus.FINDINGS if reaches(severities, fail_on) else ExitStatus.OK
 
 
+VERDICT_SEVERITY: dict[str, Severity] = {"slow": "warning", "far below": "error"}
+"""The severity of a measurement's verdict (topo.cost.expect) for `--fail-on`: `slow` a warning, `far below`
+an error; every other verdict (ok, not judged) none."""
+
+
+def verdicts_status(verdicts: Iterable[str | None], fail_on: Severity) -> ExitStatus:
+    """:func:`findings_status` over verdicts (explain, import): FINDINGS when one reaches `fail_on`."""
+    return findings_status((VERDICT_SEVERITY[each] for each in verdicts if each in VERDICT_SEVERITY), fail_on)
+
+
+def difference_severity(worse: bool | None) -> Severity:
+    """The severity of one difference between snapshots (`diff`): a warning when it is for the worse, else info."""
+    return "warning" if worse else "info"
+
+
 SOURCE_HELP = "snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine"
 
 
@@ -59,7 +74,16 @@ def add_force_flag(parser: argparse.ArgumentParser,
     parser.add_argument("--force", action="store_true", help=help_text)
 
 
-def add_fail_on_flag(parser: argparse.ArgumentParser) -> None:
+FAIL_ON_HELP = "exit 1 when a finding is at or above this severity (default warning)"
+
+
+def add_fail_on_flag(parser: argparse.ArgumentParser, help_text: str = FAIL_ON_HELP) -> None:
     """`--fail-on SEVERITY`: the lowest severity that makes the exit status 1 (default warning)."""
-    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning",
-                        help="exit 1 when a finding is at or above this severity (default warning)")
+    parser.add_argument("--fail-on", choices=SEVERITIES, default="warning", metavar="SEVERITY",
+                        help=f"{help_text}; SEVERITY is one of {', '.join(SEVERITIES)}")
+
+
+FINDINGS_EXIT_HELP = "exit status: 0 nothing at or above --fail-on, 1 something is, 2 bad input or usage, 130 interrupted"
+"""The exit-status line of every command with `--fail-on`."""
+PLAIN_EXIT_HELP = "exit status: 0 done, 2 bad input or usage, 130 interrupted"
+"""The exit-status line of a command that judges nothing."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.source import load_source
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -13,3 +14,13 @@ def open_source(spec: str | None) -> Snapshot:
 
         return probe_host()
     return load_source(spec)
+
+
+def open_gpu_source(spec: str | None, command: str) -> Snapshot:
+    """:func:`open_source` for a command that places ranks on GPUs: on this machine without a GPU, say to give a
+    SOURCE instead of failing on an empty host."""
+    snapshot = open_source(spec)
+    if spec is None and not any(host.gpus for host in snapshot.hosts):
+        raise InputError(f"{command}: this machine has no NVIDIA GPU to place ranks on: give a SOURCE "
+                         "(sample:NAME, a saved topology such as a `linkscope probe -o` file)")
+    return snapshot

@@ -92,3 +92,36 @@ def test_readme_example_runs(command: str, expected_status: int, tmp_path: pathl
     )
     assert result.returncode == expected_status, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
+
+
+TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+
+
+def test_readme_gives_the_cpu_torch_install_and_a_virtual_environment() -> None:
+    setup = README.split("## ", 1)[0]
+    assert TORCH_CPU in setup and "virtual environment" in setup and "python3 -m venv" in setup
+
+
+def test_ci_installs_cpu_torch_with_the_plain_pin_as_fallback() -> None:
+    """`.ci/run` tries PyTorch's CPU index first and falls back to the plain pin when it cannot be reached."""
+    ci_script = (ROOT / ".ci" / "run").read_text()
+    index = ci_script.index('--index-url "$torch_cpu_index"')
+    assert 'torch_cpu_index="https://download.pytorch.org/whl/cpu"' in ci_script
+    assert ci_script.index("python -m pip install --quiet torch==2.13.0\n", index) > index
+
+
+def test_ci_falls_back_when_the_cpu_index_is_unreachable(tmp_path: pathlib.Path) -> None:
+    """Run .ci/run's torch step with a `python` whose pip fails for the index form: the plain pin follows."""
+    ci_script = (ROOT / ".ci" / "run").read_text()
+    start = ci_script.index("torch_cpu_index=")
+    step = ci_script[start:ci_script.index("fi\n", start) + 3]
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/sh\necho "$@" >> "$CALLS"\ncase "$*" in *index-url*) exit 1;; esac\nexit 0\n')
+    fake.chmod(0o755)
+    calls = tmp_path / "calls"
+    result = subprocess.run(["bash", "-c", f"set -euo pipefail\n{step}"], capture_output=True, text=True, check=False,
+                            env={"PATH": f"{tmp_path}:/usr/bin:/bin", "CALLS": str(calls)})
+    assert result.returncode == 0, result.stderr
+    made = calls.read_text().splitlines()
+    assert len(made) == 2 and "--index-url" in made[0] and made[1] == "-m pip install --quiet torch==2.13.0"
+    assert "could not be reached" in result.stderr

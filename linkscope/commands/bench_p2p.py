@@ -29,13 +29,16 @@ def register_p2p(sub: Any) -> None:
         "host<->GPU copies from pinned memory on the GPU's own NUMA node and on a remote one. Needs CUDA GPUs. "
         "Findings (exit 1): corrupted data; NVLink pairs without peer access; a pair, or a copy from the GPU's own "
         "NUMA node, below 75% of what its link typically delivers (copies of 32 MiB and more).",
-        epilog="example:\n  linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json",
+        epilog="example:\n  linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json\n\n"
+        "exit status: 0 every copy as fast as its link should be, 1 a problem found (listed on stderr), 2 bad input "
+        "or nothing could be measured, 130 interrupted",
     )
-    parser.add_argument("--pairs", default=None, help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
-    parser.add_argument("--bytes", default="256M", help="copy size (default 256M)")
-    parser.add_argument("--samples", type=whole_number(0, 1_000_000), default=5,
+    parser.add_argument("--pairs", default=None, metavar="PAIRS",
+                        help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
+    parser.add_argument("--bytes", default="256M", metavar="SIZE", help="copy size (default 256M)")
+    parser.add_argument("--samples", type=whole_number(0, 1_000_000), default=5, metavar="N",
                         help="timed samples per measurement; the median is reported")
-    parser.add_argument("--copies", type=whole_number(0, 1_000_000), default=4,
+    parser.add_argument("--copies", type=whole_number(0, 1_000_000), default=4, metavar="N",
                         help=f"copies per sample, 1 to {MAX_COPIES_PER_SAMPLE} (default 4)")
     parser.add_argument("--no-host", action="store_true", help="skip the host<->GPU copies")
     parser.add_argument("--pageable", action="store_true",

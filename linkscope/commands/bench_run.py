@@ -23,7 +23,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="snapshot to take the expected figures from (default: probe this machine); every result "
                         "is shown next to it with its ratio and verdict (ok, slow below 75%%, far below 50%%)")
-    parser.add_argument("--timeout", type=seconds(), default=900.0, help="deadline for the whole run in seconds (default 900)")
+    parser.add_argument("--timeout", type=seconds(), default=900.0, metavar="SECONDS",
+                        help="deadline for the whole run in seconds (default 900)")
     add_force_flag(parser, "run on GPUs that have other processes or little free memory; "
                         "--attach to a snapshot of a different kind of machine")
     add_json_flag(parser, "print JSON instead of tables")

@@ -37,11 +37,11 @@ def register_step(sub: Any) -> None:
         ),
     )
     add_step_arguments(parser)
-    parser.add_argument("--nproc", type=whole_number(1, MAX_GPUS_PER_HOST), default=None,
+    parser.add_argument("--nproc", type=whole_number(1, MAX_GPUS_PER_HOST), default=None, metavar="N",
                         help="local worker processes (default: all GPUs; 2 on CPU)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default=None, help="default: nccl with CUDA, gloo otherwise")
 
-    parser.add_argument("--timeout", type=seconds(), default=900.0,
+    parser.add_argument("--timeout", type=seconds(), default=900.0, metavar="SECONDS",
                         help="deadline for the whole run in seconds, above 0 (default 900)")
     add_force_flag(parser, "run on GPUs that have other processes or little free memory")
     add_json_flag(parser, "print JSON (modes, notes) instead of a table")

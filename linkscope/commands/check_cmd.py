@@ -21,7 +21,7 @@ from linkscope.job_options import (
     model_from_args,
 )
 from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, findings_status
-from linkscope.source import open_source
+from linkscope.source import open_gpu_source
 from linkscope.topo.checks.check import check_layout
 from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.checks.request import CheckRequest
@@ -111,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the check and print it; the exit status says whether a finding reached --fail-on."""
-    snapshot = open_source(args.source)
+    snapshot = open_gpu_source(args.source, "check")
     default_slots = len(snapshot.host.gpus) if snapshot.hosts else 8
     request = request_from_args(args, default_slots)
     measurements = load_measurements(args.measurements) if args.measurements else snapshot.measurements

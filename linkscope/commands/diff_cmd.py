@@ -12,7 +12,7 @@ import argparse
 import gc
 from typing import Any
 
-from linkscope.options import ExitStatus, add_json_flag
+from linkscope.options import add_fail_on_flag, add_json_flag, difference_severity, findings_status
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope diff sample:dgx-h100 sample:dgx-h100-degraded\n"
             "  linkscope diff box-last-week.json box.json --json\n"
             "  linkscope diff --odd-one-out hosts/*.json\n"
-            "exit status: 0 no difference, 1 differences (or an odd host), 2 bad input"
+            "exit status: 0 nothing at or above --fail-on, 1 something is (by default: a difference for the worse, "
+            "or an odd host), 2 bad input"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="two snapshots (files, sample:NAME), or with --odd-one-out three or more")
     parser.add_argument("--odd-one-out", action="store_true",
                         help="compare every host of the given snapshots and name those that differ from the majority")
+    add_fail_on_flag(parser, "exit 1 when a difference is at or above this severity: one for the worse (and every "
+                     "odd host) is a warning, any other an info (default warning)")
     add_json_flag(parser, "print one JSON object")
     parser.set_defaults(run=run)
 
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                "differences": [difference.to_json() for difference in differences]})
     else:
         _print_diff(args.sources, first, second, differences)
-    return ExitStatus.FINDINGS if differences else ExitStatus.OK
+    return findings_status((difference_severity(difference.worse) for difference in differences), args.fail_on)
 
 
 def _run_odd(args: argparse.Namespace) -> int:
@@ -95,7 +98,7 @@ def _run_odd(args: argparse.Namespace) -> int:
         })
     else:
         _print_odd(report)
-    return ExitStatus.FINDINGS if report.odd else ExitStatus.OK
+    return findings_status(["warning" for _ in report.odd], args.fail_on)
 
 
 def _dump(data: dict[str, Any]) -> None:

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--measurements", default=None, metavar="FILE",
                         help="measurements (linkscope bench/import -o, or raw nccl-tests/nvbandwidth output) to judge; "
                         "default: those the snapshot carries")
-    parser.add_argument("--baseline", default=None, metavar="SNAPSHOT",
+    parser.add_argument("--baseline", default=None, metavar="SOURCE",
                         help="a known-good snapshot of this machine (or of one of its kind): report what got worse")
     add_force_flag(parser, "judge --measurements or --baseline of a different kind of machine anyway")
     parser.add_argument("--env-file", default=None, metavar="FILE",

@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                         help="buffer size: bytes, or 64K / 1M / 1G (powers of 1024), 1GiB, 1GB (10^9)")
     parser.add_argument("--ranks", required=True, type=whole_number(2, MAX_WORLD_RANKS), metavar="N",
                         help="ranks in the group (2 or more: over one rank a collective moves nothing between GPUs)")
-    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=1, metavar="K",
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=1, metavar="N",
                         help="nodes the ranks spread over evenly (default 1)")
     parser.add_argument("--intra", default=None, metavar="ALPHA_US:GBPS",
                         help=f"without SOURCE: hop inside a node (default {WHAT_IF_INTRA})")

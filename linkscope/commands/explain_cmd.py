@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.options import ExitStatus, add_json_flag
+from linkscope.options import add_fail_on_flag, add_json_flag, verdicts_status
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_WORLD_RANKS
@@ -60,14 +60,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     parser.__class__ = _intermixed(type(parser))
-    parser.add_argument("words", nargs="+", metavar="OP [SOURCE]",
-                        help="the collective (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv), "
-                        "then optionally the machine to place the ranks on: snapshot JSON, `nvidia-smi topo -m` text, "
-                        "sample:NAME")
+    parser.add_argument("op", metavar="OP",
+                        help="the collective: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv")
+    parser.add_argument("source", nargs="?", metavar="SOURCE",
+                        help="the machine to place the ranks on: snapshot JSON, `nvidia-smi topo -m` text, sample:NAME")
     parser.add_argument("--bytes", required=True, metavar="SIZE", help="buffer size: 1G, 256M, 1GiB, 1GB (10^9)")
     parser.add_argument("--ranks", required=True, type=whole_number(1, MAX_WORLD_RANKS), metavar="N", help="ranks in the group")
-    parser.add_argument("--time", required=True, metavar="T", help="observed time of one call: 150ms, 6.3ms, 0.15s, 40us")
-    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None, metavar="K",
+    parser.add_argument("--time", required=True, metavar="DURATION", help="observed time of one call: 150ms, 6.3ms, 0.15s, 40us")
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None, metavar="N",
                         help="with SOURCE: nodes the ranks run on (default: as few as hold them)")
     parser.add_argument("--distribution", choices=DISTRIBUTIONS, default="block", help="with SOURCE: rank placement")
     parser.add_argument("--visible-devices", default=None, metavar="LIST", help="with SOURCE: CUDA_VISIBLE_DEVICES per node")
@@ -78,6 +78,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--pcie", default=DEFAULT_PCIE, metavar="ALPHA_US:GBPS",
                         help=f"what-if PCIe path between GPUs (default {DEFAULT_PCIE}, Gen4 x16)")
     parser.add_argument("--algo", choices=ALGORITHMS, default="auto", help="algorithm (default auto: the cheapest)")
+    add_fail_on_flag(parser, "exit 1 when the layout on SOURCE is slow (a warning) or far below (an error) at or "
+                     "above this severity (default warning)")
     add_json_flag(parser, "print one JSON object")
     parser.set_defaults(run=run)
 
@@ -128,10 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from linkscope.topo.common.sizes import parse_size_bytes
     from linkscope.topo.cost.collectives import parse_alpha_beta
 
-    if len(args.words) > 2:
-        raise InputError(f"explain: expected OP [SOURCE], got {' '.join(args.words)!r}")
-    op = parse_op(args.words[0], "explain")
-    args.source = args.words[1] if len(args.words) == 2 else None
+    op = parse_op(args.op, "explain")
     size_bytes = parse_size_bytes(args.bytes, "--bytes")
     if size_bytes < 1:
         raise InputError("--bytes: must be at least 1 byte")
@@ -156,8 +155,7 @@ def run(args: argparse.Namespace) -> int:
         say(json_text(payload), block=True)
     else:
         _print(op, size_bytes, args.ranks, observed_s, busbw, fits, layout)
-    slow = layout is not None and layout[0].verdict in ("slow", "far below")
-    return ExitStatus.FINDINGS if slow else ExitStatus.OK
+    return verdicts_status([layout[0].verdict] if layout is not None else [], args.fail_on)
 
 
 def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float, fits: list[Fit],

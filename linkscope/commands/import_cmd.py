@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
         epilog="example: linkscope import all_reduce.log --attach sample:dgx-h100 -o box.json",
     )
     parser.add_argument("file", metavar="FILE", help="a text file, or - for stdin")
-    parser.add_argument("--op", default=None,
+    parser.add_argument("--op", default=None, metavar="OP",
                         help="collective of every nccl-tests table (overrides what the log says; all_reduce, "
                         "all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv)")
     add_json_flag(parser, "print Measurements JSON instead of tables")

@@ -12,7 +12,7 @@ from typing import Any
 
 from linkscope.job_options import add_cost_params_flag, add_model_arguments, cost_model_from_args, model_from_args
 from linkscope.options import add_json_flag, add_source_argument
-from linkscope.source import open_source
+from linkscope.source import open_gpu_source
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.numbers import whole_number
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--{dim}: must be at least 1, got {value}")
     if args.vpp < 1:
         raise InputError(f"--vpp: must be at least 1, got {args.vpp}")
-    plan = plan_layout(open_source(args.source), args.gpus, model_from_args(args), pinned, cost_model_from_args(args),
+    plan = plan_layout(open_gpu_source(args.source, "plan"), args.gpus, model_from_args(args), pinned, cost_model_from_args(args),
                        args.vpp)
     from linkscope.render.plan_view import plan_json, plan_markdown, plan_view
 

@@ -42,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_output_flag(parser, "snapshot JSON to write", required=True)
-    parser.add_argument("--seconds", type=decimal_number(0, WEEK_S), required=True, metavar="N", help="how long to record")
-    parser.add_argument("--interval", type=decimal_number(0, WEEK_S), default=1.0, metavar="S",
+    parser.add_argument("--seconds", type=decimal_number(0, WEEK_S), required=True, metavar="SECONDS", help="how long to record")
+    parser.add_argument("--interval", type=decimal_number(0, WEEK_S), default=1.0, metavar="SECONDS",
                         help="seconds between readings (default 1; each reading takes ~20 ms per GPU for PCIe)")
     parser.set_defaults(run=run)
 

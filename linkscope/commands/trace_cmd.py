@@ -38,15 +38,15 @@ def register(subparsers: Any) -> None:
             "  linkscope trace traces/                                  # every rank's trace in a directory\n"
             "  linkscope trace rank0.json.gz rank1.json.gz --json\n"
             "  linkscope trace traces/ --source sample:dgx-h100 --nodes 2\n\n"
-            "exit status: 0 no finding at or above --fail-on, 1 there is one, 2 unreadable input"
+            "exit status: 0 no finding at or above --fail-on, 1 there is one, 2 bad input (an unreadable trace)"
         ),
     )
-    parser.add_argument("traces", nargs="+", metavar="TRACE",
+    parser.add_argument("traces", nargs="+", metavar="PATH",
                         help="trace files (.json, .json.gz) or directories of them (where a directory holds torch's "
                              "*.pt.trace.json[.gz] files, only those)")
     parser.add_argument("--source", default=None, metavar="SOURCE",
                         help="the machine the job ran on (snapshot, topo text, sample:NAME), to price each collective")
-    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None,
+    parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None, metavar="N",
                         help="with --source of one host: how many such nodes the job used (default: enough for its ranks)")
     parser.add_argument("--distribution", choices=("block", "cyclic"), default="block",
                         help="how ranks were placed on nodes: torchrun block order or Slurm cyclic (default block)")

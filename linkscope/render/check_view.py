@@ -31,7 +31,7 @@ def groups_table(report: CheckReport) -> Table:
     """One row per dimension larger than 1: groups, the link its slowest group rides, time per step."""
     table = Table(title="Process groups", title_justify="left", show_edge=False)
     for column in ("dim", "groups", "size", "first groups", "slowest link", "comm / step"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # wrapped, never cut with an ellipsis, in a terminal or a file
     costs = {cost.dim: cost for cost in report.costs}
     layout = report.layout
     roles = {dim.name: dim.role for dim in layout.mesh} if layout is not None else {}
@@ -57,7 +57,8 @@ def costs_table(report: CheckReport) -> Table:
     table = Table(title="Predicted communication per step (slowest group of each dimension)", title_justify="left",
                   show_edge=False)
     for column in ("dim", "collective", "bytes/call", "calls/step", "algo", "time/call", "time/step"):
-        table.add_column(column, justify="right" if column.startswith(("bytes", "calls", "time")) else "left")
+        table.add_column(column, justify="right" if column.startswith(("bytes", "calls", "time")) else "left",
+                         overflow="fold")
     for cost in report.costs:
         for op in cost.ops:
             table.add_row(cost.dim, op.op, format_size_bytes(op.size_bytes), str(op.calls_per_step), op.algo,
@@ -114,7 +115,14 @@ def check_view(report: CheckReport) -> RenderableType:
     if report.suggestion is not None:
         suggestion = report.suggestion
         parts.append(Text(""))
-        parts.append(Text(f"Suggestion: {suggestion.speedup:.2f}x less communication per step "
+        if suggestion.one_flag is not None:
+            simple = suggestion.one_flag
+            parts.append(Text(f"Suggestion, one flag: {simple.speedup:.2f}x less communication per step "
+                              f"({format_seconds(simple.current_time_s)} -> {format_seconds(simple.time_s)})",
+                              style="bold green"))
+            parts.extend(Text(f"  {flag}") for flag in simple.flags)
+        heading = "Or, changing more" if suggestion.one_flag is not None else "Suggestion"
+        parts.append(Text(f"{heading}: {suggestion.speedup:.2f}x less communication per step "
                           f"({format_seconds(suggestion.current_time_s)} -> {format_seconds(suggestion.time_s)})",
                           style="bold green"))
         for name, value in suggestion.env:

@@ -10,6 +10,7 @@ in a name is printed as it is. Commands get their console from :func:`console`, 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +33,11 @@ class SafeConsole(Console):
             else:
                 yield segment
 
+    def on_broken_pipe(self) -> None:
+        """The reader has gone (`| head -1`): raise BrokenPipeError, which `linkscope.cli.main` turns
+        into a quiet exit 0 for every command, where rich itself would exit 1."""
+        raise BrokenPipeError
+
 
 def console(stderr: bool = False, **options: Any) -> Console:
     """The console commands print to: no markup, emoji or highlighting of untrusted text."""
@@ -39,5 +45,11 @@ def console(stderr: bool = False, **options: Any) -> Console:
 
 
 def table_console() -> Console:
-    """A console for wide result tables: the terminal's width, or PIPED_TABLE_WIDTH when piped."""
-    return console(width=None if sys.stdout.isatty() else PIPED_TABLE_WIDTH)
+    """A console for wide result tables: the terminal's width, `COLUMNS` when set, else PIPED_TABLE_WIDTH when piped."""
+    return console(width=None if sys.stdout.isatty() or piped_columns() is not None else PIPED_TABLE_WIDTH)
+
+
+def piped_columns() -> int | None:
+    """The width `COLUMNS` asks for, or None where it is unset or not a positive number."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None

@@ -112,15 +112,18 @@ def layout_world_size(layout_text: str) -> int:
 
 def add_collective_arguments(parser: argparse.ArgumentParser) -> None:
     """The sweep options shared by `linkscope bench collectives` and the torchrun worker."""
-    parser.add_argument("--ops", default=",".join(PRICED_OPS), help="comma-separated collectives (default: all six)")
-    parser.add_argument("--min-bytes", default="8", help="smallest size, nccl-tests style: 8, 64K, 1M (default 8)")
-    parser.add_argument("--max-bytes", default=None, help="largest size (default 1G with nccl, 16M with gloo)")
-    parser.add_argument("--factor", type=whole_number(0), default=2, help="size multiplier between steps (default 2)")
+    parser.add_argument("--ops", default=",".join(PRICED_OPS), metavar="OPS",
+                        help="comma-separated collectives (default: all six)")
+    parser.add_argument("--min-bytes", default="8", metavar="SIZE",
+                        help="smallest size, nccl-tests style: 8, 64K, 1M (default 8)")
+    parser.add_argument("--max-bytes", default=None, metavar="SIZE", help="largest size (default 1G with nccl, 16M with gloo)")
+    parser.add_argument("--factor", type=whole_number(0), default=2, metavar="N",
+                        help="size multiplier between steps (default 2)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    parser.add_argument("--warmup", type=whole_number(0), default=5, help="untimed iterations per size (default 5)")
-    parser.add_argument("--iters", type=whole_number(0), default=20,
+    parser.add_argument("--warmup", type=whole_number(0), default=5, metavar="N", help="untimed iterations per size (default 5)")
+    parser.add_argument("--iters", type=whole_number(0), default=20, metavar="N",
                         help="timed iterations per size, one sync at the end (default 20)")
-    parser.add_argument("--layout", default=None, help="run in every group of a layout at once, e.g. tp=4,dp=2")
+    parser.add_argument("--layout", default=None, metavar="LAYOUT", help="run in every group of a layout at once, e.g. tp=4,dp=2")
     parser.add_argument("--no-check", action="store_true", help="skip the correctness pass (wrong = null)")
 
 

@@ -69,14 +69,14 @@ def parse_bucket_caps(text: str) -> tuple[float, ...]:
 
 def add_step_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment's options (shared by the command line and any other entry)."""
-    parser.add_argument("--layers", type=whole_number(0), default=8, help="linear layers in the model (default 8)")
-    parser.add_argument("--width", type=whole_number(0), default=1024,
+    parser.add_argument("--layers", type=whole_number(0), default=8, metavar="N", help="linear layers in the model (default 8)")
+    parser.add_argument("--width", type=whole_number(0), default=1024, metavar="N",
                         help="features per layer (default 1024: 1M weights a layer)")
-    parser.add_argument("--batch", type=whole_number(0), default=32, help="samples per step and rank (default 32)")
-    parser.add_argument("--steps", type=whole_number(0), default=10, help="timed steps per mode (default 10)")
-    parser.add_argument("--warmup", type=whole_number(0), default=2, help="untimed steps per mode first (default 2)")
-    parser.add_argument("--modes", default=",".join(MODES), help=f"modes to run (default: {','.join(MODES)})")
-    parser.add_argument("--bucket-cap-mb", default=",".join(f"{cap:g}" for cap in DEFAULT_BUCKET_CAPS_MB),
+    parser.add_argument("--batch", type=whole_number(0), default=32, metavar="N", help="samples per step and rank (default 32)")
+    parser.add_argument("--steps", type=whole_number(0), default=10, metavar="N", help="timed steps per mode (default 10)")
+    parser.add_argument("--warmup", type=whole_number(0), default=2, metavar="N", help="untimed steps per mode first (default 2)")
+    parser.add_argument("--modes", default=",".join(MODES), metavar="MODES", help=f"modes to run (default: {','.join(MODES)})")
+    parser.add_argument("--bucket-cap-mb", metavar="MB", default=",".join(f"{cap:g}" for cap in DEFAULT_BUCKET_CAPS_MB),
                         help="DDP bucket sizes to sweep in MB (default 1,5,25,100)")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="write each rank's profiler trace of every mode to DIR (read them with linkscope trace)")

@@ -40,11 +40,54 @@ class LayoutContext:
     traffic: list[Traffic]
     costs: dict[str, DimensionCost]
     _links: dict[str, list[GroupLinks]] = field(default_factory=dict)
+    _group_times: dict[str, list[float | None]] = field(default_factory=dict)
+    _group_of_rank: dict[str, list[int]] = field(default_factory=dict)
+    _slowest_groups: dict[str, list[int]] = field(default_factory=dict)
+    _ranks_on_node: list[list[int]] | None = None
 
     def links(self, dim: str) -> list[GroupLinks]:
         if dim not in self._links:
             self._links[dim] = links_per_group(dim, self.groups[dim], self.pricer)
         return self._links[dim]
+
+    def group_times_s(self, dim: str) -> list[float | None]:
+        """`dim`'s time per step on each of its groups, priced once per distinct link set."""
+        if dim not in self._group_times:
+            memo: dict[GroupLinks, float | None] = {}
+            times = []
+            for links in self.links(dim):
+                if links not in memo:
+                    memo[links] = self.dim_time_s(dim, links)
+                times.append(memo[links])
+            self._group_times[dim] = times
+        return self._group_times[dim]
+
+    def slowest_groups(self, dim: str) -> list[int]:
+        """Indexes of `dim`'s priced groups, slowest first (groups without traffic left out)."""
+        if dim not in self._slowest_groups:
+            times = self.group_times_s(dim)
+            priced = [index for index, time in enumerate(times) if time is not None]
+            self._slowest_groups[dim] = sorted(priced, key=lambda index: -(times[index] or 0.0))
+        return self._slowest_groups[dim]
+
+    def ranks_on_node(self) -> list[list[int]]:
+        """For every node of the placement, the ranks placed on it."""
+        if self._ranks_on_node is None:
+            ranks_on: list[list[int]] = [[] for _ in self.placement.hosts]
+            for rank, node in enumerate(self.placement.node_of_rank):
+                ranks_on[node].append(rank)
+            self._ranks_on_node = ranks_on
+        return self._ranks_on_node
+
+    def group_of_rank(self, dim: str) -> list[int]:
+        """For every rank, the index of its group in `groups[dim]`."""
+        if dim not in self._group_of_rank:
+            index_of = [0] * self.layout.world_size
+            for index, group in enumerate(self.groups[dim]):
+                for rank in group:
+                    index_of[rank] = index
+            self._group_of_rank[dim] = index_of
+        return self._group_of_rank[dim]
 
     def dim_time_s(self, dim: str, links: GroupLinks) -> float | None:
         items = [item for item in self.traffic if item.dim == dim]

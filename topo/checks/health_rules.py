@@ -9,7 +9,7 @@ from linkscope.topo.checks.context import LayoutContext
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.cost.groups import GroupPricer
-from linkscope.topo.cost.step import step_costs
+from linkscope.topo.cost.step import links_per_group
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import run_health
 from linkscope.topo.layout.spec import GROUP_NAMES
@@ -39,10 +39,15 @@ def health_on_ranks(ctx: LayoutContext) -> list[LayoutFinding]:
     if not found:
         return []
     ranks_at: dict[tuple[str, int | None], list[int]] = {}
-    for rank, (node, position) in enumerate(zip(ctx.placement.node_of_rank, ctx.placement.gpu_of_rank, strict=True)):
+    named = {finding.host for finding in found}
+    gpu_of = ctx.placement.gpu_of_rank
+    for node, ranks in enumerate(ctx.ranks_on_node()):
         host = ctx.placement.hosts[node]
-        for key in ((host.hostname, host.gpus[position].index), (host.hostname, None)):
-            ranks_at.setdefault(key, []).append(rank)
+        if host.hostname not in named:  # only the hosts with findings: a few of a thousand
+            continue
+        for rank in ranks:
+            for key in ((host.hostname, host.gpus[gpu_of[rank]].index), (host.hostname, None)):
+                ranks_at.setdefault(key, []).append(rank)
     dims = [dim for dim in ("tp", "cp", "ep", "dp", "pp") if ctx.layout.size(dim) > 1]
     findings = []
     for health_finding in found:
@@ -54,7 +59,7 @@ def health_on_ranks(ctx: LayoutContext) -> list[LayoutFinding]:
         dim = _dim_slowed(ctx, dims, health_finding.code, ranks[0])
         message = f"{health_finding.message}; ranks {ranks[:8]}{'...' if len(ranks) > 8 else ''} run there"
         if dim:
-            group = next(group for group in ctx.groups[dim] if ranks[0] in group)
+            group = ctx.groups[dim][ctx.group_of_rank(dim)[ranks[0]]]
             message += f", and {GROUP_NAMES[dim]} group {group[:8]} waits for {'them' if len(ranks) > 1 else 'it'}"
         repaired = None
         if dim and health_finding.code == "nvlink-fewer-links":
@@ -85,14 +90,17 @@ def _dim_slowed(ctx: LayoutContext, dims: list[str], code: str, rank: int) -> st
         return dims[0] if dims else ""
     nodes = ctx.placement.node_of_rank
     for dim in dims:
-        group = next(group for group in ctx.groups[dim] if rank in group)
+        group = ctx.groups[dim][ctx.group_of_rank(dim)[rank]]
         if len({nodes[member] for member in group}) > 1:
             return dim
     return ""
 
 
 def _cost_with_links_repaired(ctx: LayoutContext, dim: str, hostname: str, gpus: set[int]) -> float | None:
-    """`dim`'s time per step if the NVLink pairs of `gpus` on `hostname` had the count the other pairs have."""
+    """`dim`'s time per step if the NVLink pairs of `gpus` on `hostname` had the count the other pairs have.
+
+    Only the groups on hosts whose pricing the repair changes are priced again; every other group keeps the time
+    the check gave it, so a cluster with many odd hosts costs a check one pricing of each group, not one per finding."""
     repaired: dict[int, Host] = {}
     for host in ctx.placement.hosts:
         if host.hostname != hostname or id(host) in repaired:
@@ -105,7 +113,24 @@ def _cost_with_links_repaired(ctx: LayoutContext, dim: str, hostname: str, gpus:
         links = tuple(replace(link, nvlink_count=full) if link.kind is LinkKind.NVLINK and {link.a, link.b} & short else link
                       for link in host.links)
         repaired[id(host)] = replace(host, links=links)
-    placement = replace(ctx.placement, hosts=tuple(repaired.get(id(host), host) for host in ctx.placement.hosts))
-    costs = step_costs({dim: ctx.groups[dim]}, GroupPricer(placement, ctx.pricer.model),
-                       [item for item in ctx.traffic if item.dim == dim])
-    return costs[0].time_s if costs else None
+    # the repaired hosts become a class of their own: only the groups with a rank on them are priced again,
+    # and every other group keeps the time the check gave it
+    new_class = max(ctx.placement.host_class, default=0) + 1
+    placement = replace(ctx.placement, hosts=tuple(repaired.get(id(host), host) for host in ctx.placement.hosts),
+                        host_class=tuple(new_class if id(host) in repaired else host_class
+                                         for host, host_class in zip(ctx.placement.hosts, ctx.placement.host_class,
+                                                                     strict=True)))
+    items = [item for item in ctx.traffic if item.dim == dim]
+    if not items:
+        return None
+    group_of_rank, ranks_on = ctx.group_of_rank(dim), ctx.ranks_on_node()
+    touched = {group_of_rank[rank] for node, host in enumerate(ctx.placement.hosts) if id(host) in repaired
+               for rank in ranks_on[node]}
+    groups = ctx.groups[dim]
+    again = links_per_group(dim, [groups[index] for index in touched], GroupPricer(placement, ctx.pricer.model))
+    known = [time for time in (ctx.dim_time_s(dim, links) for links in again) if time is not None]
+    times = ctx.group_times_s(dim)
+    slowest_untouched = next((times[index] for index in ctx.slowest_groups(dim) if index not in touched), None)
+    if slowest_untouched is not None:
+        known.append(slowest_untouched)
+    return max(known) if known else None

@@ -94,6 +94,9 @@ class CheckReport:
                 "current_time_s": self.suggestion.current_time_s,
                 "speedup": self.suggestion.speedup,
                 "needs": self.suggestion.needs,
+                "one_flag": None if self.suggestion.one_flag is None else {
+                    "flags": list(self.suggestion.one_flag.flags), "time_s": self.suggestion.one_flag.time_s,
+                    "speedup": self.suggestion.one_flag.speedup},
             }
         return {
             "layout": layout,

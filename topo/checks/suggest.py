@@ -61,6 +61,9 @@ class Suggestion:
     current_time_s: float
     needs: str = ""
     """What can start the suggested order: Megatron's training script (with which flag), megatron-core, DeviceMesh."""
+    one_flag: Suggestion | None = None
+    """Where the suggestion changes more than the placement: block placement alone (`--distribution block`, one
+    flag any launcher takes) when it too beats the current layout; shown first, beside the fuller change."""
 
     @property
     def speedup(self) -> float:
@@ -220,8 +223,14 @@ def suggest_layout(
     env: tuple[tuple[str, str], ...] = ()
     if devices is not None:
         env = (("CUDA_VISIBLE_DEVICES", ",".join(map(str, devices))),)
+    one_flag = None
+    if distribution != "block" and flags != ["--distribution block"] and not refused:
+        block = [item[0] for item in scored if item[2] == layout and item[3] == "block" and item[4] == visible_devices]
+        if block and block[0] < current * (1 - TIE_FRACTION):
+            one_flag = Suggestion(layout.order_string, "block", visible_devices, ("--distribution block",), (), block[0],
+                                  current, order_needs(layout))
     return Suggestion(candidate.order_string, chosen_distribution, devices, tuple(flags), env, time_s, current,
-                      order_needs(candidate))
+                      order_needs(candidate), one_flag)
 
 
 def tp_crosses_node(layout: Layout, placement: Placement, pricer: GroupPricer) -> bool:

@@ -34,7 +34,7 @@ from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES, MAX_STDIN_BYTE
 from linkscope.topo.formats.lines import iter_clean_lines
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
 from linkscope.topo.formats.nccl_log_model import NcclLog
-from linkscope.topo.formats.nccl_log_reader import LogReader
+from linkscope.topo.formats.nccl_log_once import OnceReader
 
 
 def read_nccl_log_file(path: str) -> NcclLog:
@@ -66,7 +66,7 @@ def read_nccl_log_text(text: str, name: str) -> NcclLog:
 
 def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
     """Read decoded raw lines (a line that is exactly :data:`UNREADABLE` counts as skipped)."""
-    reader = LogReader(name)
+    reader = OnceReader(name)
     for line in iter_clean_lines(raw_lines, keep=reader.keep):
         reader.feed(line)
     return reader.result()

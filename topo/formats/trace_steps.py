@@ -13,7 +13,8 @@ from linkscope.topo.formats.trace_events import TraceCollective, TraceEvents, Tr
 
 def profiler_steps(collected: TraceEvents, collectives: list[TraceCollective]) -> list[TraceStep]:
     # GPU work is timed on the GPU, unless the trace communicates on the CPU (gloo): then its CPU ops are the compute.
-    on_device = bool(collected.nccl_kernels) or (bool(collected.gpu_compute) and not collected.gloo_ops)
+    gpu_work = bool(collected.gpu_compute or collected.gpu_copies)
+    on_device = bool(collected.nccl_kernels) or (gpu_work and not collected.gloo_ops)
     windows = collected.steps  # sorted by start
     if not on_device:
         comm_union = union([(c.start_us, c.start_us + c.duration_us) for c in collectives])

@@ -7,6 +7,7 @@ description and the public sources. The loader only reads the data files.
 
 from __future__ import annotations
 
+import difflib
 from functools import cache
 from importlib import resources
 
@@ -43,7 +44,9 @@ def sample_file_name(name: str) -> str:
 def load_sample(name: str) -> Snapshot:
     """The snapshot of sample `name`; InputError for a name that is not a built-in sample."""
     if name not in SAMPLE_NAMES:
-        raise InputError(f"unknown sample {name!r} (available: {', '.join(SAMPLE_NAMES)})")
+        close = difflib.get_close_matches(name, SAMPLE_NAMES, n=1)
+        guess = f": did you mean {close[0]}?" if close else ""
+        raise InputError(f"unknown sample {name!r}{guess} (available: {', '.join(SAMPLE_NAMES)})")
     text = resources.files(__name__).joinpath(sample_file_name(name)).read_text(encoding="utf-8")
     return snapshot_from_json(text, f"sample:{name}")
 

@@ -1,0 +1,74 @@
+"""A check on a cluster with odd hosts prices each group once: a health finding's "with its links up" figure
+re-prices only the groups the repair changes, and gives what pricing the whole repaired job gives."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from linkscope.topo.checks.check import check_layout
+from linkscope.topo.checks.request import CheckRequest
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.model.host import LinkKind
+from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.samples import load_sample
+
+
+def _cluster(hosts: int, odd_every: int) -> Snapshot:
+    healthy, degraded = load_sample("dgx-h100").host, load_sample("dgx-h100-degraded").host
+    return Snapshot(hosts=tuple(dataclasses.replace(degraded if number % odd_every == 1 else healthy,
+                                                    hostname=f"gpu{number:03d}") for number in range(hosts)),
+                    source="test")
+
+
+def _repaired(snapshot: Snapshot, hostname: str) -> Snapshot:
+    """`snapshot` with `hostname`'s NVLinks at the count its other GPU pairs have (the degraded sample's GPU3 has
+    16 where the others have 18)."""
+    full = max(link.nvlink_count for host in snapshot.hosts for link in host.links if link.kind is LinkKind.NVLINK)
+    return dataclasses.replace(snapshot, hosts=tuple(
+        dataclasses.replace(host, links=tuple(dataclasses.replace(link, nvlink_count=full)
+                                              if link.kind is LinkKind.NVLINK else link for link in host.links))
+        if host.hostname == hostname else host for host in snapshot.hosts))
+
+
+def _tp_cost_s(snapshot: Snapshot, sizes: tuple[tuple[str, int], ...]) -> float:
+    report = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=len(snapshot.hosts)))
+    return next(cost.time_s for cost in report.costs if cost.dim == "tp")
+
+
+@pytest.mark.parametrize("sizes", [(("tp", 8),), (("tp", 4), ("pp", 2)), (("tp", 2), ("pp", 4))])
+@pytest.mark.parametrize("odd_every", [5, 12])
+def test_links_up_figure_is_the_job_checked_again_with_that_host_repaired(sizes: tuple[tuple[str, int], ...],
+                                                                           odd_every: int) -> None:
+    """With one odd host the repair removes the slow group; with three, repairing one leaves the others slow (0%)."""
+    snapshot = _cluster(12, odd_every)
+    report = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=len(snapshot.hosts)))
+    current_s = _tp_cost_s(snapshot, sizes)
+    findings = [finding for finding in report.findings if finding.code == "nvlink-fewer-links"]
+    assert len(findings) == len(range(1, 12, odd_every))
+    for finding in findings:
+        hostname = f"gpu{finding.ranks[0] // 8:03d}"  # block placement, 8 GPUs a host
+        expected = round((1 - _tp_cost_s(_repaired(snapshot, hostname), sizes) / current_s) * 100)
+        assert f"would take {expected}% less time" in finding.message, (hostname, finding.message)
+    if odd_every == 12:
+        assert "would take 0% less" not in findings[0].message
+
+
+def test_a_check_prices_each_group_once_however_many_hosts_are_odd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups priced in one check grow with the cluster, not with the cluster times its odd hosts."""
+    calls = {"count": 0}
+    signature = GroupPricer.signature
+
+    def counted(self: GroupPricer, ranks: object) -> object:
+        calls["count"] += 1
+        return signature(self, ranks)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(GroupPricer, "signature", counted)
+    counts = []
+    for hosts in (48, 96):
+        calls["count"] = 0
+        check_layout(_cluster(hosts, 6), CheckRequest(sizes=(("tp", 8), ("pp", 2)), nodes=hosts))
+        counts.append(calls["count"])
+    assert counts[1] <= 2.2 * counts[0], counts
+    assert counts[0] <= 3 * 48 * 8, counts  # a few pricings per rank, not one per rank and odd host
