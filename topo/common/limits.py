@@ -146,3 +146,17 @@ def check_cap(count: int, cap: int, what: str, where: str) -> int:
     if count > cap:
         raise InputError(f"{where}: {what} {count:,} is above linkscope's cap of {cap:,} (topo/common/limits.py)")
     return count
+
+MAX_NCCL_XML_BYTES = 16 * 1024 * 1024
+"""Largest NCCL topology or graph XML file read (16 MiB). A dump of a 72-GPU NVLink domain with its NICs and
+bridges is a few hundred KiB."""
+
+MAX_XML_DEPTH = 64
+"""Deepest element nesting in an XML file. NCCL's own files nest system > cpu > pci (a few bridges) > gpu > nvlink:
+about a dozen levels."""
+
+MAX_XML_ELEMENTS = 200_000
+"""Elements in one XML file; a large dump holds a few thousand."""
+
+MAX_XML_ATTRIBUTE_CHARS = 4_096
+"""Characters in one XML attribute value (NCCL itself stops at 255)."""
