@@ -309,7 +309,7 @@ NOT_A_READER_FACT: dict[str, frozenset[str]] = {
                       "device_names", "rows", "version", "result", "device_busids", "tool", "tests", "driver",
                       "waived", "passed", "matrix_value_type"}),
     "nccl_log": frozenset({"nccl_version_note", "hosts_note", "nranks_stated_by", "transports_note", "example_edges",
-                           "topology_dump", "topology_dump_details", "graph", "nvls_details", "prefix", "rank_busids",
+                           "topology_dump_details", "nvls_details", "prefix", "rank_busids",
                            "ranks_per_host", "collnet_note", "topo_file", "net", "vm", "ranks_by_host", "nvls_note",
                            "socket_fallback", "nranks_note", "line_prefix", "env", "rings", "channels", "gpu",
                            "nranks_from", "failure", "warn_lines", "topology_dump_says", "table", "corrupt_lines",
@@ -522,6 +522,10 @@ def check_nccl_log(outcome: Outcome, read: dict[str, Any]) -> None:
         elif key == "collnet":
             got = any(edge.transport == "COLLNET" for edge in log.edges)
             outcome.expect(key, got == want, got, want)
+        elif key == "topology_dump":
+            outcome.expect(key, bool(log.topologies) == want, len(log.topologies), want)
+        elif key == "graph":
+            _check_log_graph(outcome, log, want)
         elif key == "also_nccl_tests":
             from linkscope.topo.formats.results import read_measurements
 
@@ -536,6 +540,32 @@ def check_nccl_log(outcome: Outcome, read: dict[str, Any]) -> None:
             continue
         else:
             outcome.failed.append(f"{key}: no rule for this fact")
+
+
+def _check_log_graph(outcome: Outcome, log: Any, want: dict[str, Any]) -> None:
+    """`{"pattern4": {"nChannels", "bw": "intra/inter", "type": "intra/inter", "channel": "NET/0 GPU/0..GPU/7 NET/0"},
+    "pattern1": "same"}`: the graphs of the `Pattern N, ...` lines."""
+    graphs = [graph for found in log.graphs for graph in found.graphs]
+    first: dict[str, Any] = {}
+    for label, facts in want.items():
+        facts = first if facts == "same" else facts
+        first = first or facts
+        code = int(label.removeprefix("pattern"))
+        graph = next((graph for graph in graphs if graph.pattern_code == code), None)
+        if graph is None:
+            outcome.failed.append(f"graph.{label}: no Pattern {code} line read")
+            continue
+        intra, inter = (float(value) for value in facts["bw"].split("/"))
+        type_intra, type_inter = facts["type"].split("/")
+        got = (graph.nchannels, graph.speed_intra_gbps, graph.speed_inter_gbps, graph.type_intra, graph.type_inter)
+        wanted = (facts["nChannels"], intra, inter, type_intra, type_inter)
+        outcome.expect(f"graph.{label}", got == wanted, got, wanted)
+        ends = re.fullmatch(r"NET/(\d+) GPU/(\d+)\.\.GPU/(\d+) NET/(\d+)", facts["channel"])
+        if ends:
+            net_in, low, high, net_out = (int(n) for n in ends.groups())
+            hops = [f"net{net_in}", *(f"rank{n}" for n in range(low, high + 1)), f"net{net_out}"]
+            got_hops = [hop.as_json() for hop in graph.channels[0]] if graph.channels else []
+            outcome.expect(f"graph.{label}.channel", got_hops == hops, got_hops, hops)
 
 
 def _log_nranks(log: Any) -> int | None:

@@ -35,15 +35,19 @@ class NcclHop:
     """`gpu` or `net`."""
     dev: int | None = None
     busid: str | None = None
+    rank: int | None = None
+    """The GPU's rank, where an older log (before NCCL 2.19) names GPUs by rank."""
 
     @property
     def label(self) -> str:
         if self.kind == "net":
             return f"net{self.dev if self.dev is not None else '?'}"
-        return str(self.dev) if self.dev is not None else (self.busid or "?")
+        if self.dev is not None:
+            return str(self.dev)
+        return f"rank{self.rank}" if self.rank is not None else (self.busid or "?")
 
     def as_json(self) -> int | str:
-        """A GPU's dev number, or `netN` / a bus id."""
+        """A GPU's dev number, or `netN`, `rankN` or a bus id where the dump does not give the dev."""
         if self.kind == "gpu" and self.dev is not None:
             return self.dev
         return self.label
@@ -143,14 +147,16 @@ def _graph(element: XmlElement, notes: list[str]) -> NcclGraph:
         same_channels=_integer(element.get("samechannels")), channels=tuple(channels), line=element.line)
 
 
+_BW = r"\d{1,12}(?:\.\d{1,12})?"
 PATTERN_LINE = re.compile(
-    r"Pattern (?P<pattern>\d+), crossNic (?P<crossnic>\d+), nChannels (?P<nchannels>\d+), "
-    r"(?:bw|speed) (?P<intra>[\d.]+)/(?P<inter>[\d.]+), type (?P<tintra>\w+)/(?P<tinter>\w+)"
-    r"(?:, sameChannels (?P<same>\d+))?")
+    r"Pattern (?P<pattern>\d{1,4}), crossNic (?P<crossnic>\d{1,4}), nChannels (?P<nchannels>\d{1,6}), "
+    rf"(?:bw|speed) (?P<intra>{_BW})/(?P<inter>{_BW}), type (?P<tintra>\w{{1,8}})/(?P<tinter>\w{{1,8}})"
+    r"(?:, sameChannels (?P<same>\d{1,4}))?")
 """`ncclTopoPrintGraph`'s first line (`speed` before NCCL 2.19, `bw` since)."""
 
-CHANNEL_LINE = re.compile(r"^\s*(?P<channel>\d+) :(?P<hops>(?: (?:NET|GPU)/[0-9a-fA-F-]+)+)\s*$")
-"""`ncclTopoPrintGraph`'s channel lines: ` 0 : NET/0 GPU/0 GPU/1 NET/0` (old) or ` 0 : GPU/0-1b000 GPU/0-29000`."""
+CHANNEL_LINE = re.compile(r"^\s*(?P<channel>\d{1,6}) :(?P<hops>(?: (?:NET|GPU)/[0-9a-fA-F]{1,16}(?:-[0-9a-fA-F]{1,16})?)+)\s*$")
+"""`ncclTopoPrintGraph`'s channel lines: ` 0 : NET/0 GPU/0 GPU/1 NET/0` (before NCCL 2.19: GPUs by rank) or
+` 0 : GPU/0-1b000 GPU/0-29000` (GPUs by bus id)."""
 
 
 def graph_of_pattern_line(message: str, line: int) -> NcclGraph | None:
@@ -162,6 +168,14 @@ def graph_of_pattern_line(message: str, line: int) -> NcclGraph | None:
         pattern_code=int(match["pattern"]), crossnic=int(match["crossnic"]), nchannels=int(match["nchannels"]),
         speed_intra_gbps=float(match["intra"]), speed_inter_gbps=float(match["inter"]), type_intra=match["tintra"],
         type_inter=match["tinter"], same_channels=int(match["same"]) if match["same"] else None, line=line)
+
+
+def nccl_bus_of_id(ident: str) -> str:
+    """NCCL's bus id spelling (`0000:65:00.0`) of a node id's local part (`65000`)."""
+    from linkscope.topo.formats.nccl_log_model import bus_id_to_pci
+
+    domain, rest = bus_id_to_pci(ident.lower()).split(":", 1)
+    return f"{domain[-4:]}:{rest}".lower()
 
 
 def hops_of_channel_line(message: str) -> tuple[NcclHop, ...] | None:
@@ -176,7 +190,7 @@ def hops_of_channel_line(message: str) -> tuple[NcclHop, ...] | None:
         if kind == "NET":
             hops.append(NcclHop("net", int(local if dash else system, 16)))
         elif dash:
-            hops.append(NcclHop("gpu", busid=local))
+            hops.append(NcclHop("gpu", busid=nccl_bus_of_id(local)))
         else:
-            hops.append(NcclHop("gpu", int(system)))
+            hops.append(NcclHop("gpu", rank=int(system)))
     return tuple(hops)

@@ -26,6 +26,11 @@ PCIE_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
 """PCIe generation by transfer rate per lane (GT/s), as sysfs `max_link_speed` states it."""
 
 
+SLOW_PCI_GBPS = 1.0
+"""Below this a PCIe link NCCL printed is one whose speed it could not read (it computes 16 lanes x 1 / 80 = 0.2 GB/s
+from an empty `link_speed`, src/graph/topo.cc `ncclTopoAddPci`)."""
+
+
 def pcie_gen_of(gts: float | None) -> int | None:
     """The PCIe generation of a link speed in GT/s (None for an unknown or empty speed)."""
     return PCIE_GEN_BY_GTS.get(gts) if gts is not None else None
@@ -71,6 +76,8 @@ class NcclPci:
     vendor: str | None = None
     device: str | None = None
     line: int = 0
+    bw_gbps: float | None = None
+    """The bandwidth NCCL gave the link up from this element (a debug log's `PCI[48.0]`); None from XML."""
 
     @property
     def link_gts(self) -> float | None:
@@ -82,9 +89,21 @@ class NcclPci:
         return (self.class_code or "").startswith(BRIDGE_CLASS_PREFIX)
 
     @property
+    def speed_unknown(self) -> bool:
+        """True when NCCL has no link speed for this port: it then prices the link at ~0.2 GB/s (`PCI[0.2]`)."""
+        if self.bw_gbps is not None:
+            return self.bw_gbps < SLOW_PCI_GBPS
+        return self.link_gts is None
+
+    @property
+    def width_unknown(self) -> bool:
+        """True when the XML states no link width (`link_width="0"`): NCCL then assumes x16."""
+        return self.bw_gbps is None and not self.link_width
+
+    @property
     def is_virtual(self) -> bool:
         """True for a port without a stated speed or width (what VMs show NCCL)."""
-        return self.link_gts is None or not self.link_width
+        return self.speed_unknown or self.width_unknown
 
 
 @dataclass(frozen=True)
@@ -93,7 +112,10 @@ class NcclNvLink:
 
     target: str
     count: int
+    """Links (0 where a debug log states only their bandwidth)."""
     target_class: str | None = None
+    bw_gbps: float | None = None
+    """NCCL's bandwidth of the links (a debug log's `NVL[370.8]`); None from XML."""
 
     @property
     def to_nvswitch(self) -> bool:
