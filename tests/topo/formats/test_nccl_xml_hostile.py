@@ -55,8 +55,16 @@ def test_hostile_xml_is_refused_in_one_line(case: str, reader: object) -> None:
     assert "root" not in message and "passwd" not in message  # nothing of an external file leaks into the message
 
 
+def _refusal(text: str) -> str:
+    try:
+        read_nccl_topo_xml(text, "h.xml")
+    except InputError as refused:
+        return str(refused)
+    raise AssertionError("read")
+
+
 def test_refusals_say_why() -> None:
-    reasons = {case: str(pytest.raises(InputError, read_nccl_topo_xml, HOSTILE[case], "h.xml").value) for case in HOSTILE}
+    reasons = {case: _refusal(HOSTILE[case]) for case in HOSTILE}
     assert "DOCTYPE" in reasons["billion laughs"] and "DOCTYPE" in reasons["external entity"]
     assert "nested more than" in reasons["10^6 nested elements"] and "line 1" in reasons["10^6 nested elements"]
     assert "longer than" in reasons["huge attribute"]
