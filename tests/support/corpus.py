@@ -648,6 +648,13 @@ def _bus_matches(token: str, busid: str) -> bool:
     return token in (busid, domain, bus)
 
 
+def _must(match: re.Match[str] | None, wording: str) -> re.Match[str]:
+    """The match of a sidecar's wording; a wording no rule reads is a test error, not a silent pass."""
+    if match is None:
+        raise AssertionError(f"no rule reads this wording: {wording}")
+    return match
+
+
 def _first_word(value: Any) -> str:
     return str(value).split()[0]
 
@@ -674,6 +681,8 @@ def check_nccl_topo_xml(outcome: Outcome, read: dict[str, Any]) -> None:
     topology, host = reading.topology, reading.snapshot.host
     gpu_pcis = [topology.pci(gpu.busid) for gpu in topology.gpus]
     stated_nets = [net for net in topology.nets if net.stated]
+    got: Any
+    wanted: Any
     for key, want in read.items():
         if key == "gpus":
             outcome.expect(key, len(host.gpus) == want, len(host.gpus), want)
@@ -728,16 +737,17 @@ def check_nccl_topo_xml(outcome: Outcome, read: dict[str, Any]) -> None:
             got = {cpu.host_hash for cpu in topology.cpus}
             outcome.expect(key, got == {want}, got, want)
         elif key == "nic_pci":
-            count, klass, ports = (int(n) if n.isdigit() else n for n in
-                                   re.fullmatch(r"(\d+) NICs class (0x[0-9a-f]+), (\d+) ports each", want).groups())
+            nic_pci = _must(re.fullmatch(r"(\d+) NICs class (0x[0-9a-f]+), (\d+) ports each", want), want)
+            count, pci_class, ports = int(nic_pci.group(1)), nic_pci.group(2), int(nic_pci.group(3))
             by_bus = Counter(net.busid for net in stated_nets)
             classes = {topology.pci(bus).class_code for bus in by_bus}
-            ok = len(by_bus) == count and classes == {klass} and set(by_bus.values()) == {ports}
+            ok = len(by_bus) == count and classes == {pci_class} and set(by_bus.values()) == {ports}
             outcome.expect(key, ok, (len(by_bus), classes, set(by_bus.values())), want)
         elif key == "gpu_nic_pairing":
             _check_pairing(outcome, topology, str(want))
         elif key == "gpu_nic_pairs_per_switch":
-            gpus, nics, bridges = (int(n) for n in re.search(r"(\d+) GPU \+ (\d+) NIC under each of (\d+)", want).groups())
+            per_switch = _must(re.search(r"(\d+) GPU \+ (\d+) NIC under each of (\d+)", want), want)
+            gpus, nics, bridges = (int(n) for n in per_switch.groups())
             tops = [pci for pci in topology.pcis if pci.is_bridge]
             children = [(sum(1 for gpu in topology.gpus if topology.pci(gpu.busid).parent == bridge.busid),
                          sum(1 for net in topology.nets if net.busid and topology.pci(net.busid).parent == bridge.busid))
@@ -749,7 +759,7 @@ def check_nccl_topo_xml(outcome: Outcome, read: dict[str, Any]) -> None:
             got = [[gpu.dev, gpu.rank] for gpu in topology.gpus]
             outcome.expect(key, got == want, got, want)
         elif key == "nics_note":
-            distinct = int(re.match(r"(\d+) distinct", want).group(1))
+            distinct = int(_must(re.match(r"(\d+) distinct", want), want).group(1))
             devs = sorted(net.dev for net in topology.nets)
             repeated = any("appears under more than one CPU" in note for note in topology.notes)
             outcome.expect(key, len(topology.nets) == distinct and devs == list(range(distinct)) and repeated,
@@ -781,7 +791,7 @@ def _check_nvlinks(outcome: Outcome, topology: Any, host: Any, want: str) -> Non
         tokens = {link.token for link in host.links}
         outcome.expect(f"{fact}.matrix", tokens == {f"NV{pairs[0][2]}"}, tokens, f"NV{pairs[0][2]}")
         return
-    count = int(re.search(r"count=\\?\"?(\d+)", want).group(1)) if "count=" in want else None
+    count = int(_must(re.search(r"count=\\?\"?(\d+)", want), want).group(1)) if "count=" in want else None
     if "self-loop" in want:
         ok = all(len(gpu.nvlinks) == 1 and gpu.nvlinks[0].target == gpu.busid and gpu.nvlinks[0].count == count
                  for gpu in topology.gpus)
@@ -789,7 +799,7 @@ def _check_nvlinks(outcome: Outcome, topology: Any, host: Any, want: str) -> Non
         outcome.expect(fact, ok and noted and not nv_pairs, [gpu.nvlinks for gpu in topology.gpus], want)
         return
     if "each GPU one" in want:
-        target = re.search(r'target=\\?"([^"\\]+)', want).group(1)
+        target = _must(re.search(r'target=\\?"([^"\\]+)', want), want).group(1)
         ok = all([(link.target, link.count, link.to_nvswitch) for link in gpu.nvlinks] == [(target, count, True)]
                  for gpu in topology.gpus)
         outcome.expect(fact, ok and {link.token for link in host.links} == {f"NV{count}"},
@@ -799,14 +809,14 @@ def _check_nvlinks(outcome: Outcome, topology: Any, host: Any, want: str) -> Non
                         want)
     if per_gpu:
         number, targets, tclass, counts, total = per_gpu.groups()
-        domain, buses, rest = re.fullmatch(r"(\w+):([\w/]+):(\S+)", targets).groups()
+        domain, buses, rest = _must(re.fullmatch(r"(\w+):([\w/]+):(\S+)", targets), targets).groups()
         wanted_targets = {f"{domain}:{bus}:{rest}" for bus in buses.split("/")}
         wanted_counts = sorted(int(n) for n in counts.split("+"))
         for gpu in topology.gpus:
-            got = (len(gpu.nvlinks), {link.target for link in gpu.nvlinks}, {link.target_class for link in gpu.nvlinks},
-                   sorted(link.count for link in gpu.nvlinks))
-            wanted = (int(number), wanted_targets, {tclass}, wanted_counts)
-            outcome.expect(f"{fact}.{gpu.busid}", got == wanted, got, wanted)
+            seen = (len(gpu.nvlinks), {link.target for link in gpu.nvlinks}, {link.target_class for link in gpu.nvlinks},
+                    sorted(link.count for link in gpu.nvlinks))
+            stated = (int(number), wanted_targets, {tclass}, wanted_counts)
+            outcome.expect(f"{fact}.{gpu.busid}", seen == stated, seen, stated)
         outcome.expect(f"{fact}.matrix", {link.token for link in host.links} == {f"NV{total}"},
                        {link.token for link in host.links}, f"NV{total}")
         return
@@ -819,13 +829,13 @@ def _check_link_speed(outcome: Outcome, fact: str, topology: Any, host: Any, sta
     if statement.startswith(("GPUs", '""')) or "GPU pci nodes" in statement or "on both GPUs" in statement:
         nodes = [topology.pci(gpu.busid) for gpu in topology.gpus]
     elif "host bridges" in statement:
-        klass = re.search(r"class (0x[0-9a-f]+)", statement).group(1)
+        klass = _must(re.search(r"class (0x[0-9a-f]+)", statement), statement).group(1)
         nodes = [pci for pci in topology.pcis if pci.class_code == klass]
     elif re.match(r"(\w+ )?NICs? |enp|eno|mlx", statement):
         nodes = [topology.pci(bus) for bus in dict.fromkeys(net.busid for net in topology.nets if net.busid)]
     elif "top-level switches" in statement:
         nodes = [pci for pci in topology.pcis if pci.parent is None and pci.is_bridge]
-        buses = re.search(r"\(([^)]*)\)", statement).group(1).replace("0000:", "").split(", ")
+        buses = _must(re.search(r"\(([^)]*)\)", statement), statement).group(1).replace("0000:", "").split(", ")
         outcome.expect(f"{fact}.buses", sorted(pci.busid.split(":")[1] for pci in nodes) == sorted(buses),
                        [pci.busid for pci in nodes], buses)
     elif "other pci nodes" in statement:
@@ -892,7 +902,7 @@ def _check_cpu(outcome: Outcome, topology: Any, host: Any, want: dict[str, Any])
                 outcome.expect(f"{fact}.{key}.{bus}", ok, top, bus)
                 members = re.search(r"\(([^)]*)\)", item)
                 for member in members.group(1).split(",") if members else ():
-                    kind, index = re.fullmatch(r"(GPU|NIC)(\d+)", member.strip()).groups()
+                    kind, index = _must(re.fullmatch(r"(GPU|NIC)(\d+)", member.strip()), member).groups()
                     device = (host.gpus if kind == "GPU" else host.nics)[int(index)]
                     from linkscope.topo.formats.nccl_topo_snapshot import nvml_bus_id
 
@@ -923,7 +933,7 @@ def _check_gdr(outcome: Outcome, topology: Any, want: str) -> None:
     if split:
         wanted = ({split.group(1) == "1"}, {split.group(2) == "1"})
     else:
-        flag = re.match(r"(\d)", want).group(1) == "1"
+        flag = _must(re.match(r"(\d)", want), want).group(1) == "1"
         wanted = ({flag}, {flag})
     outcome.expect("gdr", (gpu_flags, net_flags) == wanted, (gpu_flags, net_flags), wanted)
 

@@ -26,9 +26,17 @@ PCIE_GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6, 128.0: 7}
 """PCIe generation by transfer rate per lane (GT/s), as sysfs `max_link_speed` states it."""
 
 
-SLOW_PCI_GBPS = 1.0
-"""Below this a PCIe link NCCL printed is one whose speed it could not read (it computes 16 lanes x 1 / 80 = 0.2 GB/s
-from an empty `link_speed`, src/graph/topo.cc `ncclTopoAddPci`)."""
+NCCL_LANE_RATE = {"2.5 GT/s": 15, "5 GT/s": 30, "8 GT/s": 60, "16 GT/s": 120, "32 GT/s": 240, "2.5 GT/s PCIe": 15,
+                  "5.0 GT/s PCIe": 30, "8.0 GT/s PCIe": 60, "16.0 GT/s PCIe": 120, "32.0 GT/s PCIe": 240,
+                  "64.0 GT/s PCIe": 480}
+"""`kvDictPciGen` of src/graph/topo.cc (NCCL 2.12 to 2.28): the `link_speed` strings NCCL knows, in 100 Mb/s per lane.
+Any other string (empty, `16.0 GT/s` without `PCIe`, a Gen7 rate) falls back to 60, Gen3's rate."""
+
+NCCL_FALLBACK_LANE_RATE = 60
+
+NCCL_SPEED_WORDS = {2.5: "2.5 GT/s PCIe", 5.0: "5.0 GT/s PCIe", 8.0: "8.0 GT/s PCIe", 16.0: "16.0 GT/s PCIe",
+                    32.0: "32.0 GT/s PCIe", 64.0: "64.0 GT/s PCIe"}
+"""How NCCL's own dumps spell each speed (keys of :data:`NCCL_LANE_RATE`)."""
 
 
 def pcie_gen_of(gts: float | None) -> int | None:
@@ -90,10 +98,9 @@ class NcclPci:
 
     @property
     def speed_unknown(self) -> bool:
-        """True when NCCL has no link speed for this port: it then prices the link at ~0.2 GB/s (`PCI[0.2]`)."""
-        if self.bw_gbps is not None:
-            return self.bw_gbps < SLOW_PCI_GBPS
-        return self.link_gts is None
+        """True when NCCL cannot read this port's `link_speed` (empty, or a string it does not know): it then
+        assumes Gen3's 8 GT/s. A debug log's `PCI[...]` states only the result: never unknown there."""
+        return self.bw_gbps is None and (self.link_speed or "") not in NCCL_LANE_RATE
 
     @property
     def width_unknown(self) -> bool:
@@ -104,6 +111,15 @@ class NcclPci:
     def is_virtual(self) -> bool:
         """True for a port without a stated speed or width (what VMs show NCCL)."""
         return self.speed_unknown or self.width_unknown
+
+    @property
+    def nccl_bw_gbps(self) -> float:
+        """The bandwidth NCCL gives the link (GB/s): `width x lane rate / 80` with its defaults (x16, Gen3), as
+        `ncclTopoAddPci` computes it; a debug log's printed value where there is one."""
+        if self.bw_gbps is not None:
+            return self.bw_gbps
+        rate = NCCL_LANE_RATE.get(self.link_speed or "", NCCL_FALLBACK_LANE_RATE)
+        return (self.link_width or 16) * rate / 80
 
 
 @dataclass(frozen=True)

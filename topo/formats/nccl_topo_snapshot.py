@@ -156,7 +156,7 @@ def _gaps(topology: NcclTopology, gpus: list[tuple[int, NcclGpu]]) -> list[Gap]:
         if pci is not None and pci.is_virtual:
             gaps.append(Gap(f"PCIe link speed/width of GPU {index} ({gpu.busid})",
                             f"NCCL's file states link_speed={pci.link_speed or ''!r} link_width={pci.link_width} "
-                            "(a virtual port: NCCL prices the link as slow)"))
+                            "(a virtual port: NCCL assumes Gen3 for an unknown speed, x16 for an unknown width)"))
     if gpus and not any(gpu.stated for _, gpu in gpus):
         gaps.append(Gap("GPUs and NVLinks", "the file states GPUs by PCI class only (no <gpu>/<nvlink>): NCCL fills "
                         "them in from the machine it runs on"))
