@@ -39,6 +39,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff",
     "record",
     "nccl-log",
+    "nccl-graph",
+    "export",
     "collect",
     "merge",
     "help",

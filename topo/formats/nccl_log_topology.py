@@ -157,12 +157,14 @@ class TopologyBook:
                 tree.gpus[busid] = replace(gpu, nvlinks=(*gpu.nvlinks, nvlink))
         elif link_type == "NET" and node["type"] == "NET":
             dev = int(_local_id(node["id"]), 16)
+            # (collSupport/guid/port/bw) since NCCL 2.19, (guid/port/bw) before
             fields = (node["info"] or "").split("/")
+            guid, port_word = (fields[1], fields[2]) if len(fields) == 4 else (fields[0], fields[1]) \
+                if len(fields) == 3 else (None, "")
             nic_bus = _busid(parent_id) if parent_type == "NIC" else None
-            port = int(fields[2]) if len(fields) > 2 and re.fullmatch(r"\d{1,7}", fields[2]) else None
+            port = int(port_word) if re.fullmatch(r"\d{1,7}", port_word) else None
             tree.nets.append(NcclNet(name=f"net{dev}", cpu=tree.cpu_of(), busid=nic_bus if nic_bus in tree.pcis else None,
-                                     dev=dev, speed_mbps=round(bw * 8000), port=port, guid=fields[1] if len(fields) > 1
-                                     else None))
+                                     dev=dev, speed_mbps=round(bw * 8000), port=port, guid=guid))
         elif link_type == "C2C":
             tree.notes.append(f"line {number}: C2C[{bw}] (the GPU's chip-to-chip link to its CPU) kept in the log only")
         return True

@@ -9,6 +9,9 @@ hold (GPUDirect flags, NVLink targets, CPU models, the reader's notes) is kept a
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from linkscope.topo.common.cpulist import format_cpulist
 from linkscope.topo.formats.nccl_topo_model import NcclGpu, NcclNet, NcclTopology, pcie_gen_of
 from linkscope.topo.model.host import Gap, Gpu, Host, Link, LinkKind, Nic, NumaNode
@@ -184,6 +187,44 @@ def _kept_notes(topology: NcclTopology) -> list[str]:
             notes.append(f"bridge {pci.busid} (class {pci.class_code}): link_speed {pci.link_speed!r} "
                          f"link_width {pci.link_width}")
     return notes
+
+
+_CPU_NOTE = re.compile(r"cpu numaid (-?\d+|None): (\S+) (\S+) family (\d+|None) model (\d+|None)")
+_BRIDGE_NOTE = re.compile(r"bridge (\S+) \(class (\S+)\): link_speed '([^']*)' link_width (\d+|None)")
+
+
+@dataclass(frozen=True)
+class NotedCpu:
+    """A CPU's model as an NCCL topology SOURCE stated it (kept in the snapshot's notes)."""
+
+    arch: str | None
+    vendor: str | None
+    family_id: int | None
+    model_id: int | None
+
+
+def noted_cpus(snapshot: Snapshot) -> dict[int | None, NotedCpu]:
+    """The CPU models the snapshot's `nccl_topo.note` entries state, by NUMA id (what :func:`snapshot_of` kept)."""
+    found: dict[int | None, NotedCpu] = {}
+    for key, value in snapshot.meta:
+        match = _CPU_NOTE.fullmatch(value.split(",")[0]) if key == NOTE_KEY else None
+        if match is not None:
+            numa, arch, vendor, family, model = match.groups()
+            found.setdefault(None if numa == "None" else int(numa), NotedCpu(
+                None if arch == "?" else arch, None if vendor == "?" else vendor,
+                None if family == "None" else int(family), None if model == "None" else int(model)))
+    return found
+
+
+def noted_bridges(snapshot: Snapshot) -> dict[str, tuple[str, str, int | None]]:
+    """Bridges an NCCL topology SOURCE stated, by NCCL bus id: (class, link_speed, link_width)."""
+    found: dict[str, tuple[str, str, int | None]] = {}
+    for key, value in snapshot.meta:
+        match = _BRIDGE_NOTE.fullmatch(value) if key == NOTE_KEY else None
+        if match is not None:
+            busid, klass, speed, width = match.groups()
+            found.setdefault(busid, (klass, speed, None if width == "None" else int(width)))
+    return found
 
 
 def _yes_no(flag: bool | None) -> str:

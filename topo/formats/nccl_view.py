@@ -10,7 +10,7 @@ from linkscope.topo.formats.nccl_topo_xml import looks_like_nccl_topo_xml, read_
 
 def nccl_topology_of_text(text: str, name: str) -> NcclTopology:
     """NCCL's machine from XML or from a log's topology tree (the first host's); one InputError line otherwise."""
-    if looks_like_nccl_topo_xml(text):
+    if looks_like_nccl_topo_xml(text) or text.lstrip().startswith("<"):
         return read_nccl_topo_xml(text, name)
     from linkscope.topo.formats.nccl_log import read_nccl_log_text
 
