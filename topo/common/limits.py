@@ -160,3 +160,10 @@ MAX_XML_ELEMENTS = 200_000
 
 MAX_XML_ATTRIBUTE_CHARS = 4_096
 """Characters in one XML attribute value (NCCL itself stops at 255)."""
+
+MAX_NCCL_TREE_NODES = 4 * MAX_GPUS_PER_HOST
+"""Nodes kept of one topology tree an NCCL log prints (GPUs, NICs, bridges); a longer tree is a damaged log."""
+
+MAX_NCCL_STR_CHARS = 255
+"""`MAX_STR_LEN` of NCCL's own XML reader (src/graph/xml.h): a longer attribute value NCCL refuses, so an exported
+topology file never holds one."""

@@ -45,7 +45,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     transport_class,
 )
 from linkscope.topo.formats.nccl_log_model import Communicator, Edge, NcclLog
-from linkscope.topo.formats.nccl_log_topology import TOPOLOGY_STARTS, TopologyBook
+from linkscope.topo.formats.nccl_log_topology import TopologyBook
 
 
 class LogReader:
@@ -79,9 +79,8 @@ class LogReader:
         self.aliases: dict[str, set[str]] = {}
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
-        self.topology = TopologyBook()
-        """NCCL's printed machine and searched graphs (:mod:`topo.formats.nccl_log_topology`)."""
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+        self.topology = TopologyBook()
         self.hosts = HostBook()
         self.nvls = NvlsBook()
 
@@ -178,7 +177,7 @@ class LogReader:
 
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         first = message[:1]
-        if (first in TOPOLOGY_STARTS or message.startswith("CPU/")) and self.topology.line(message, host, pid, dev, number):
+        if self.topology.line(message, host, pid, dev, number):
             return
         self.suffix = None
         if first in ("C", "R", "T") and " nRanks " in message:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_KEPT_MESSAGES
+from linkscope.topo.common.limits import MAX_KEPT_MESSAGES, MAX_NCCL_TREE_NODES
 from linkscope.topo.formats.nccl_graph import (
     NcclGraph,
     NcclGraphs,
@@ -31,10 +31,8 @@ NODE = re.compile(r"(?P<type>CPU|PCI|GPU|NIC|NET|NVS|GIN|RMA|DEV|CXB)/(?P<id>[0-
 LINK = re.compile(rf"\+ (?P<type>[A-Z0-9]{{0,4}})\[(?P<bw>{NUMBER})\] - ")
 
 TOPOLOGY_STARTS = frozenset(" =+P0123456789")
-"""First characters of the messages :class:`TopologyBook` may take (besides `CPU/`): the reader asks it only then."""
+"""First characters of the messages :class:`TopologyBook` may take (besides `CPU/`): any other is passed at once."""
 
-MAX_TREE_NODES = 4 * MAX_GPUS_PER_HOST
-"""Nodes kept of one printed tree (GPUs, NICs, bridges); a longer tree is a damaged log."""
 
 
 def _local_id(ident: str) -> str:
@@ -84,6 +82,8 @@ class TopologyBook:
 
     def line(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> bool:
         """Take `message` when it is one of the topology or graph lines; say whether it was."""
+        if message[:1] not in TOPOLOGY_STARTS and not message.startswith("CPU/"):
+            return False
         text = message.rstrip()
         stripped = text.lstrip()
         key = (host, dev)
@@ -141,7 +141,7 @@ class TopologyBook:
         if node is None:
             return False
         parent = tree.parent_at(link.start())
-        if parent is None or len(tree.pcis) + len(tree.nets) > MAX_TREE_NODES:
+        if parent is None or len(tree.pcis) + len(tree.nets) > MAX_NCCL_TREE_NODES:
             return True
         link_type, bw = link["type"], float(link["bw"])
         parent_type, parent_id = parent

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.formats.nccl_topo_model import NcclGpu, NcclNet, NcclPci, NcclTopology
 from linkscope.topo.formats.nccl_topo_snapshot import nvml_bus_id
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
@@ -121,8 +122,8 @@ def _slow_path(topology: NcclTopology, host: Host, gpus: dict[str | None, Gpu]) 
         slow = [port for port in chain if port.nccl_bw_gbps < SLOW_SHARE * reference]
         if slow:
             concerned.append(nvml)
-            ports = ", ".join(f"{port.busid} at {port.nccl_bw_gbps:.1f} GB/s" for port in slow)
-            rows.append(f"GPU {gpu.busid}: NCCL's path {ports}; the GPU's link {reference:.1f} GB/s "
+            ports = ", ".join(f"{port.busid} at {format_gbps(port.nccl_bw_gbps, '.1f')}" for port in slow)
+            rows.append(f"GPU {gpu.busid}: NCCL's path {ports}; the GPU's link {format_gbps(reference, '.1f')} "
                         f"({'NVML: ' + _nvml_pcie(nvml) if nvml else 'NCCL'})")
     if rows:
         yield HealthFinding(

@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.formats.nccl_graph import PATH_TYPES, NcclGraph, NcclGraphs
 from linkscope.topo.machine.links import link_speed
 from linkscope.topo.model.findings import Finding
@@ -97,9 +98,9 @@ def compare_graphs(graphs: NcclGraphs, snapshot: Snapshot) -> tuple[GraphFinding
         if slowest_gbps and planned and planned < LOW_PLAN_SHARE * slowest_gbps:
             findings.append(GraphFinding(
                 "nccl-graph-plans-low", "warning",
-                f"NCCL plans its {graph.pattern} at {planned:g} GB/s in all ({graph.nchannels} x "
-                f"{graph.speed_intra_gbps:g}), under half of the ~{slowest_gbps:.0f} GB/s the slowest link of its "
-                "channels typically delivers: a sign NCCL saw the wrong topology", graph.pattern,
-                (f"NCCL: speedintra {graph.speed_intra_gbps:g} GB/s x {graph.nchannels} channel(s)",
-                 f"snapshot: slowest hop of the channels ~{slowest_gbps:.0f} GB/s typical")))
+                f"NCCL plans its {graph.pattern} at {format_gbps(planned, 'g')} in all ({graph.nchannels} x "
+                f"{graph.speed_intra_gbps:g}), under half of the ~{format_gbps(slowest_gbps, '.0f')} the slowest link "
+                "of its channels typically delivers: a sign NCCL saw the wrong topology", graph.pattern,
+                (f"NCCL: speedintra {format_gbps(graph.speed_intra_gbps or 0.0, 'g')} x {graph.nchannels} channel(s)",
+                 f"snapshot: slowest hop of the channels ~{format_gbps(slowest_gbps, '.0f')} typical")))
     return tuple(findings)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.cpulist import parse_cpulist
+from linkscope.topo.common.limits import MAX_NCCL_STR_CHARS
 from linkscope.topo.formats.nccl_topo_model import NCCL_LANE_RATE, NCCL_SPEED_WORDS
 from linkscope.topo.formats.nccl_topo_snapshot import NotedCpu, nccl_bus_id, noted_bridges, noted_cpus
 from linkscope.topo.formats.nccl_topo_xml import TOPO_XML_VERSION
@@ -26,10 +27,6 @@ GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
 BUS_ID = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
 """A PCI bus id (`0000:1a:00.0`); a snapshot's pci paths also hold sysfs root names (`pci0000:00`), not devices."""
-
-MAX_ATTRIBUTE_CHARS = 255
-"""`MAX_STR_LEN` of NCCL's reader (src/graph/xml.h): a longer value is refused."""
-
 
 @dataclass
 class _Leaf:
@@ -181,5 +178,5 @@ def _affinity_mask(host: Host, numa: int) -> str | None:
     words = max(cpus) // 32 + 1
     value = sum(1 << cpu for cpu in cpus)
     mask = ",".join(f"{(value >> (32 * word)) & 0xFFFFFFFF:08x}" for word in reversed(range(words)))
-    return mask if len(mask) <= MAX_ATTRIBUTE_CHARS else None
+    return mask if len(mask) <= MAX_NCCL_STR_CHARS else None
 
