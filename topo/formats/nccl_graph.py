@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from linkscope.topo.common.errors import InputError
-from linkscope.topo.formats.nccl_xml import XmlElement, parse_xml
+from linkscope.topo.formats.nccl_xml import XmlElement, attr_int, attr_number, looks_like_xml_of, parse_nccl_root
 
 GRAPH_XML_VERSION = 1
 """`NCCL_GRAPH_XML_VERSION` in src/graph/xml.h."""
@@ -91,33 +90,14 @@ class NcclGraphs:
     notes: tuple[str, ...] = ()
 
 
-def _number(text: str | None) -> float | None:
-    if text is None or not text.strip():
-        return None
-    try:
-        return float(int(text, 0)) if re.fullmatch(r"\s*0x[0-9a-fA-F]+\s*", text) else float(text)
-    except ValueError:
-        return None
-
-
-def _integer(text: str | None) -> int | None:
-    value = _number(text)
-    return int(value) if value is not None else None
-
-
 def looks_like_nccl_graph_xml(text: str) -> bool:
-    head = text[:65536]
-    return head.lstrip().startswith("<") and "<graphs" in head
+    """True when `text` is XML holding NCCL's `<graphs>`."""
+    return looks_like_xml_of(text, "graphs")
 
 
 def read_nccl_graph_xml(text: str, name: str) -> NcclGraphs:
     """The graphs of an `NCCL_GRAPH_DUMP_FILE`; raise InputError (one line) when it is not one."""
-    root = parse_xml(text, name)
-    if root.tag != "graphs":
-        raise InputError(f"{name}: line {root.line}: <{root.tag}> is not NCCL's graph dump (<graphs>) element")
-    if _integer(root.get("version")) != GRAPH_XML_VERSION:
-        raise InputError(f"{name}: line {root.line}: <graphs version={root.get('version')!r}>: NCCL reads version "
-                         f"{GRAPH_XML_VERSION} only")
+    root = parse_nccl_root(text, name, "graphs", GRAPH_XML_VERSION, "graph dump")
     notes: list[str] = []
     graphs = []
     for element in root.children:
@@ -134,17 +114,17 @@ def _graph(element: XmlElement, notes: list[str]) -> NcclGraph:
         if channel.tag != "channel":
             notes.append(f"line {channel.line}: <{channel.tag}> inside <graph> ignored")
             continue
-        hops = [NcclHop(hop.tag, _integer(hop.get("dev"))) for hop in channel.children if hop.tag in ("gpu", "net")]
+        hops = [NcclHop(hop.tag, attr_int(hop.get("dev"))) for hop in channel.children if hop.tag in ("gpu", "net")]
         channels.append(tuple(hops))
-    nchannels = _integer(element.get("nchannels"))
+    nchannels = attr_int(element.get("nchannels"))
     if nchannels is not None and nchannels != len(channels):
         notes.append(f"line {element.line}: nchannels={nchannels} but {len(channels)} <channel> elements")
     return NcclGraph(
-        pattern_code=_integer(element.get("pattern")), graph_id=_integer(element.get("id")),
-        crossnic=_integer(element.get("crossnic")), nchannels=nchannels if nchannels is not None else len(channels),
-        speed_intra_gbps=_number(element.get("speedintra")), speed_inter_gbps=_number(element.get("speedinter")),
+        pattern_code=attr_int(element.get("pattern")), graph_id=attr_int(element.get("id")),
+        crossnic=attr_int(element.get("crossnic")), nchannels=nchannels if nchannels is not None else len(channels),
+        speed_intra_gbps=attr_number(element.get("speedintra")), speed_inter_gbps=attr_number(element.get("speedinter")),
         type_intra=element.get("typeintra"), type_inter=element.get("typeinter"),
-        same_channels=_integer(element.get("samechannels")), channels=tuple(channels), line=element.line)
+        same_channels=attr_int(element.get("samechannels")), channels=tuple(channels), line=element.line)
 
 
 _BW = r"\d{1,12}(?:\.\d{1,12})?"

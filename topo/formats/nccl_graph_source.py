@@ -25,7 +25,6 @@ def nccl_graphs_of_text(text: str, name: str) -> NcclGraphs:
 
 def load_nccl_graphs(path: str) -> NcclGraphs:
     """Read `path` (or `-` for stdin) as NCCL's graphs."""
-    from linkscope.topo.formats.source import read_stdin_text, read_text_file
+    from linkscope.topo.formats.source import read_named_text
 
-    text = read_stdin_text() if path == "-" else read_text_file(path)
-    return nccl_graphs_of_text(text, "<stdin>" if path == "-" else path)
+    return nccl_graphs_of_text(*read_named_text(path))

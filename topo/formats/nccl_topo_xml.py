@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.limits import MAX_NVLINKS_PER_PAIR
 from linkscope.topo.formats.nccl_topo_model import (
     GPU_CLASS_PREFIX,
     NIC_CLASS_PREFIX,
@@ -22,27 +23,20 @@ from linkscope.topo.formats.nccl_topo_model import (
     NcclPci,
     NcclTopology,
 )
-from linkscope.topo.formats.nccl_xml import XmlElement, parse_xml
+from linkscope.topo.formats.nccl_xml import XmlElement, attr_int, looks_like_xml_of, parse_nccl_root
 
 TOPO_XML_VERSION = 1
 """`NCCL_TOPO_XML_VERSION` in src/graph/xml.h: NCCL refuses a `<system>` of any other version."""
 
 
 def looks_like_nccl_topo_xml(text: str) -> bool:
-    """True when `text` is XML whose first element is NCCL's `<system>` (comments and a declaration may come first)."""
-    head = text[:65536]
-    return head.lstrip().startswith("<") and "<system" in head
+    """True when `text` is XML holding NCCL's `<system>` (comments and a declaration may come first)."""
+    return looks_like_xml_of(text, "system")
 
 
 def read_nccl_topo_xml(text: str, name: str) -> NcclTopology:
     """NCCL's machine from its topology XML; raise InputError (one line) on a file NCCL would not load either."""
-    root = parse_xml(text, name)
-    if root.tag != "system":
-        raise InputError(f"{name}: line {root.line}: <{root.tag}> is not NCCL's topology (<system>) element")
-    version = root.get("version")
-    if version is None or _int(version) != TOPO_XML_VERSION:
-        raise InputError(f"{name}: line {root.line}: <system version={version!r}>: NCCL reads version "
-                         f"{TOPO_XML_VERSION} only")
+    root = parse_nccl_root(text, name, "system", TOPO_XML_VERSION, "topology")
     walk = _Walk()
     for element in root.children:
         if element.tag == "cpu":
@@ -55,21 +49,8 @@ def read_nccl_topo_xml(text: str, name: str) -> NcclTopology:
                         nets=tuple(walk.nets), notes=tuple(walk.notes))
 
 
-def _int(text: str | None) -> int | None:
-    """An integer attribute as NCCL's strtol(..., 0) reads it (`12`, `0x1`); None when absent or unreadable."""
-    if text is None or not text.strip():
-        return None
-    try:
-        return int(text.strip(), 0)
-    except ValueError:
-        try:
-            return int(float(text))
-        except ValueError:
-            return None
-
-
 def _flag(text: str | None) -> bool | None:
-    value = _int(text)
+    value = attr_int(text)
     return None if value is None else value != 0
 
 
@@ -88,11 +69,11 @@ class _Walk:
         self.notes.append(f"line {element.line}: <{element.tag}> inside <{where}> is not part of NCCL's schema; ignored")
 
     def cpu(self, element: XmlElement) -> None:
-        numa = _int(element.get("numaid"))
+        numa = attr_int(element.get("numaid"))
         self.cpus.append(NcclCpu(
             numa_id=numa if numa is not None and numa >= 0 else None, affinity=element.get("affinity"),
-            arch=element.get("arch"), vendor=element.get("vendor"), family_id=_int(element.get("familyid")),
-            model_id=_int(element.get("modelid")), host_hash=element.get("host_hash")))
+            arch=element.get("arch"), vendor=element.get("vendor"), family_id=attr_int(element.get("familyid")),
+            model_id=attr_int(element.get("modelid")), host_hash=element.get("host_hash")))
         index = len(self.cpus) - 1
         for child in element.children:
             if child.tag == "pci":
@@ -107,7 +88,7 @@ class _Walk:
         class_code = element.get("class")
         self.pcis.append(NcclPci(
             busid=busid, class_code=class_code, cpu=cpu, parent=parent, link_speed=element.get("link_speed"),
-            link_width=_int(element.get("link_width")), vendor=element.get("vendor"), device=element.get("device"),
+            link_width=attr_int(element.get("link_width")), vendor=element.get("vendor"), device=element.get("device"),
             line=element.line))
         has_gpu = has_nic = False
         for child in element.children:
@@ -137,14 +118,18 @@ class _Walk:
                 if target == busid:
                     self.notes.append(f"line {child.line}: an <nvlink> of GPU {busid} targets the GPU itself "
                                       "(a bridged pair written as a self-loop): its peer is not named")
-                links.append(NcclNvLink(target, _int(child.get("count")) or 0, child.get("tclass")))
+                count = attr_int(child.get("count")) or 0
+                if not 0 <= count <= MAX_NVLINKS_PER_PAIR:
+                    self.notes.append(f"line {child.line}: <nvlink count={count}> is not a link count; ignored")
+                    continue
+                links.append(NcclNvLink(target, count, child.get("tclass")))
             elif child.tag == "c2c":
                 self.notes.append(f"line {child.line}: <c2c> (the GPU's chip-to-chip link to its CPU) of {busid} kept "
                                   "in NCCL's file only")
             else:
                 self.unknown(child, "gpu")
-        self.gpus.append(NcclGpu(busid=busid, cpu=cpu, dev=_int(element.get("dev")), sm=_int(element.get("sm")),
-                                 rank=_int(element.get("rank")), gdr=_flag(element.get("gdr")), nvlinks=tuple(links)))
+        self.gpus.append(NcclGpu(busid=busid, cpu=cpu, dev=attr_int(element.get("dev")), sm=attr_int(element.get("sm")),
+                                 rank=attr_int(element.get("rank")), gdr=_flag(element.get("gdr")), nvlinks=tuple(links)))
 
     def nic(self, element: XmlElement, cpu: int, busid: str | None) -> None:
         for child in element.children:
@@ -159,5 +144,5 @@ class _Walk:
                                       "(a device without a PCI path, repeated by NCCL); kept once")
                 continue
             self.nets.append(NcclNet(
-                name=name, cpu=cpu, busid=busid, dev=_int(child.get("dev")), speed_mbps=_int(child.get("speed")),
-                port=_int(child.get("port")), gdr=_flag(child.get("gdr")), guid=child.get("guid")))
+                name=name, cpu=cpu, busid=busid, dev=attr_int(child.get("dev")), speed_mbps=attr_int(child.get("speed")),
+                port=attr_int(child.get("port")), gdr=_flag(child.get("gdr")), guid=child.get("guid")))

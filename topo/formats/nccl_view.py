@@ -23,7 +23,6 @@ def nccl_topology_of_text(text: str, name: str) -> NcclTopology:
 
 def load_nccl_topology(path: str) -> NcclTopology:
     """Read `path` (or `-` for stdin) as NCCL's view of a machine."""
-    from linkscope.topo.formats.source import read_stdin_text, read_text_file
+    from linkscope.topo.formats.source import read_named_text
 
-    text = read_stdin_text() if path == "-" else read_text_file(path)
-    return nccl_topology_of_text(text, "<stdin>" if path == "-" else path)
+    return nccl_topology_of_text(*read_named_text(path))

@@ -120,3 +120,39 @@ def _defused_reason(exc: DefusedXmlException) -> str:
     if kind == "ExternalReferenceForbidden":
         return "a reference to an external resource"
     return kind
+
+
+def looks_like_xml_of(text: str, tag: str) -> bool:
+    """True when `text` is XML holding a `<tag` element near its start (comments and a declaration may come first)."""
+    head = text[:65536]
+    return head.lstrip().startswith("<") and f"<{tag}" in head
+
+
+def parse_nccl_root(text: str, name: str, tag: str, version: int, what: str) -> XmlElement:
+    """The root of one of NCCL's XML files: a `<tag version="...">` NCCL would load (it refuses other versions)."""
+    root = parse_xml(text, name)
+    if root.tag != tag:
+        raise InputError(f"{name}: line {root.line}: <{root.tag}> is not NCCL's {what} (<{tag}>) element")
+    stated = (root.get("version") or "").strip()
+    if not re.fullmatch(r"\d{1,6}", stated) or int(stated) != version:
+        raise InputError(f"{name}: line {root.line}: <{tag} version={root.get('version')!r}>: NCCL reads version "
+                         f"{version} only")
+    return root
+
+
+_HEX = re.compile(r"[+-]?0[xX][0-9a-fA-F]{1,16}")
+_DECIMAL = re.compile(r"[+-]?\d{1,18}(?:\.\d{0,12})?")
+
+
+def attr_number(text: str | None) -> float | None:
+    """A numeric attribute as NCCL writes them (`12`, `0x1`, `12.000000`); None when absent or unreadable."""
+    word = (text or "").strip()
+    if _HEX.fullmatch(word):
+        return float(int(word, 16))
+    return float(word) if _DECIMAL.fullmatch(word) else None
+
+
+def attr_int(text: str | None) -> int | None:
+    """An integer attribute (NCCL's strtol(..., 0) for `0x1`); a fraction is cut; None when absent or unreadable."""
+    value = attr_number(text)
+    return None if value is None else int(value)

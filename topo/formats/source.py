@@ -30,6 +30,13 @@ def load_source(spec: str, stdin: TextIO | None = None) -> Snapshot:
     return parse_source_text(read_text_file(spec), spec)
 
 
+def read_named_text(path: str) -> tuple[str, str]:
+    """The text of file `path`, or of stdin for `-`, and the name to report it by."""
+    if path == "-":
+        return read_stdin_text(), "<stdin>"
+    return read_text_file(path), path
+
+
 def read_stdin_text(stdin: TextIO | None = None, max_bytes: int = MAX_SNAPSHOT_BYTES) -> str:
     """Read `-` (standard input) with the same size limit and checks as a file."""
     stream = stdin if stdin is not None else sys.stdin

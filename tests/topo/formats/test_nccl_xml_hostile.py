@@ -84,6 +84,21 @@ def test_malformed_topology_is_one_line_naming_the_line(text: str, says: str) ->
     assert "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("value", ["1e400", "nan", "-1e999", "9" * 5000, "0x" + "f" * 40, "١٢", "-0x1", " 7 "])
+def test_any_number_in_any_attribute_reads_or_is_one_line(value: str) -> None:
+    text = (f'<system version="1"><cpu numaid="{value}" affinity="{value}"><pci busid="0000:01:00.0" class="0x030200" '
+            f'link_speed="{value}" link_width="{value}"><gpu dev="{value}" sm="{value}" rank="{value}" gdr="{value}">'
+            f'<nvlink target="x" count="{value}"/></gpu></pci><nic><net name="n" dev="{value}" speed="{value}" '
+            f'port="{value}"/></nic></cpu></system>')
+    graph = (f'<graphs version="1"><graph id="{value}" pattern="{value}" nchannels="{value}" speedintra="{value}">'
+             f'<channel><gpu dev="{value}"/><net dev="{value}"/></channel></graph></graphs>')
+    for reader, xml in ((parse_source_text, text), (read_nccl_graph_xml, graph)):
+        try:
+            reader(xml, "n.xml")
+        except InputError as error:
+            assert "\n" not in str(error)
+
+
 def test_comments_are_dropped_the_way_nccl_drops_them() -> None:
     """NCCL's reader ends a comment at the first `-->`, so `--` inside one is fine in a hand-written file."""
     text = '<!-- vendor file -- do not edit -->\n<system version="1">\n<!-- a -- b -->\n<cpu numaid="0"/>\n</system>\n'
