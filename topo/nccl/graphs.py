@@ -104,3 +104,47 @@ def compare_graphs(graphs: NcclGraphs, snapshot: Snapshot) -> tuple[GraphFinding
                 (f"NCCL: speedintra {format_gbps(graph.speed_intra_gbps or 0.0, 'g')} x {graph.nchannels} channel(s)",
                  f"snapshot: slowest hop of the channels ~{format_gbps(slowest_gbps, '.0f')} typical")))
     return tuple(findings)
+
+
+@dataclass(frozen=True)
+class NcclRing:
+    """One channel of NCCL's ring graph laid on a host: for the Links grid."""
+
+    label: str
+    """`NCCL ring 0/2: 0 1 2 3 (NVL, 20 GB/s)`."""
+    hops: tuple[tuple[int, int], ...]
+    """(GPU position, GPU position) pairs the channel crosses, in ring order."""
+    off_node_hops: int = 0
+    """Ends of the channel at a NET (the ring leaves the host there)."""
+
+
+def nccl_rings(graphs: NcclGraphs, host: Host) -> tuple[NcclRing, ...]:
+    """The channels of NCCL's ring graph on `host`, GPUs found by `dev` (taken as the GPU index) or by bus id; a
+    channel with a GPU the host does not have (a rank-numbered log) is left out."""
+    from linkscope.topo.formats.nccl_topo_snapshot import nvml_bus_id
+
+    positions = _positions(host)
+    by_bus = {nvml_bus_id(gpu.pci_bus_id): position for position, gpu in enumerate(host.gpus)}
+    rings: list[NcclRing] = []
+    for graph in graphs.graphs:
+        if graph.pattern != "ring":
+            continue
+        for number, channel in enumerate(graph.channels):
+            order: list[int] = []
+            for hop in channel:
+                if hop.kind != "gpu":
+                    continue
+                position = positions.get(hop.dev) if hop.dev is not None else by_bus.get(nvml_bus_id(hop.busid))
+                if position is None:
+                    break
+                order.append(position)
+            else:
+                closed = not any(hop.kind == "net" for hop in channel)
+                hops = list(itertools.pairwise(order))
+                if closed and len(order) > 2:
+                    hops.append((order[-1], order[0]))
+                speed = format_gbps(graph.speed_intra_gbps or 0.0, "g")
+                label = (f"NCCL ring {number}/{graph.nchannels}: {' '.join(hop.label for hop in channel)} "
+                         f"({graph.type_intra or '?'}, {speed})")
+                rings.append(NcclRing(label, tuple(hops), sum(1 for hop in channel if hop.kind == "net")))
+    return tuple(rings)
