@@ -34,7 +34,8 @@ def findings_status(severities: Iterable[Severity], fail_on: Severity) -> ExitSt
     return ExitStatus.FINDINGS if reaches(severities, fail_on) else ExitStatus.OK
 
 
-SOURCE_HELP = "snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine"
+SOURCE_HELP = ("snapshot JSON, `nvidia-smi topo -m` text, NCCL topology XML, `-` for stdin, or sample:NAME; "
+               "default: this machine")
 
 
 def add_source_argument(parser: argparse.ArgumentParser, help_text: str = SOURCE_HELP) -> None:
