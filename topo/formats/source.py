@@ -101,7 +101,11 @@ def parse_source_text(text: str, name: str) -> Snapshot:
         from linkscope.topo.formats.nccl_topo_snapshot import snapshot_of
         from linkscope.topo.formats.nccl_topo_xml import read_nccl_topo_xml
 
-        return snapshot_of(read_nccl_topo_xml(text, name))
+        from linkscope.topo.model.validate import validate_snapshot
+
+        snapshot = snapshot_of(read_nccl_topo_xml(text, name))
+        validate_snapshot(snapshot, name)  # what a file states that the model cannot hold (an impossible index) is one line
+        return snapshot
     from linkscope.topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
 
     if looks_like_nvsmi_topo(text):

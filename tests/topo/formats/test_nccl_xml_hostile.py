@@ -51,7 +51,7 @@ def test_hostile_xml_is_refused_in_one_line(case: str, reader: object) -> None:
         reader(HOSTILE[case], "hostile.xml")  # type: ignore[operator]
     message = str(refused.value)
     assert "\n" not in message and message.startswith("hostile.xml: ")
-    assert time.perf_counter() - started < 5.0
+    assert time.perf_counter() - started < 30.0  # a bound against blow-ups (10^9 expansions), not a benchmark
     assert "root" not in message and "passwd" not in message  # nothing of an external file leaks into the message
 
 
