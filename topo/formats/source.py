@@ -100,7 +100,6 @@ def parse_source_text(text: str, name: str) -> Snapshot:
     if looks_like_nccl_topo_xml(text):
         from linkscope.topo.formats.nccl_topo_snapshot import snapshot_of
         from linkscope.topo.formats.nccl_topo_xml import read_nccl_topo_xml
-
         from linkscope.topo.model.validate import validate_snapshot
 
         snapshot = snapshot_of(read_nccl_topo_xml(text, name))
