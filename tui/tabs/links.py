@@ -19,6 +19,7 @@ from linkscope.topo.nccl.graphs import NcclRing, nccl_rings
 from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
+from linkscope.tui.text import plain
 from linkscope.tui.widgets.legend import Legend
 from linkscope.tui.widgets.link_detail import LinkDetail
 from linkscope.tui.widgets.link_grid import LinkGrid
@@ -113,7 +114,7 @@ class LinksView(Vertical):
                 title.append(f", {slow} through SHM/NET where P2P should be", style="bold")
         nccl_ring = self._nccl_ring(host)
         if nccl_ring is not None and not self.nic_mode:
-            title.append(f"  {nccl_ring.label}", style="bold")
+            title.append_text(plain(f"  {nccl_ring.label}", style="bold"))  # the label quotes the file
             if nccl_ring.off_node_hops:
                 title.append(f", leaves the host through {counted(nccl_ring.off_node_hops, 'NET end')}")
             title.append(" (g: next)")
