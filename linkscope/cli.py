@@ -42,6 +42,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff",
     "record",
     "nccl-log",
+    "nccl-graph",
+    "export",
     "collect",
     "merge",
     "help",
@@ -117,7 +119,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             "training job's rank layout against them. With no command, opens the app on this machine "
             "(or on a built-in sample when there is no GPU); `linkscope SOURCE` opens the app on SOURCE."
         ),
-        epilog="SOURCE (for show, check, plan, open, doctor, diff): a snapshot JSON file, an `nvidia-smi topo -m` text file, "
+        epilog="SOURCE (for show, check, plan, open, doctor, diff, export): a snapshot JSON file, an `nvidia-smi topo -m` "
+        "text file, an NCCL topology XML file (NCCL_TOPO_DUMP_FILE or NCCL_TOPO_FILE), "
         "`-` for stdin, `sample:NAME` (see `linkscope samples`), or nothing for this machine.",
     )
     parser.add_argument("--version", action="version", version=f"linkscope {__version__}")

@@ -34,13 +34,12 @@ def findings_status(severities: Iterable[Severity], fail_on: Severity) -> ExitSt
     return ExitStatus.FINDINGS if reaches(severities, fail_on) else ExitStatus.OK
 
 
-VERDICT_SEVERITY: dict[str, Severity] = {"slow": "warning", "far below": "error"}
-"""The severity of a measurement's verdict (topo.cost.expect) for `--fail-on`: `slow` a warning, `far below`
-an error; every other verdict (ok, not judged) none."""
-
-
 def verdicts_status(verdicts: Iterable[str | None], fail_on: Severity) -> ExitStatus:
-    """:func:`findings_status` over verdicts (explain, import): FINDINGS when one reaches `fail_on`."""
+    """:func:`findings_status` over verdicts (explain): FINDINGS when one reaches `fail_on`. The severity of each
+    verdict is topo.cost.expect's (the one `import --fail-on` uses): `slow` and `faster than model` warnings,
+    `far below` an error; ok and not judged none."""
+    from linkscope.topo.cost.expect import VERDICT_SEVERITY
+
     return findings_status((VERDICT_SEVERITY[each] for each in verdicts if each in VERDICT_SEVERITY), fail_on)
 
 
@@ -49,7 +48,8 @@ def difference_severity(worse: bool | None) -> Severity:
     return "warning" if worse else "info"
 
 
-SOURCE_HELP = "snapshot JSON, `nvidia-smi topo -m` text, `-` for stdin, or sample:NAME; default: this machine"
+SOURCE_HELP = ("snapshot JSON, `nvidia-smi topo -m` text, NCCL topology XML, `-` for stdin, or sample:NAME; "
+               "default: this machine")
 
 
 def add_source_argument(parser: argparse.ArgumentParser, help_text: str = SOURCE_HELP) -> None:

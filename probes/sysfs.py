@@ -15,6 +15,7 @@ from pathlib import Path
 
 from linkscope.topo.common.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
 from linkscope.topo.common.cpulist import parse_cpulist as parse_cpulist
+from linkscope.topo.formats.nccl_topo_model import link_gts_of, pcie_gen_of
 from linkscope.topo.model.host import Gap, Nic, NumaNode
 
 NVIDIA_VENDOR_ID = 0x10DE
@@ -40,6 +41,10 @@ class PciDevice:
     numa_node: int | None
     vendor_id: int | None = None
     class_code: int | None = None
+    pcie_gen_max: int | None = None
+    """From `max_link_speed` (`32.0 GT/s PCIe`); None where sysfs has none (virtual functions, some VMs)."""
+    pcie_width_max: int | None = None
+    """From `max_link_width`."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,8 @@ class SysfsReader:
             numa_node=numa if numa is not None and numa >= 0 else None,
             vendor_id=self._int(device_dir / "vendor", 16, quiet=True),
             class_code=self._int(device_dir / "class", 16, quiet=True),
+            pcie_gen_max=pcie_gen_of(link_gts_of(self._read(device_dir / "max_link_speed", quiet=True))),
+            pcie_width_max=self._int(device_dir / "max_link_width", quiet=True) or None,
         )
 
     def _pci_elements(self, resolved: Path) -> list[str]:
@@ -221,6 +228,8 @@ class SysfsReader:
             rate_gbit_per_s=rate,
             state=state,
             pci_path=pci.pci_path if pci else (),
+            pcie_gen_max=pci.pcie_gen_max if pci else None,
+            pcie_width_max=pci.pcie_width_max if pci else None,
         )
 
     def _net_nic(self, net_dir: Path, name: str) -> Nic | None:
@@ -239,6 +248,8 @@ class SysfsReader:
             rate_gbit_per_s=speed_mbps / 1000 if speed_mbps is not None and speed_mbps > 0 else None,
             state=state,
             pci_path=pci.pci_path,
+            pcie_gen_max=pci.pcie_gen_max,
+            pcie_width_max=pci.pcie_width_max,
         )
 
     def iommu_enabled(self) -> bool | None:

@@ -22,6 +22,7 @@ from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPan
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
+from linkscope.topo.formats.nccl_graph import NcclGraphs
 from linkscope.topo.machine.cluster import nvlink_domains, ring_on_host
 from linkscope.topo.model.measurements import merge_measurements
 from linkscope.topo.model.snapshot import Snapshot
@@ -69,6 +70,8 @@ class LinkscopeApp(App[None]):
     """Whether the snapshot is this machine now (the Bench and Monitor tabs then measure and sample it)."""
     nccl: reactive[NcclPlacement | None] = reactive(None)
     """An NCCL log laid on the snapshot, shown on the Links grid."""
+    nccl_graphs: reactive[NcclGraphs | None] = reactive(None)
+    """NCCL's searched graphs: its ring channels are drawn on the Links grid."""
 
     def __init__(
         self,
@@ -80,11 +83,13 @@ class LinkscopeApp(App[None]):
         live: bool = False,
         trace_paths: tuple[str, ...] = (),
         nccl: NcclPlacement | None = None,
+        nccl_graphs: NcclGraphs | None = None,
     ) -> None:
         super().__init__()
         self.trace_paths = trace_paths
         self.set_reactive(LinkscopeApp.live, live)
         self.set_reactive(LinkscopeApp.nccl, nccl)
+        self.set_reactive(LinkscopeApp.nccl_graphs, nccl_graphs)
         self.services = services
         self.source = source
         self._given_snapshot = snapshot
@@ -96,7 +101,7 @@ class LinkscopeApp(App[None]):
         yield Header()
         with TabbedContent(initial=self._initial_tab):
             with TabPane("Links", id="links"):
-                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.snapshot)
+                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.nccl_graphs, LinkscopeApp.snapshot)
             with TabPane("Topology", id="topology"):
                 yield TopologyView().data_bind(LinkscopeApp.snapshot)
             with TabPane("Ranks", id="ranks"):
@@ -231,6 +236,7 @@ class LinkscopeApp(App[None]):
     def open_sample(self, name: str) -> None:
         """Load a built-in sample in place of the current snapshot."""
         self.nccl = None  # the log was laid on the machine opened first
+        self.nccl_graphs = None
         self.sub_title = f"loading sample:{name}"
         self.load_source(f"sample:{name}")
 
@@ -256,13 +262,14 @@ def build_app(
     live: bool = False,
     trace_paths: tuple[str, ...] = (),
     nccl: NcclPlacement | None = None,
+    nccl_graphs: NcclGraphs | None = None,
 ) -> LinkscopeApp:
     """The app for `source` (None: this machine) or an already loaded `snapshot`.
 
     `services` defaults to the real ones (:class:`tui.local_services.LocalServices`); tests pass a fake.
     `live` marks a given snapshot as this machine now (the Monitor and Bench tabs then use it);
     `trace_paths` are a job's profiler traces for the Steps tab; `nccl` is an NCCL log laid on `snapshot`,
-    shown on the Links grid.
+    shown on the Links grid; `nccl_graphs` NCCL's searched graphs, whose ring channels the Links grid draws.
     """
     return LinkscopeApp(services or LocalServices(), source=source, snapshot=snapshot, notice=notice,
-                        initial_tab=initial_tab, live=live, trace_paths=trace_paths, nccl=nccl)
+                        initial_tab=initial_tab, live=live, trace_paths=trace_paths, nccl=nccl, nccl_graphs=nccl_graphs)

@@ -19,6 +19,7 @@ from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.common.text import say
+from linkscope.topo.formats.nccl_topo_model import NcclTopology
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import run_health
 from linkscope.topo.model.host import Host
@@ -58,6 +59,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--baseline", default=None, metavar="SOURCE",
                         help="a known-good snapshot of this machine (or of one of its kind): report what got worse")
     add_force_flag(parser, "judge --measurements or --baseline of a different kind of machine anyway")
+    parser.add_argument("--nccl-topo", default=None, metavar="FILE",
+                        help="NCCL's own view of the machine to set beside the snapshot's: its topology dump "
+                        "(NCCL_TOPO_DUMP_FILE), an NCCL_TOPO_FILE, or an NCCL_DEBUG=INFO log with its topology lines; "
+                        "default: the SOURCE itself when it is NCCL topology XML")
     parser.add_argument("--env-file", default=None, metavar="FILE",
                         help="KEY=VALUE lines to judge instead of this process's environment (e.g. the job's env)")
     add_fail_on_flag(parser)
@@ -116,6 +121,18 @@ def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) ->
         say(f"linkscope: note: {message} (compared anyway: --force)", stderr=True)
 
 
+def _nccl_view(args: argparse.Namespace, snapshot: Snapshot) -> NcclTopology | None:
+    """`--nccl-topo FILE`, else the SOURCE itself when it is NCCL's topology XML."""
+    from linkscope.topo.formats.nccl_topo_snapshot import FORMAT_NAME
+    from linkscope.topo.formats.nccl_view import load_nccl_topology
+
+    if getattr(args, "nccl_topo", None):
+        return load_nccl_topology(args.nccl_topo)
+    if args.source and snapshot.meta_value("format") == FORMAT_NAME:
+        return load_nccl_topology(args.source)
+    return None
+
+
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
     """The rules' context from the flags, and lines that say what was looked at."""
     from linkscope.files import check_measured_on, load_measurements
@@ -129,6 +146,7 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
     if baseline is not None:
         _check_baseline_kind(snapshot, baseline, args.force)
     env, env_name = _environment(args.env_file, args.source)
+    nccl_topology = _nccl_view(args, snapshot)
     looked_at = []
     for host in snapshot.hosts:
         models = sorted({gpu.name for gpu in host.gpus if gpu.name})
@@ -147,6 +165,12 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
         looked_at.append(f"Measurements: {measurements.source}")
     if baseline is not None:
         looked_at.append(f"Baseline: {args.baseline}")
+    if nccl_topology is not None:
+        from linkscope.topo.health.nccl_view import matched_gpus
+
+        looked_at.append(f"NCCL's view: {nccl_topology.name} ({len(nccl_topology.gpus)} GPU(s), "
+                         f"{len(nccl_topology.nets)} NIC(s)), set beside the snapshot's: "
+                         f"{matched_gpus(nccl_topology, snapshot)} of its GPUs found there by PCI bus id")
     steering = sorted(name for name in env if name.startswith(NCCL_PREFIXES))
     if env_name == NOT_THIS_MACHINE:
         looked_at.append(f"Environment: {NOT_THIS_MACHINE}")
@@ -165,6 +189,7 @@ def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthC
         cuda_order=cuda_order(snapshot.host, env) if snapshot.hosts else None,
         cpu_binding=binding,
         local_rank=_local_rank(env, env_name),
+        nccl_topology=nccl_topology,
     )
     return context, looked_at
 

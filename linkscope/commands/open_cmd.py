@@ -37,6 +37,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
             "  linkscope open sample:dgx-h100 --measurements nvbandwidth-imported.json\n"
             "  linkscope open sample:dgx-h100 --trace traces/   (a job's profiler traces on the Steps tab)\n"
             "  linkscope open sample:consumer-2gpu --nccl-log train.log\n"
+            "  linkscope open box.json --nccl-graph graph.xml     (NCCL's rings on the Links grid; g: next ring)\n"
             "  linkscope                  (this machine)"
         ),
     )
@@ -53,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--nccl-log", default=None, metavar="FILE",
                         help="an NCCL_DEBUG=INFO log of a job on SOURCE: the Links grid shows the transport NCCL chose "
                         "for each GPU pair, and SHM or NET where P2P should be stands out")
+    parser.add_argument("--nccl-graph", default=None, metavar="FILE",
+                        help="NCCL's searched graphs (NCCL_GRAPH_DUMP_FILE, or a log with its `Pattern` lines): the Links "
+                        "grid draws NCCL's ring channels on SOURCE's links, one at a time (g: next)")
     parser.set_defaults(run=run)
 
 
@@ -84,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
         from linkscope.topo.nccl.placement import place_edges
 
         nccl = place_edges(read_nccl_log_file(args.nccl_log), snapshot)
+    graphs = None
+    if getattr(args, "nccl_graph", None) is not None:
+        if snapshot is None:
+            raise InputError("--nccl-graph: name the SOURCE the job ran on (a snapshot, topo text or sample:NAME)")
+        from linkscope.topo.formats.nccl_graph_source import load_nccl_graphs
+
+        graphs = load_nccl_graphs(args.nccl_graph)
     problem = terminal_problem()
     if problem is not None:
         shown = f" {source}" if source is not None else ""
@@ -91,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                          "(or `linkscope show --json`)")
     from linkscope.tui.app import build_app
 
-    app = build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl)
+    app = build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl, nccl_graphs=graphs)
     app.run()
     return app.return_code or 0
 

@@ -62,6 +62,17 @@ def test_fake_tree_reads_back_numa_nics_and_gpu_paths(tmp_path: Path, name: str)
     assert facts.gaps == ()
 
 
+def test_nic_pcie_link_is_read_for_the_nccl_topology_file(tmp_path: Path) -> None:
+    """`max_link_speed`/`max_link_width` of a NIC (what an exported NCCL_TOPO_FILE states for it) round-trip."""
+    import dataclasses
+
+    host = load_sample("dgx-h100").host
+    nics = (dataclasses.replace(host.nics[0], pcie_gen_max=5, pcie_width_max=16), *host.nics[1:])
+    facts = read_sysfs(build_sysfs(tmp_path, dataclasses.replace(host, nics=nics)))
+    assert (facts.nics[0].pcie_gen_max, facts.nics[0].pcie_width_max) == (5, 16)
+    assert (facts.nics[1].pcie_gen_max, facts.nics[1].pcie_width_max) == (None, None)
+
+
 def test_nics_are_listed_in_natural_order(tmp_path: Path) -> None:
     facts = read_sysfs(build_sysfs(tmp_path, load_sample("dgx-h100").host))
     assert [nic.name for nic in facts.nics][8:] == ["mlx5_8", "mlx5_9", "mlx5_10", "mlx5_11"]

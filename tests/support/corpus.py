@@ -104,9 +104,10 @@ READERS: dict[str, Callable[[Path], Any]] = {
     "nvbandwidth_json": read_results,
     "nccl_log": read_nccl_log,
     "trace": read_trace,
+    "nccl_topo_xml": lambda path: read_nccl_topo_xml(path),
+    "nccl_graph_xml": lambda path: read_nccl_graph_xml(path),
 }
-"""The reader linkscope runs on each kind of file. Kinds without one here (NCCL's topology and graph XML,
-read by issue 25's readers) are skipped by the corpus test until their reader is listed."""
+"""The reader linkscope runs on each kind of file."""
 
 
 @dataclass
@@ -308,12 +309,13 @@ NOT_A_READER_FACT: dict[str, frozenset[str]] = {
                       "device_names", "rows", "version", "result", "device_busids", "tool", "tests", "driver",
                       "waived", "passed", "matrix_value_type"}),
     "nccl_log": frozenset({"nccl_version_note", "hosts_note", "nranks_stated_by", "transports_note", "example_edges",
-                           "topology_dump", "topology_dump_details", "graph", "nvls_details", "prefix", "rank_busids",
+                           "topology_dump_details", "nvls_details", "prefix", "rank_busids",
                            "ranks_per_host", "collnet_note", "topo_file", "net", "vm", "ranks_by_host", "nvls_note",
                            "socket_fallback", "nranks_note", "line_prefix", "env", "rings", "channels", "gpu",
                            "nranks_from", "failure", "warn_lines", "topology_dump_says", "table", "corrupt_lines",
                            "gdr", "gdr_note", "p2p_check", "nccl_era", "cuda_driver", "warn", "ranks_seen", "note"}),
     "trace": frozenset({"collectives_source", "record_param_comms", "gpu", "nccl_kernel_names", "c10d_ops"}),
+    "nccl_topo_xml": frozenset({"vm", "container"}),
 }
 """Facts that describe the file for people (where a value was read, the footer's average, the prefix style) and
 that no reader output carries; they are documentation, not checks."""
@@ -520,6 +522,10 @@ def check_nccl_log(outcome: Outcome, read: dict[str, Any]) -> None:
         elif key == "collnet":
             got = any(edge.transport == "COLLNET" for edge in log.edges)
             outcome.expect(key, got == want, got, want)
+        elif key == "topology_dump":
+            outcome.expect(key, bool(log.topologies) == want, len(log.topologies), want)
+        elif key == "graph":
+            _check_log_graph(outcome, log, want)
         elif key == "also_nccl_tests":
             from linkscope.topo.formats.results import read_measurements
 
@@ -534,6 +540,32 @@ def check_nccl_log(outcome: Outcome, read: dict[str, Any]) -> None:
             continue
         else:
             outcome.failed.append(f"{key}: no rule for this fact")
+
+
+def _check_log_graph(outcome: Outcome, log: Any, want: dict[str, Any]) -> None:
+    """`{"pattern4": {"nChannels", "bw": "intra/inter", "type": "intra/inter", "channel": "NET/0 GPU/0..GPU/7 NET/0"},
+    "pattern1": "same"}`: the graphs of the `Pattern N, ...` lines."""
+    graphs = [graph for found in log.graphs for graph in found.graphs]
+    first: dict[str, Any] = {}
+    for label, facts in want.items():
+        facts = first if facts == "same" else facts
+        first = first or facts
+        code = int(label.removeprefix("pattern"))
+        graph = next((graph for graph in graphs if graph.pattern_code == code), None)
+        if graph is None:
+            outcome.failed.append(f"graph.{label}: no Pattern {code} line read")
+            continue
+        intra, inter = (float(value) for value in facts["bw"].split("/"))
+        type_intra, type_inter = facts["type"].split("/")
+        got = (graph.nchannels, graph.speed_intra_gbps, graph.speed_inter_gbps, graph.type_intra, graph.type_inter)
+        wanted = (facts["nChannels"], intra, inter, type_intra, type_inter)
+        outcome.expect(f"graph.{label}", got == wanted, got, wanted)
+        ends = re.fullmatch(r"NET/(\d+) GPU/(\d+)\.\.GPU/(\d+) NET/(\d+)", facts["channel"])
+        if ends:
+            net_in, low, high, net_out = (int(n) for n in ends.groups())
+            hops = [f"net{net_in}", *(f"rank{n}" for n in range(low, high + 1)), f"net{net_out}"]
+            got_hops = [hop.as_json() for hop in graph.channels[0]] if graph.channels else []
+            outcome.expect(f"graph.{label}.channel", got_hops == hops, got_hops, hops)
 
 
 def _log_nranks(log: Any) -> int | None:
@@ -568,6 +600,375 @@ def check_trace(outcome: Outcome, read: dict[str, Any]) -> None:
             outcome.failed.append(f"{key}: no rule for this fact")
 
 
+# --- NCCL topology and graph XML -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopoReading:
+    """NCCL's machine as read from its XML, and the snapshot made of it."""
+
+    topology: Any
+    snapshot: Any
+    text: str
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(self.topology.notes)
+
+    @property
+    def gaps(self) -> tuple[Any, ...]:
+        return tuple(self.snapshot.gaps)
+
+
+def read_nccl_topo_xml(path: Path) -> Any:
+    from linkscope.topo.formats.nccl_topo_snapshot import snapshot_of
+    from linkscope.topo.formats.nccl_topo_xml import read_nccl_topo_xml as read
+
+    text = _text(path)
+    topology = read(text, path.name)
+    return TopoReading(topology, snapshot_of(topology), text)
+
+
+def read_nccl_graph_xml(path: Path) -> Any:
+    from linkscope.topo.formats.nccl_graph import read_nccl_graph_xml as read
+
+    return read(_text(path), path.name)
+
+
+def _nccl_bus(gpu: Any) -> str:
+    from linkscope.topo.formats.nccl_topo_snapshot import nccl_bus_id
+
+    return nccl_bus_id(gpu.pci_bus_id or "")
+
+
+def _bus_matches(token: str, busid: str) -> bool:
+    """`0000:0f:00.0`, its domain `0001` or its bus `0f` name the bus id `busid` (NCCL's spelling)."""
+    token = token.lower()
+    domain, bus = busid.split(":")[0], busid.split(":")[1] if busid.count(":") == 2 else ""
+    return token in (busid, domain, bus)
+
+
+def _must(match: re.Match[str] | None, wording: str) -> re.Match[str]:
+    """The match of a sidecar's wording; a wording no rule reads is a test error, not a silent pass."""
+    if match is None:
+        raise AssertionError(f"no rule reads this wording: {wording}")
+    return match
+
+
+def _first_word(value: Any) -> str:
+    return str(value).split()[0]
+
+
+def _speed_of(text: str) -> tuple[float, int] | None:
+    match = re.search(r"(\d+(?:\.\d+)?) GT/s(?: PCIe)? x(\d+)", text)
+    return (float(match.group(1)), int(match.group(2))) if match else None
+
+
+def _expand_names(key: str, names: list[str]) -> list[str]:
+    """`mlx5_0-3` -> mlx5_0..mlx5_3; `virtual (br-/veth)` -> the names starting so; else the name itself."""
+    ranged = re.fullmatch(r"(.*?)(\d+)-(\d+)", key)
+    if ranged:
+        return [f"{ranged.group(1)}{n}" for n in range(int(ranged.group(2)), int(ranged.group(3)) + 1)]
+    prefixes = re.search(r"\(([^)]*)\)", key)
+    if prefixes:
+        starts = tuple(part.strip() for part in prefixes.group(1).split("/"))
+        return [name for name in names if name.startswith(starts)]
+    return [key]
+
+
+def check_nccl_topo_xml(outcome: Outcome, read: dict[str, Any]) -> None:
+    reading = outcome.result
+    topology, host = reading.topology, reading.snapshot.host
+    gpu_pcis = [topology.pci(gpu.busid) for gpu in topology.gpus]
+    stated_nets = [net for net in topology.nets if net.stated]
+    got: Any
+    wanted: Any
+    for key, want in read.items():
+        if key == "gpus":
+            outcome.expect(key, len(host.gpus) == want, len(host.gpus), want)
+        elif key == "gpu_busids":
+            got = [_nccl_bus(gpu) for gpu in host.gpus]
+            ok = len(got) == len(want) and all(_bus_matches(w, g) for w, g in zip(want, got, strict=False))
+            outcome.expect(key, ok, got, want)
+        elif key == "nics":
+            names = [_first_word(name) for name in want]
+            got = [nic.name.split(":")[0] if nic.name.split(":")[0] in names else nic.name for nic in host.nics]
+            outcome.expect(key, got == names, got, names)
+        elif key == "nic_class":
+            classes = {topology.pci(net.busid).class_code for net in topology.nets}
+            outcome.expect(key, classes == {_first_word(want)} and not stated_nets, (classes, len(stated_nets)), want)
+        elif key == "nic_type":
+            ids = re.search(r"([0-9a-f]{4}):([0-9a-f]{4})", want)
+            klass = re.search(r"class (0x[0-9a-f]+)", want)
+            got = {(pci.vendor, pci.device, pci.class_code) for pci in (topology.pci(net.busid) for net in topology.nets)}
+            wanted = {(f"0x{ids.group(1)}", f"0x{ids.group(2)}", klass.group(1))} if ids and klass else None
+            outcome.expect(key, got == wanted and not stated_nets, got, wanted)
+        elif key == "nvlinks":
+            _check_nvlinks(outcome, topology, host, str(want))
+        elif key == "pci_link_speeds":
+            for number, statement in enumerate(want):
+                _check_link_speed(outcome, f"{key}[{number}]", topology, host, statement)
+        elif key == "cpus_numa":
+            for cpu_fact in want:
+                _check_cpu(outcome, topology, host, cpu_fact)
+        elif key == "gpu_device_id":
+            got = {pci.device for pci in gpu_pcis if pci}
+            outcome.expect(key, got == {want}, got, want)
+        elif key == "gpu_sm":
+            got = {gpu.sm for gpu in topology.gpus}
+            capability = {gpu.compute_capability for gpu in host.gpus}
+            outcome.expect(key, got == {want} and capability == {f"{want // 10}.{want % 10}"}, (got, capability), want)
+        elif key == "nic_speeds":
+            names = [net.name for net in topology.nets]
+            for label, speed in want.items():
+                chosen = _expand_names(label, names)
+                got = {net.speed_mbps for net in topology.nets if net.name in chosen}
+                rates = {nic.rate_gbit_per_s for nic in host.nics if nic.name in chosen}
+                outcome.expect(f"{key}.{label}", bool(chosen) and got == {speed} and rates == {speed / 1000},
+                               (chosen, got, rates), speed)
+        elif key == "nic_speed":
+            got = {net.speed_mbps for net in stated_nets}
+            outcome.expect(key, got == {want}, got, want)
+        elif key == "net":
+            got = [(net.name, net.speed_mbps, net.gdr) for net in stated_nets]
+            wanted = [(want["name"], want["speed"], bool(want["gdr"]))]
+            outcome.expect(key, got == wanted, got, wanted)
+        elif key == "host_hash":
+            got = {cpu.host_hash for cpu in topology.cpus}
+            outcome.expect(key, got == {want}, got, want)
+        elif key == "nic_pci":
+            nic_pci = _must(re.fullmatch(r"(\d+) NICs class (0x[0-9a-f]+), (\d+) ports each", want), want)
+            count, pci_class, ports = int(nic_pci.group(1)), nic_pci.group(2), int(nic_pci.group(3))
+            by_bus = Counter(net.busid for net in stated_nets)
+            classes = {topology.pci(bus).class_code for bus in by_bus}
+            ok = len(by_bus) == count and classes == {pci_class} and set(by_bus.values()) == {ports}
+            outcome.expect(key, ok, (len(by_bus), classes, set(by_bus.values())), want)
+        elif key == "gpu_nic_pairing":
+            _check_pairing(outcome, topology, str(want))
+        elif key == "gpu_nic_pairs_per_switch":
+            per_switch = _must(re.search(r"(\d+) GPU \+ (\d+) NIC under each of (\d+)", want), want)
+            gpus, nics, bridges = (int(n) for n in per_switch.groups())
+            tops = [pci for pci in topology.pcis if pci.is_bridge]
+            children = [(sum(1 for gpu in topology.gpus if topology.pci(gpu.busid).parent == bridge.busid),
+                         sum(1 for net in topology.nets if net.busid and topology.pci(net.busid).parent == bridge.busid))
+                        for bridge in tops]
+            outcome.expect(key, len(tops) == bridges and set(children) == {(gpus, nics)}, children, want)
+        elif key == "gdr":
+            _check_gdr(outcome, topology, str(want))
+        elif key == "gpu_devs_ranks":
+            got = [[gpu.dev, gpu.rank] for gpu in topology.gpus]
+            outcome.expect(key, got == want, got, want)
+        elif key == "nics_note":
+            distinct = int(_must(re.match(r"(\d+) distinct", want), want).group(1))
+            devs = sorted(net.dev for net in topology.nets)
+            repeated = any("appears under more than one CPU" in note for note in topology.notes)
+            outcome.expect(key, len(topology.nets) == distinct and devs == list(range(distinct)) and repeated,
+                           (len(topology.nets), devs), want)
+        elif key == "xml_comments":
+            later = reading.text.split("\n", 1)[1]
+            outcome.expect(key, ("<!--" in later) == want and len(host.gpus) > 0, "<!--" in later, want)
+        elif key == "leading_blank_line":
+            lines = reading.text.split("\n")
+            outcome.expect(key, (lines[1].strip() == "") == want and len(host.gpus) > 0, lines[1], want)
+        elif key in NOT_A_READER_FACT["nccl_topo_xml"]:
+            continue
+        else:
+            outcome.failed.append(f"{key}: no rule for this fact")
+
+
+def _check_nvlinks(outcome: Outcome, topology: Any, host: Any, want: str) -> None:
+    fact = "nvlinks"
+    nv_pairs = [link for link in host.links if link.kind.value == "NV"]
+    if want.startswith("none"):
+        outcome.expect(fact, not nv_pairs and not any(gpu.nvlinks for gpu in topology.gpus), len(nv_pairs), want)
+        return
+    pairs = re.findall(r"GPU(\d+) -> (\S+) count (\d+)", want)
+    if pairs:
+        for gpu_index, target, count in pairs:
+            gpu = topology.gpus[int(gpu_index)]
+            got = [(link.target, link.count) for link in gpu.nvlinks]
+            outcome.expect(f"{fact}.GPU{gpu_index}", got == [(target, int(count))], got, (target, count))
+        tokens = {link.token for link in host.links}
+        outcome.expect(f"{fact}.matrix", tokens == {f"NV{pairs[0][2]}"}, tokens, f"NV{pairs[0][2]}")
+        return
+    count = int(_must(re.search(r"count=\\?\"?(\d+)", want), want).group(1)) if "count=" in want else None
+    if "self-loop" in want:
+        ok = all(len(gpu.nvlinks) == 1 and gpu.nvlinks[0].target == gpu.busid and gpu.nvlinks[0].count == count
+                 for gpu in topology.gpus)
+        noted = any("targets the GPU itself" in note for note in topology.notes)
+        outcome.expect(fact, ok and noted and not nv_pairs, [gpu.nvlinks for gpu in topology.gpus], want)
+        return
+    if "each GPU one" in want:
+        target = _must(re.search(r'target=\\?"([^"\\]+)', want), want).group(1)
+        ok = all([(link.target, link.count, link.to_nvswitch) for link in gpu.nvlinks] == [(target, count, True)]
+                 for gpu in topology.gpus)
+        outcome.expect(fact, ok and {link.token for link in host.links} == {f"NV{count}"},
+                       [gpu.nvlinks for gpu in topology.gpus][:1], want)
+        return
+    per_gpu = re.search(r"each GPU (\d+) <nvlink> to NVSwitches (\S+) \(tclass (0x[0-9a-f]+)\) with counts ([\d+]+) = (\d+)",
+                        want)
+    if per_gpu:
+        number, targets, tclass, counts, total = per_gpu.groups()
+        domain, buses, rest = _must(re.fullmatch(r"(\w+):([\w/]+):(\S+)", targets), targets).groups()
+        wanted_targets = {f"{domain}:{bus}:{rest}" for bus in buses.split("/")}
+        wanted_counts = sorted(int(n) for n in counts.split("+"))
+        for gpu in topology.gpus:
+            seen = (len(gpu.nvlinks), {link.target for link in gpu.nvlinks}, {link.target_class for link in gpu.nvlinks},
+                    sorted(link.count for link in gpu.nvlinks))
+            stated = (int(number), wanted_targets, {tclass}, wanted_counts)
+            outcome.expect(f"{fact}.{gpu.busid}", seen == stated, seen, stated)
+        outcome.expect(f"{fact}.matrix", {link.token for link in host.links} == {f"NV{total}"},
+                       {link.token for link in host.links}, f"NV{total}")
+        return
+    outcome.failed.append(f"{fact}: no rule for this wording: {want}")
+
+
+def _check_link_speed(outcome: Outcome, fact: str, topology: Any, host: Any, statement: str) -> None:
+    speed = _speed_of(statement)
+    empty = statement.startswith('""') or '""' in statement
+    if statement.startswith(("GPUs", '""')) or "GPU pci nodes" in statement or "on both GPUs" in statement:
+        nodes = [topology.pci(gpu.busid) for gpu in topology.gpus]
+    elif "host bridges" in statement:
+        klass = _must(re.search(r"class (0x[0-9a-f]+)", statement), statement).group(1)
+        nodes = [pci for pci in topology.pcis if pci.class_code == klass]
+    elif re.match(r"(\w+ )?NICs? |enp|eno|mlx", statement):
+        nodes = [topology.pci(bus) for bus in dict.fromkeys(net.busid for net in topology.nets if net.busid)]
+    elif "top-level switches" in statement:
+        nodes = [pci for pci in topology.pcis if pci.parent is None and pci.is_bridge]
+        buses = _must(re.search(r"\(([^)]*)\)", statement), statement).group(1).replace("0000:", "").split(", ")
+        outcome.expect(f"{fact}.buses", sorted(pci.busid.split(":")[1] for pci in nodes) == sorted(buses),
+                       [pci.busid for pci in nodes], buses)
+    elif "other pci nodes" in statement:
+        nodes = [pci for pci in topology.pcis if not (pci.parent is None and pci.is_bridge)]
+    else:
+        nodes = list(topology.pcis)
+    count = re.search(r"all (\d+)", statement) or re.search(r"on the (\d+)", statement)
+    if count:
+        outcome.expect(f"{fact}.count", len(nodes) == int(count.group(1)), len(nodes), int(count.group(1)))
+    if empty:
+        got = {(pci.link_speed, pci.link_width) for pci in nodes}
+        outcome.expect(fact, got == {("", 0)}, got, {("", 0)})
+        if statement.startswith('""') or "GPU" in statement:
+            gens = {(gpu.pcie_gen_max, gpu.pcie_width_max) for gpu in host.gpus}
+            outcome.expect(f"{fact}.snapshot", gens == {(None, None)}, gens, "no PCIe generation or width")
+        return
+    if speed is None:
+        outcome.failed.append(f"{fact}: no rule for this wording: {statement}")
+        return
+    got = {(pci.link_gts, pci.link_width) for pci in nodes}
+    outcome.expect(fact, bool(nodes) and got == {speed}, got, {speed})
+    if statement.startswith("GPUs"):
+        from linkscope.topo.formats.nccl_topo_model import pcie_gen_of
+
+        gens = {(gpu.pcie_gen_max, gpu.pcie_width_max) for gpu in host.gpus}
+        wanted = {(pcie_gen_of(speed[0]), speed[1])}
+        outcome.expect(f"{fact}.snapshot", gens == wanted, gens, wanted)
+
+
+def _check_cpu(outcome: Outcome, topology: Any, host: Any, want: dict[str, Any]) -> None:
+    from linkscope.topo.formats.nccl_topo_snapshot import cpulist_of_mask
+
+    numa = want["numaid"]
+    fact = f"cpus_numa[{numa}]"
+    positions = [i for i, cpu in enumerate(topology.cpus) if cpu.numa_id == numa]
+    if not positions:
+        outcome.failed.append(f"{fact}: no <cpu numaid={numa}> read")
+        return
+    cpu = topology.cpus[positions[0]]
+    for key, value in want.items():
+        if key == "numaid":
+            outcome.held.append(f"{fact}.numaid")
+        elif key == "affinity":
+            outcome.expect(f"{fact}.affinity", cpu.affinity == _first_word(value), cpu.affinity, value)
+            cpus = {gpu.cpu_affinity for gpu in host.gpus if gpu.numa_node == numa}
+            outcome.expect(f"{fact}.cpu_affinity", cpus <= {cpulist_of_mask(cpu.affinity)}, cpus,
+                           cpulist_of_mask(cpu.affinity))
+        elif key == "gpus":
+            gpus = [gpu for gpu in host.gpus if gpu.numa_node == numa]
+            ok = len(gpus) == len(value) and all(
+                any(gpu.index == item if isinstance(item, int) else _bus_matches(_first_word(item), _nccl_bus(gpu))
+                    for gpu in gpus) for item in value)
+            outcome.expect(f"{fact}.gpus", ok, [_nccl_bus(gpu) for gpu in gpus], value)
+        elif key == "nics":
+            nics = [nic for nic in host.nics if nic.numa_node == numa]
+            ok = all(any(nic.name == _first_word(item) or _bus_matches(_first_word(item), nic.name) for nic in nics)
+                     for item in value)
+            outcome.expect(f"{fact}.nics", ok, [nic.name for nic in nics], value)
+        elif key in ("switch", "switches"):
+            for item in [value] if key == "switch" else value:
+                bus = _first_word(item)
+                top = topology.pci(bus)
+                ok = top is not None and top.parent is None and top.cpu in positions
+                outcome.expect(f"{fact}.{key}.{bus}", ok, top, bus)
+                members = re.search(r"\(([^)]*)\)", item)
+                for member in members.group(1).split(",") if members else ():
+                    kind, index = _must(re.fullmatch(r"(GPU|NIC)(\d+)", member.strip()), member).groups()
+                    device = (host.gpus if kind == "GPU" else host.nics)[int(index)]
+                    from linkscope.topo.formats.nccl_topo_snapshot import nvml_bus_id
+
+                    outcome.expect(f"{fact}.{key}.{bus}.{member}", nvml_bus_id(bus) in device.pci_path,
+                                   device.pci_path, bus)
+        else:
+            outcome.failed.append(f"{fact}.{key}: no rule for this fact")
+
+
+def _check_pairing(outcome: Outcome, topology: Any, want: str) -> None:
+    for gpu_number, gpu in enumerate(topology.gpus):
+        top = topology.pci_chain(gpu.busid)[0].busid
+        nets = [net.name for net in topology.nets if net.busid and topology.pci_chain(net.busid)[0].busid == top]
+        buses = {net.busid for net in topology.nets if net.name in nets}
+        outcome.expect(f"gpu_nic_pairing.GPU{gpu_number}", len(nets) == 2 and len(buses) == 1, nets, "one dual-port NIC")
+    for gpu_number, first, second in re.findall(r"GPU(\d+) with (\w+?_)(\d+)/(\d+)", want) and [
+            (int(g), f"{p}{a}", f"{p}{b}") for g, p, a, b in re.findall(r"GPU(\d+) with (\w+?_)(\d+)/(\d+)", want)]:
+        gpu = topology.gpus[gpu_number]
+        top = topology.pci_chain(gpu.busid)[0].busid
+        nets = [net.name for net in topology.nets if net.busid and topology.pci_chain(net.busid)[0].busid == top]
+        outcome.expect(f"gpu_nic_pairing.GPU{gpu_number}.names", nets == [first, second], nets, [first, second])
+
+
+def _check_gdr(outcome: Outcome, topology: Any, want: str) -> None:
+    gpu_flags = {gpu.gdr for gpu in topology.gpus}
+    net_flags = {net.gdr for net in topology.nets if net.stated}
+    split = re.fullmatch(r"(\d) on GPUs, (\d) on NICs", want)
+    if split:
+        wanted = ({split.group(1) == "1"}, {split.group(2) == "1"})
+    else:
+        flag = _must(re.match(r"(\d)", want), want).group(1) == "1"
+        wanted = ({flag}, {flag})
+    outcome.expect("gdr", (gpu_flags, net_flags) == wanted, (gpu_flags, net_flags), wanted)
+
+
+def check_nccl_graph_xml(outcome: Outcome, read: dict[str, Any]) -> None:
+    dump = outcome.result
+    for key, want in read.items():
+        if key == "graphs":
+            outcome.expect("graphs.count", len(dump.graphs) == len(want), len(dump.graphs), len(want))
+            for graph, facts in zip(dump.graphs, want, strict=False):
+                for name, value in facts.items():
+                    got = {
+                        "id": graph.graph_id, "pattern": graph.pattern_code, "nchannels": graph.nchannels,
+                        "speedintra": graph.speed_intra_gbps, "speedinter": graph.speed_inter_gbps,
+                        "typeintra": graph.type_intra, "typeinter": graph.type_inter, "crossnic": graph.crossnic,
+                        "samechannels": graph.same_channels,
+                        "channels": [[hop.as_json() for hop in channel] for channel in graph.channels],
+                    }.get(name, KeyError)
+                    if got is KeyError:
+                        outcome.failed.append(f"graphs[{facts.get('id')}].{name}: no rule for this fact")
+                        continue
+                    outcome.expect(f"graphs[{facts.get('id')}].{name}", got == value, got, value)
+        elif key == "gpus_per_channel":
+            sizes = {sum(1 for hop in channel if hop.kind == "gpu") for graph in dump.graphs for channel in graph.channels}
+            outcome.expect(key, sizes == {want}, sizes, want)
+        elif key == "net_in_channels":
+            got = any(hop.kind == "net" for graph in dump.graphs for channel in graph.channels for hop in channel)
+            outcome.expect(key, got == want, got, want)
+        elif key == "dev_format":
+            devs = [hop.dev for graph in dump.graphs for channel in graph.channels for hop in channel]
+            outcome.expect(key, devs[:4] == [0, 1, 2, 3], devs[:4], "0, 0x1, 0x2, 0x3 read as 0, 1, 2, 3")
+        else:
+            outcome.failed.append(f"{key}: no rule for this fact")
+
+
 CHECKS: dict[str, Callable[[Outcome, dict[str, Any]], None]] = {
     "nccl_tests": check_nccl_tests,
     "topo": check_topo,
@@ -575,6 +976,8 @@ CHECKS: dict[str, Callable[[Outcome, dict[str, Any]], None]] = {
     "nvbandwidth_json": check_p2p,
     "nccl_log": check_nccl_log,
     "trace": check_trace,
+    "nccl_topo_xml": check_nccl_topo_xml,
+    "nccl_graph_xml": check_nccl_graph_xml,
 }
 
 
@@ -643,6 +1046,10 @@ GAP_RULES: tuple[GapRule, ...] = (
             "a note that the test was waived"),
     GapRule(("p2p",), re.compile(r"aborted"), lambda result, _: "failed before printing a matrix" in _notes(result),
             "a note that the test failed before its matrix"),
+    GapRule(("nccl_topo_xml",), re.compile(r"link speed(?:/width)? not reported"),
+            lambda reading, _: "PCIe link speed/width of GPU" in _gaps_of(reading), "a gap per GPU without link speed"),
+    GapRule(("nccl_topo_xml",), re.compile(r"no GPU attributes"),
+            lambda reading, _: "GPUs and NVLinks" in _gaps_of(reading), "a gap that GPUs and NVLinks are not stated"),
     GapRule(("trace",), re.compile(r"no distributedInfo"),
             lambda trace, _: trace.rank is None and trace.world_size is None, "rank and world size unknown"),
     GapRule(("trace",), re.compile(r"no NCCL kernel events"),

@@ -152,3 +152,24 @@ def check_cap(count: int, cap: int, what: str, where: str) -> int:
     if count > cap:
         raise InputError(f"{where}: {what} {count:,} is above linkscope's cap of {cap:,} (topo/common/limits.py)")
     return count
+
+MAX_NCCL_XML_BYTES = 16 * 1024 * 1024
+"""Largest NCCL topology or graph XML file read (16 MiB). A dump of a 72-GPU NVLink domain with its NICs and
+bridges is a few hundred KiB."""
+
+MAX_XML_DEPTH = 64
+"""Deepest element nesting in an XML file. NCCL's own files nest system > cpu > pci (a few bridges) > gpu > nvlink:
+about a dozen levels."""
+
+MAX_XML_ELEMENTS = 200_000
+"""Elements in one XML file; a large dump holds a few thousand."""
+
+MAX_XML_ATTRIBUTE_CHARS = 4_096
+"""Characters in one XML attribute value (NCCL itself stops at 255)."""
+
+MAX_NCCL_TREE_NODES = 4 * MAX_GPUS_PER_HOST
+"""Nodes kept of one topology tree an NCCL log prints (GPUs, NICs, bridges); a longer tree is a damaged log."""
+
+MAX_NCCL_STR_CHARS = 255
+"""`MAX_STR_LEN` of NCCL's own XML reader (src/graph/xml.h): a longer attribute value NCCL refuses, so an exported
+topology file never holds one."""

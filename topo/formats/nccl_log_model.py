@@ -7,6 +7,11 @@ Read by :mod:`topo.formats.nccl_log`; checked by :mod:`topo.nccl.checks`; laid o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from linkscope.topo.formats.nccl_graph import NcclGraphs
+    from linkscope.topo.formats.nccl_topo_model import NcclTopology
 
 TRANSPORTS: tuple[str, ...] = ("P2P", "SHM", "NET", "NVLS", "COLLNET")
 """Transport classes of the JSON contract, from the first word after `via`."""
@@ -126,6 +131,10 @@ class NcclLog:
     hosts: tuple[str, ...] = ()
     """Every host that wrote an NCCL line (or that nccl-tests' `# Rank N ... on HOST` lines name), first seen first."""
     nvls: Nvls = Nvls()
+    topologies: tuple[NcclTopology, ...] = ()
+    """The machine NCCL printed (`=== System : maxBw ...` tree), the first of each host."""
+    graphs: tuple[NcclGraphs, ...] = ()
+    """The graphs NCCL searched (`Pattern 4, crossNic 0, nChannels ...` and its channel lines), one rank's per host."""
 
 
 def bus_id_to_pci(bus_id: str) -> str:

@@ -45,6 +45,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     transport_class,
 )
 from linkscope.topo.formats.nccl_log_model import Communicator, Edge, NcclLog
+from linkscope.topo.formats.nccl_log_topology import TopologyBook
 
 
 class LogReader:
@@ -79,6 +80,7 @@ class LogReader:
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+        self.topology = TopologyBook()
         self.hosts = HostBook()
         self.nvls = NvlsBook()
 
@@ -175,6 +177,8 @@ class LogReader:
 
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         first = message[:1]
+        if self.topology.line(message, host, pid, dev, number):
+            return
         self.suffix = None
         if first in ("C", "R", "T") and " nRanks " in message:
             suffix = COMM_SUFFIX.search(message)
@@ -426,6 +430,7 @@ class LogReader:
 
     def result(self) -> NcclLog:
         self.settle_communicators()
+        topologies, graphs = self.topology.frozen(self.name)
         fragments = self.hosts.place_ranks(self.ranks, self.comm_sizes)
         if self.nccl_lines == 0:
             if self.skipped_count:
@@ -461,5 +466,5 @@ class LogReader:
             warnings=messages(self.warnings), errors=messages(self.errors),
             lines=self.lines, nccl_lines=self.nccl_lines,
             skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
-            hosts=self.hosts.names(fragments), nvls=self.nvls.frozen(),
+            hosts=self.hosts.names(fragments), nvls=self.nvls.frozen(), topologies=topologies, graphs=graphs,
         )

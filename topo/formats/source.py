@@ -1,4 +1,4 @@
-"""Open a SOURCE: a snapshot JSON file, `nvidia-smi topo -m` text, `-` (stdin) or `sample:NAME`.
+"""Open a SOURCE: a snapshot JSON file, `nvidia-smi topo -m` text, NCCL's topology XML, `-` (stdin) or `sample:NAME`.
 
 The format is detected from the content, not the file name. "This machine" (no SOURCE) is
 resolved by the command line through the probes, since the core never touches hardware.
@@ -28,6 +28,13 @@ def load_source(spec: str, stdin: TextIO | None = None) -> Snapshot:
     if spec == "-":
         return parse_source_text(read_stdin_text(stdin), "<stdin>")
     return parse_source_text(read_text_file(spec), spec)
+
+
+def read_named_text(path: str) -> tuple[str, str]:
+    """The text of file `path`, or of stdin for `-`, and the name to report it by."""
+    if path == "-":
+        return read_stdin_text(), "<stdin>"
+    return read_text_file(path), path
 
 
 def read_stdin_text(stdin: TextIO | None = None, max_bytes: int = MAX_SNAPSHOT_BYTES) -> str:
@@ -74,7 +81,7 @@ def _decode(raw: bytes, path: str, max_bytes: int) -> str:
 
 
 def parse_source_text(text: str, name: str) -> Snapshot:
-    """Detect the format of `text` (snapshot JSON or `nvidia-smi topo -m`) and parse it."""
+    """Detect the format of `text` (snapshot JSON, `nvidia-smi topo -m` or NCCL's topology XML) and parse it."""
     if len(text) > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{name}: input is larger than the {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB limit")
     if "\x00" in text:
@@ -84,8 +91,18 @@ def parse_source_text(text: str, name: str) -> Snapshot:
         raise InputError(f"{name}: empty input")
     if stripped.startswith("{"):
         return snapshot_from_json(text, name)
+    from linkscope.topo.formats.nccl_topo_xml import looks_like_nccl_topo_xml
+
+    if looks_like_nccl_topo_xml(text):
+        from linkscope.topo.formats.nccl_topo_snapshot import snapshot_of
+        from linkscope.topo.formats.nccl_topo_xml import read_nccl_topo_xml
+        from linkscope.topo.model.validate import validate_snapshot
+
+        snapshot = snapshot_of(read_nccl_topo_xml(text, name))
+        validate_snapshot(snapshot, name)  # what a file states that the model cannot hold (an impossible index) is one line
+        return snapshot
     from linkscope.topo.formats.nvsmi_topo import looks_like_nvsmi_topo, read_nvsmi_topo
 
     if looks_like_nvsmi_topo(text):
         return read_nvsmi_topo(text, name)
-    raise InputError(f"{name}: not a linkscope snapshot (JSON) nor `nvidia-smi topo -m` output")
+    raise InputError(f"{name}: not a linkscope snapshot (JSON), `nvidia-smi topo -m` output nor an NCCL topology XML file")

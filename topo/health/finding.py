@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linkscope.topo.common.limits import MAX_EVIDENCE
+from linkscope.topo.formats.nccl_topo_model import NcclTopology
 from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Gpu
 from linkscope.topo.model.measurements import Measurements
@@ -55,6 +56,8 @@ class HealthContext:
     """CPUs this process may run on; only set when doctoring this machine."""
     local_rank: int | None = None
     """`LOCAL_RANK` from `env`: which visible GPU this process would use."""
+    nccl_topology: NcclTopology | None = None
+    """NCCL's own view of the machine (`--nccl-topo`: its topology dump or file, or a debug log's tree)."""
 
 
 Rule = Callable[[HealthContext], Iterable[HealthFinding]]

@@ -22,6 +22,12 @@
 | `measured-above-model` | warning | measurements above 125% of the model: the model or the assumed placement is wrong |
 | `measurements-not-judged` | warning | measurements given, none could be placed and priced on the SOURCE |
 | `host-*` | error / warning / info | on a cluster, the odd node out (:mod:`topo.health.cluster`) |
+| `nccl-pcie-path-slow` | warning | NCCL prices a GPU's PCIe path far below its link (`PCI[0.2]`: an emulated x1 port) |
+| `nccl-pcie-speed-unknown` | warning | NCCL sees PCIe ports above GPUs without a link speed it knows (assumes Gen3) |
+| `nccl-pcie-width-unknown` | info / warning | NCCL sees ports without link width (assumes x16; warning where NVML reads less) |
+| `nccl-nvlink-not-seen` / `nccl-nvswitch-not-seen` | error / warning | NVLinks or NVSwitches NVML has and NCCL does not |
+| `nccl-affinity-differs` | warning | NCCL puts a GPU or NIC under another CPU than NVML/sysfs |
+| `nccl-nic-no-gdr` | warning | NCCL marks RDMA NICs without GPUDirect RDMA |
 
 A new rule is one function `HealthContext -> Iterable[HealthFinding]` added to RULES.
 """
@@ -34,6 +40,7 @@ from linkscope.topo.health.cluster import cross_host
 from linkscope.topo.health.environment import cuda_visible_reordered, nccl_environment
 from linkscope.topo.health.finding import HealthContext, HealthFinding, Rule
 from linkscope.topo.health.measured import measured_below_expected
+from linkscope.topo.health.nccl_view import nccl_view_differs
 from linkscope.topo.health.nvlink import nvlink_errors_growing, nvlink_fabric_incomplete, nvlink_fewer_links, nvlink_links_down
 from linkscope.topo.health.pcie import pcie_gen_low_under_load, pcie_width_reduced
 from linkscope.topo.health.platform import iommu_translates_p2p, mig_enabled, p2p_off, peermem_missing
@@ -57,6 +64,7 @@ RULES: tuple[Rule, ...] = (
     worse_than_baseline,
     measured_below_expected,
     cross_host,
+    nccl_view_differs,
 )
 """Every health rule, in the order their findings are listed (before sorting by severity)."""
 

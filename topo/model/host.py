@@ -183,6 +183,10 @@ class Nic:
     state: str | None = None
     """Port state, e.g. `ACTIVE`, `DOWN`."""
     pci_path: tuple[str, ...] = ()
+    pcie_gen_max: int | None = None
+    """PCIe generation of the NIC's link, when read (sysfs `max_link_speed`, NCCL's `link_speed`)."""
+    pcie_width_max: int | None = None
+    """PCIe lanes of the NIC's link, when read (sysfs `max_link_width`, NCCL's `link_width`)."""
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,14 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from linkscope.topo.common.units import counted
+from linkscope.topo.formats.nccl_graph import NcclGraphs
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
+from linkscope.topo.nccl.graphs import NcclRing, nccl_rings
 from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
+from linkscope.tui.text import plain
 from linkscope.tui.widgets.legend import Legend
 from linkscope.tui.widgets.link_detail import LinkDetail
 from linkscope.tui.widgets.link_grid import LinkGrid
@@ -30,6 +33,7 @@ class LinksView(Vertical):
         Binding("e", "toggle_expected", "GB/s"),
         Binding("h", "next_host", "Next host", show=False),
         Binding("x", "clear_ring", "Clear ring", show=False),
+        Binding("g", "next_nccl_ring", "NCCL ring", show=False),
     ]
 
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
@@ -44,6 +48,10 @@ class LinksView(Vertical):
     """Which host of a multi-host snapshot is on show."""
     nccl: reactive[NcclPlacement | None] = reactive(None, always_update=True)
     """An NCCL log laid on the snapshot: the transport of each GPU pair is shown in its cell."""
+    nccl_graphs: reactive[NcclGraphs | None] = reactive(None, always_update=True)
+    """NCCL's searched graphs (a graph dump or a log's `Pattern` lines): its ring channels are drawn, one at a time."""
+    nccl_ring_index: reactive[int] = reactive(0)
+    """Which of NCCL's ring channels is drawn (g: next)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="links-title", markup=False)
@@ -76,6 +84,19 @@ class LinksView(Vertical):
     def watch_nccl(self) -> None:
         self._redraw()
 
+    def watch_nccl_graphs(self) -> None:
+        self._redraw()
+
+    def watch_nccl_ring_index(self) -> None:
+        self._redraw()
+
+    def _nccl_ring(self, host: Host) -> NcclRing | None:
+        """NCCL's ring channel on show, when no ring of the Ranks tab is."""
+        if self.nccl_graphs is None or self.ring is not None:
+            return None
+        rings = nccl_rings(self.nccl_graphs, host)
+        return rings[self.nccl_ring_index % len(rings)] if rings else None
+
     def _title(self, host: Host, cells: list[list[GridCell]]) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
@@ -91,6 +112,12 @@ class LinksView(Vertical):
             title.append(f"  NCCL log: transports of {counted(pairs, 'GPU pair')}")
             if slow:
                 title.append(f", {slow} through SHM/NET where P2P should be", style="bold")
+        nccl_ring = self._nccl_ring(host)
+        if nccl_ring is not None and not self.nic_mode:
+            title.append_text(plain(f"  {nccl_ring.label}", style="bold"))  # the label quotes the file
+            if nccl_ring.off_node_hops:
+                title.append(f", leaves the host through {counted(nccl_ring.off_node_hops, 'NET end')}")
+            title.append(" (g: next)")
         if self.ring is not None and not self.nic_mode:
             title.append(f"  ring {self.ring.label}: {len(self.ring.hops)} hops in this host", style="bold")
             if self.ring.off_node_hops:
@@ -114,7 +141,8 @@ class LinksView(Vertical):
             cells = nic_cells(host)
             column_labels = [host.nics[b].name for b in nic_order(host)]
         else:
-            ring = frozenset(self.ring.hops) if self.ring is not None else frozenset()
+            nccl_ring = self._nccl_ring(host)
+            ring = frozenset(self.ring.hops if self.ring is not None else nccl_ring.hops if nccl_ring else ())
             measurements = self.snapshot.measurements if self.snapshot is not None else None
             transports = self.nccl.pair_transports(self.host_index) if self.nccl is not None else None
             cells = gpu_cells(host, measurements, ring, _frozen(transports))
@@ -140,6 +168,10 @@ class LinksView(Vertical):
         """Show the next host of a multi-host snapshot."""
         if self.snapshot is not None and self.snapshot.hosts:
             self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)
+
+    def action_next_nccl_ring(self) -> None:
+        """Draw NCCL's next ring channel."""
+        self.nccl_ring_index += 1
 
     def action_clear_ring(self) -> None:
         """Stop drawing the ring chosen on the Ranks tab."""

@@ -102,6 +102,11 @@ class FakeSysfs:
         _link(self.sys / "class" / "infiniband" / name, ib_dir)
 
 
+GEN_SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe",
+             6: "64.0 GT/s PCIe"}
+"""`max_link_speed` as Linux 5.7+ writes it, by PCIe generation."""
+
+
 def build_sysfs(root: Path, host: Host) -> Path:
     """Write the sysfs tree of `host` below `root` and return `root`."""
     tree = FakeSysfs(root)
@@ -116,6 +121,10 @@ def build_sysfs(root: Path, host: Host) -> Path:
         rdma = nic.name != nic.netdev
         class_code = IB_CLASS if nic.link_layer == "InfiniBand" else ETHERNET_CLASS
         device_dir = tree.pci_function(nic.pci_path, nic.pci_bus_id, MELLANOX_VENDOR, class_code, nic.numa_node)
+        if nic.pcie_gen_max is not None:
+            _write(device_dir / "max_link_speed", f"{GEN_SPEED[nic.pcie_gen_max]}\n")
+        if nic.pcie_width_max is not None:
+            _write(device_dir / "max_link_width", f"{nic.pcie_width_max}\n")
         if rdma:
             tree.rdma(device_dir, nic.name, nic.state, nic.rate_gbit_per_s, nic.link_layer)
         if nic.netdev:
