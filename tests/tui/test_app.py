@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 
@@ -16,6 +17,7 @@ from linkscope.topo.samples import load_sample, sample_names
 from linkscope.tui.app import TABS, build_app
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.screens.export import ExportScreen
+from linkscope.tui.screens.link_detail import LinkDetailScreen
 from linkscope.tui.tabs.bench import BenchView
 from linkscope.tui.tabs.links import LinksView
 from linkscope.tui.tabs.monitor import MonitorView
@@ -53,12 +55,21 @@ async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
         await pilot.pause()
         grid = app.query_one(LinkGrid)
         assert grid.row_count == 8 and grid.column_count == 8
-        await pilot.press("right", "right", "right")
+        assert grid.cursor == (0, 1), "the cursor starts on the first link, not on GPU0 with itself"
+        await pilot.press("right", "right")
         await pilot.pause()
         detail = app.query_one(LinkDetail)
         assert detail.cell is not None and (detail.cell.row, detail.cell.col) == (0, 3)
         text = static_text(detail)
         assert "FAR BELOW" in text and "measured 120.0 GB/s" in text and "NV18" in text
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LinkDetailScreen), "Enter opens the cell's whole detail"
+        whole = str(app.screen.query_one("#link-detail-full", Static).render())
+        assert "PCIe GPU0:" in whole and "PCIe GPU3:" in whole and "FAR BELOW" in whole
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, LinkDetailScreen)
         await pilot.press("down")
         await pilot.pause()
         assert "DEGRADED" not in static_text(detail)
@@ -591,7 +602,8 @@ def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> 
 
 @async_test
 async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
-    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `more ▸` (and `◂ more` once scrolled);
+    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `▸` (and `◂ more` once scrolled) without covering
+    the name of the cursor's column, at every step across;
     the identity table puts bus id, NUMA and nearest NIC before the long name and UUID and says it goes on."""
     app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
     async with app.run_test(size=(80, 24)) as pilot:
@@ -602,11 +614,14 @@ async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
         await pilot.pause()
         assert grid.column_count == 12
         header = grid.render_line(0).text
-        assert header.rstrip().endswith("more ▸") and "◂ more" not in header
-        await pilot.press(*["right"] * 11)
-        await pilot.pause()
+        assert header.rstrip().endswith("▸") and "◂ more" not in header
+        for column in range(1, 12):
+            await pilot.press("right")
+            await pilot.pause()
+            assert grid.cursor == (0, column)
+            assert re.search(rf" mlx5_{column}[ ▸]", grid.render_line(0).text), "the cursor column's name is whole"
         header = grid.render_line(0).text
-        assert "◂ more" in header and "more ▸" not in header and "mlx5_11" in header
+        assert header.startswith("◂ more") and not header.rstrip().endswith("▸") and "mlx5_11" in header
         await pilot.press("2")
         await pilot.pause()
         await settle(app)

@@ -17,6 +17,7 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
+from linkscope.tui.screens.link_detail import LinkDetailScreen
 from linkscope.tui.widgets.legend import Legend
 from linkscope.tui.widgets.link_detail import LinkDetail
 from linkscope.tui.widgets.link_grid import LinkGrid
@@ -28,6 +29,7 @@ class LinksView(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "toggle_nics", "GPU x NIC"),
         Binding("e", "toggle_expected", "GB/s"),
+        Binding("enter", "open_cell", "Detail"),
         Binding("h", "next_host", "Next host", show=False),
         Binding("x", "clear_ring", "Clear ring", show=False),
     ]
@@ -127,6 +129,17 @@ class LinksView(Vertical):
 
     def on_link_grid_cell_chosen(self, event: LinkGrid.CellChosen) -> None:
         self.query_one(LinkDetail).cell = event.cell
+
+    def on_link_grid_cell_opened(self, event: LinkGrid.CellOpened) -> None:
+        """Enter on a cell: its whole detail in a window of its own (the pane may be cut on a small terminal)."""
+        event.stop()
+        detail = self.query_one(LinkDetail)
+        detail.cell = event.cell
+        self.app.push_screen(LinkDetailScreen(detail.describe()))
+
+    def action_open_cell(self) -> None:
+        """Open the whole detail of the cell under the cursor."""
+        self.query_one(LinkGrid).action_select()
 
     def action_toggle_nics(self) -> None:
         """Switch between the GPU x GPU and GPU x NIC grids."""
