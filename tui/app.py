@@ -26,8 +26,10 @@ from linkscope.topo.machine.cluster import nvlink_domains, ring_on_host
 from linkscope.topo.model.measurements import merge_measurements
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.placement import NcclPlacement
+from linkscope.tui.host_health import HostHealth, judge_hosts
 from linkscope.tui.local_services import LocalServices
-from linkscope.tui.messages import HostPicked, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
+from linkscope.tui.messages import HostPicked, HostsJudged, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
+from linkscope.tui.screens.help import HelpScreen, binding_keys, help_text
 from linkscope.tui.services import Services
 from linkscope.tui.tabs.bench import BenchView
 from linkscope.tui.tabs.links import LinksView
@@ -40,6 +42,8 @@ from linkscope.tui.widgets.key_bar import KeyBar
 
 FALLBACK_SAMPLE = "dgx-h100"
 """The sample opened when this machine has no NVIDIA GPU."""
+NOTICE_S = 6
+"""Seconds a notice about what was opened stays on screen (it covers the corner of the tab under it)."""
 
 TABS: tuple[tuple[str, str], ...] = (
     ("links", "Links"),
@@ -59,6 +63,9 @@ class LinkscopeApp(App[None]):
     TITLE = "linkscope"
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(str(number), f"show_tab('{tab_id}')", title, show=False) for number, (tab_id, title) in enumerate(TABS, 1)),
+        Binding("h", "next_host", "Next host"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("f1", "help", "Help", show=False),
         Binding("q", "quit", "Quit"),
         Binding("escape", "leave_field", "Leave field", show=False),
     ]
@@ -69,6 +76,10 @@ class LinkscopeApp(App[None]):
     """Whether the snapshot is this machine now (the Bench and Monitor tabs then measure and sample it)."""
     nccl: reactive[NcclPlacement | None] = reactive(None)
     """An NCCL log laid on the snapshot, shown on the Links grid."""
+    host_index: reactive[int] = reactive(0)
+    """The host of a cluster every tab shows (position in `Snapshot.hosts`); `h` or the hosts table moves it."""
+    health: reactive[HostHealth | None] = reactive(None)
+    """The health rules' verdicts on the snapshot by host (judged in a worker after it is shown; None until then)."""
 
     def __init__(
         self,
@@ -91,14 +102,18 @@ class LinkscopeApp(App[None]):
         """A snapshot given to the constructor: shown (made printable) once the app is mounted."""
         self._initial_notice = notice
         self._initial_tab = initial_tab
+        self.load_error: str | None = None
+        """Why the source given on the command line could not be opened (the app then exits with status 2)."""
+        self._first_load = snapshot is None and source is not None
 
     def compose(self) -> ComposeResult:
         yield Header()
         with TabbedContent(initial=self._initial_tab):
             with TabPane("Links", id="links"):
-                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.snapshot)
+                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.snapshot, LinkscopeApp.host_index,
+                                            LinkscopeApp.health)
             with TabPane("Topology", id="topology"):
-                yield TopologyView().data_bind(LinkscopeApp.snapshot)
+                yield TopologyView().data_bind(LinkscopeApp.snapshot, LinkscopeApp.host_index, LinkscopeApp.health)
             with TabPane("Ranks", id="ranks"):
                 yield RanksView(self.services).data_bind(LinkscopeApp.snapshot)
             with TabPane("Bench", id="bench"):
@@ -140,10 +155,20 @@ class LinkscopeApp(App[None]):
                 self.post_message(SnapshotFailed(f"{reason}, and the sample failed: {exc}"))
                 return
             notice = f"{reason}: showing sample:{FALLBACK_SAMPLE}. Open another sample from the command palette (ctrl+p)."
-            self.post_message(SnapshotLoaded(sample, notice))
+            self.post_message(SnapshotLoaded(printable_fields(sample), notice, printable=True))
             return
         assert snapshot is not None
-        self.post_message(SnapshotLoaded(snapshot, live=source is None))
+        self.post_message(SnapshotLoaded(printable_fields(snapshot), live=source is None, printable=True))
+
+    @work(thread=True, exclusive=True, group="health")
+    def judge(self, snapshot: Snapshot) -> None:
+        """Run the health rules over the snapshot off the UI thread (seconds on a 1,024-host cluster)."""
+        self.post_message(HostsJudged(snapshot, judge_hosts(snapshot)))
+
+    def on_hosts_judged(self, message: HostsJudged) -> None:
+        """Hand the verdicts to the tabs, if they are about the snapshot still on show."""
+        if self.snapshot is not None and message.snapshot.hosts is self.snapshot.hosts:
+            self.health = message.health
 
     def action_leave_field(self) -> None:
         """Escape leaves a text field or a drop-down for the tab's main widget (so its keys work again)."""
@@ -173,31 +198,69 @@ class LinkscopeApp(App[None]):
                 return
 
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
+        """Another machine: the first host, no ring from the previous one, health judged anew."""
+        self._first_load = False
         self.live = message.live
-        self.show_snapshot(message.snapshot)
+        self.host_index = 0
+        self.query_one(LinksView).ring = None
+        self.show_snapshot(message.snapshot, printable=message.printable)
         if message.notice:
-            self.notify(printable(message.notice), title="No GPU", timeout=10, markup=False)
+            self.sub_title += "  (no GPU here)"
+            self.notify(printable(message.notice), title="No GPU", timeout=NOTICE_S, markup=False)
 
     def on_snapshot_failed(self, message: SnapshotFailed) -> None:
+        """The source named on the command line ends the app (the command says why, exit status 2); a sample
+        opened from the palette that fails only says so."""
+        if self._first_load:
+            self.load_error = message.reason
+            self.exit(return_code=2)
+            return
         self.sub_title = "nothing loaded"
         self.notify(printable(message.reason), title="Cannot open", severity="error", timeout=15, markup=False)
 
-    def show_snapshot(self, snapshot: Snapshot) -> None:
+    def show_snapshot(self, snapshot: Snapshot, printable: bool = False) -> None:
         """Put `snapshot` on every tab (bound to `self.snapshot`; `self.live` says whether it is this machine now);
         its strings are made printable here, the one door through which snapshots reach the screen.
 
         Once the tabs hold it, everything alive is moved out of the garbage collector's sight
         (`gc.freeze`): a 1,024-host snapshot and the app's widgets are hundreds of thousands of objects
         that a full collection, triggered by a check's allocations, would scan for 50-60 ms on every
-        edit of the Ranks form. They stay freed by reference counting as usual."""
-        snapshot = printable_fields(snapshot)
+        edit of the Ranks form. They stay freed by reference counting as usual.
+
+        `printable` says a loading worker already made the strings printable (a second pass over a 1,024-host
+        snapshot would hold the UI for most of a second)."""
+        if not printable:
+            snapshot = printable_fields(snapshot)
         self.sub_title = (snapshot.source or "snapshot") + (" (this machine, live)" if self.live else "")
+        self.health = None
         self.snapshot = snapshot
+        self.judge(snapshot)
         self.call_after_refresh(gc.freeze)
 
     def on_host_picked(self, message: HostPicked) -> None:
-        """The Topology tab's host list picked a host: show it on Links too."""
-        self.query_one(LinksView).host_index = message.index
+        """A tab picked a host: every tab shows it."""
+        if self.snapshot is not None and 0 <= message.index < len(self.snapshot.hosts):
+            self.host_index = message.index
+
+    def action_next_host(self) -> None:
+        """Show the next host of a cluster on every tab."""
+        if self.snapshot is not None and self.snapshot.hosts:
+            self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`h` only where there is another host to go to (hidden from the key bar otherwise)."""
+        if action == "next_host":
+            return self.snapshot is not None and len(self.snapshot.hosts) > 1
+        return True
+
+    def action_help(self) -> None:
+        """Show the keys of every tab and of the tab on show."""
+        tabbed = self.query_one(TabbedContent)
+        pane = tabbed.active_pane
+        title = dict(TABS).get(tabbed.active, tabbed.active)
+        view = pane.children[0] if pane is not None and pane.children else None
+        keys = binding_keys(type(view).BINDINGS) if view is not None else []
+        self.push_screen(HelpScreen(help_text(title, keys)))
 
     def on_ring_chosen(self, message: RingChosen) -> None:
         """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
@@ -206,7 +269,7 @@ class LinkscopeApp(App[None]):
             node, hops, leaving = ring_on_host(self.snapshot, message.node, message.hops, message.off_node_hops)
             message = dataclasses.replace(message, node=node, hops=hops, off_node_hops=leaving)
         if self.snapshot is not None and 0 <= message.node < len(self.snapshot.hosts):
-            links.host_index = message.node
+            self.host_index = message.node
         links.ring = message if message.hops or message.off_node_hops else None
 
     def on_measurements_arrived(self, message: MeasurementsArrived) -> None:

@@ -114,16 +114,41 @@ async def test_links_grid_scrolls_for_72_gpus_at_80x24() -> None:
 async def test_topology_tree_and_identity_table() -> None:
     """The tree has a branch per NUMA node, down to the GPUs; the table names the nearest NIC."""
     app = build_app(snapshot=small_snapshot(), services=FakeServices(), initial_tab="topology")
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with app.run_test(size=SIZE):
+        await settle(app)
         tree = app.query_one(PlainTree)
         numa_labels = [str(node.label) for node in tree.root.children]
         assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
         table = app.query_one("#identity-table", DataTable)
         assert table.row_count == 8
-        assert table.get_row_at(0)[4].plain == "mlx5_0 (PIX)"
-        assert table.get_row_at(7)[4].plain == "mlx5_3 (PIX)"
+        columns = [str(column.label) for column in table.columns.values()]
+        assert columns[:5] == ["NVML", "health", "CUDA", "bus id", "PCIe"]
+        assert [cell.plain for cell in table.get_row_at(0)[:5]] == ["0", "ok", "0", "00000000:18:00.0", "Gen5 x16"]
+        assert table.get_row_at(0)[6].plain == "mlx5_0 (PIX)"
+        assert table.get_row_at(7)[6].plain == "mlx5_3 (PIX)"
         assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
+        assert "a recording" not in static_text(app.query_one("#identity-note", Static))
+        assert table.region.bottom == app.query_one(TopologyView).region.bottom, "no blank rows under the table"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_topology_shows_gpus_at_every_size(size: tuple[int, int]) -> None:
+    """On dgx-h100 (a host bridge, then five nested bridges before GPU0) chains of one bridge are one line, so
+    GPU0 is in view at 80x24 too, and a bridge holding just one GPU is that GPU's line."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
+        async with app.run_test(size=size):
+            await settle(app)
+            tree = app.query_one(PlainTree)
+            lines = [tree.get_node_at_line(line) for line in range(tree.scrollable_content_region.height)]
+            labels = [str(node.label) for node in lines if node is not None]
+            assert any(label.startswith("GPU0 ") for label in labels), labels
+            assert any("bridges)" in label for label in labels), "a chain of bridges is one line"
+            assert not any(label.startswith("bridge 0000:19:00.0") for label in labels), "GPU0's own bridge is its line"
+
+    run()
 
 
 @async_test
@@ -627,7 +652,7 @@ async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
         await settle(app)
         table = app.query_one("#identity-table", DataTable)
         labels = [str(column.label) for column in table.columns.values()]
-        assert labels[:5] == ["NVML", "CUDA", "bus id", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
+        assert labels[:7] == ["NVML", "health", "CUDA", "bus id", "PCIe", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
         assert "More columns" in static_text(app.query_one("#identity-note", Static))
     app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
     async with app.run_test(size=(200, 40)) as pilot:

@@ -15,6 +15,7 @@ from linkscope.topo.common.units import counted
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.placement import NcclPlacement
+from linkscope.tui.host_health import HostHealth
 from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.screens.link_detail import LinkDetailScreen
@@ -30,7 +31,6 @@ class LinksView(Vertical):
         Binding("n", "toggle_nics", "GPU x NIC"),
         Binding("e", "toggle_expected", "GB/s"),
         Binding("enter", "open_cell", "Detail"),
-        Binding("h", "next_host", "Next host", show=False),
         Binding("x", "clear_ring", "Clear ring", show=False),
     ]
 
@@ -43,7 +43,9 @@ class LinksView(Vertical):
     show_expected: reactive[bool] = reactive(False)
     """True to show expected GB/s in cells that have no measurement, instead of the token."""
     host_index: reactive[int] = reactive(0)
-    """Which host of a multi-host snapshot is on show."""
+    """Which host of a multi-host snapshot is on show (bound from the app: every tab shows the same host)."""
+    health: reactive[HostHealth | None] = reactive(None)
+    """The health rules' verdicts by host (bound from the app): the title names the odd hosts of a cluster."""
     nccl: reactive[NcclPlacement | None] = reactive(None, always_update=True)
     """An NCCL log laid on the snapshot: the transport of each GPU pair is shown in its cell."""
 
@@ -78,12 +80,19 @@ class LinksView(Vertical):
     def watch_nccl(self) -> None:
         self._redraw()
 
+    def watch_health(self) -> None:
+        self._redraw()
+
     def _title(self, host: Host, cells: list[list[GridCell]]) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
         title.append(f"  {counted(len(host.gpus), 'GPU')}, {counted(len(host.nics), 'NIC')}")
         if self.snapshot is not None and len(self.snapshot.hosts) > 1:
             title.append(f"  (host {self.host_index + 1} of {len(self.snapshot.hosts)}; h: next)")
+            if self.health is not None:
+                note = self.health.odd_note([host.hostname for host in self.snapshot.hosts], host.hostname)
+                if note:
+                    title.append(f"  {note}", style="bold")
         measurements = self.snapshot.measurements if self.snapshot is not None else None
         if measurements is not None and measurements.peer_copies:
             title.append(f"  measured: {measurements.source}")
@@ -148,11 +157,6 @@ class LinksView(Vertical):
     def action_toggle_expected(self) -> None:
         """Show expected GB/s instead of tokens in unmeasured cells (or back)."""
         self.show_expected = not self.show_expected
-
-    def action_next_host(self) -> None:
-        """Show the next host of a multi-host snapshot."""
-        if self.snapshot is not None and self.snapshot.hosts:
-            self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)
 
     def action_clear_ring(self) -> None:
         """Stop drawing the ring chosen on the Ranks tab."""
