@@ -129,8 +129,9 @@ class LinkscopeApp(App[None]):
         if self._given_snapshot is not None:
             self.post_message(SnapshotLoaded(self._given_snapshot, self._initial_notice, live=self.live))
         else:
-            self.sub_title = f"loading {printable(self.source)}" if self.source else "probing this machine..."
-            self.load_source(self.source)
+            self.sub_title = f"loading {printable(self.source)}..." if self.source else "probing this machine..."
+            # paint first: a loading worker holds the interpreter for seconds on a large cluster snapshot
+            self.call_after_refresh(self.load_source, self.source)
 
     @work(thread=True, exclusive=True, group="load")
     def load_source(self, source: str | None) -> None:
@@ -158,6 +159,8 @@ class LinkscopeApp(App[None]):
             self.post_message(SnapshotLoaded(printable_fields(sample), notice, printable=True))
             return
         assert snapshot is not None
+        if len(snapshot.hosts) > 1:
+            self.call_from_thread(setattr, self, "sub_title", f"preparing {len(snapshot.hosts)} hosts for the screen...")
         self.post_message(SnapshotLoaded(printable_fields(snapshot), live=source is None, printable=True))
 
     @work(thread=True, exclusive=True, group="health")
@@ -235,6 +238,7 @@ class LinkscopeApp(App[None]):
         self.health = None
         self.snapshot = snapshot
         self.judge(snapshot)
+        self.refresh_bindings()  # `h` shows on a cluster only
         self.call_after_refresh(gc.freeze)
 
     def on_host_picked(self, message: HostPicked) -> None:

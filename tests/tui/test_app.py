@@ -126,7 +126,7 @@ async def test_topology_tree_and_identity_table() -> None:
         assert [cell.plain for cell in table.get_row_at(0)[:5]] == ["0", "ok", "0", "00000000:18:00.0", "Gen5 x16"]
         assert table.get_row_at(0)[6].plain == "mlx5_0 (PIX)"
         assert table.get_row_at(7)[6].plain == "mlx5_3 (PIX)"
-        assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
+        assert "CUDA index: FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
         assert "a recording" not in static_text(app.query_one("#identity-note", Static))
         assert table.region.bottom == app.query_one(TopologyView).region.bottom, "no blank rows under the table"
 
@@ -485,7 +485,7 @@ async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> 
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         bar = app.query_one(KeyBar)
-        assert [key for key, _, _ in bar.keys][:2] == ["n", "e"] and bar.keys[-1][2] == "palette"
+        assert [key for key, _, _ in bar.keys][:3] == ["enter", "n", "e"] and bar.keys[-1][2] == "palette"
         x = next(column for column in range(SIZE[0]) if bar.key_at(column) == "n")
         await pilot.click(KeyBar, offset=(x, 0))
         await settle(app)
@@ -711,3 +711,53 @@ async def test_the_findings_columns_fit_their_rows_at_once() -> None:
         table.show(report.findings[:1])
         assert [column.width for column in table.columns.values()][3] == len(report.findings[0].message)
         assert widths[3] >= len(report.findings[0].message)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_question_mark_and_f1_open_the_keys(size: tuple[int, int]) -> None:
+    """`?` and F1 (what htop, nvitop and k9s users press first) show the keys of every tab and of the tab on
+    show; Escape closes; `?` is in the key bar."""
+    from linkscope.tui.screens.help import HelpScreen
+    from linkscope.tui.widgets.key_bar import KeyBar
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            assert " ? Help " in app.query_one(KeyBar).render().plain
+            for key, tab, tab_key in (("question_mark", "1", "GPU x NIC"), ("f1", "3", "Colour by")):
+                await pilot.press(tab, key)
+                await pilot.pause()
+                assert isinstance(app.screen, HelpScreen)
+                text = str(app.screen.query_one("#help-text", Static).render())
+                assert "Keys on every tab" in text and "next host of a cluster" in text and tab_key in text
+                await pilot.press("escape")
+                await pilot.pause()
+                assert not isinstance(app.screen, HelpScreen)
+
+    run()
+
+
+@async_test
+async def test_opening_another_sample_starts_clean() -> None:
+    """A ring drawn for one machine is gone on the next one opened from the palette, which starts on its first
+    host; the no-GPU notice is short-lived and repeated in the title."""
+    from linkscope.tui.app import NOTICE_S
+
+    services = FakeServices(snapshots={"sample:dgx1-v100": load_sample("dgx1-v100"),
+                                       "sample:dgx-h100": load_sample("dgx-h100")})
+    app = build_app(snapshot=load_sample("dgx-h100"), services=services, notice="no NVIDIA GPU found on this machine")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        assert "(no GPU here)" in app.sub_title
+        assert all(notification.timeout <= NOTICE_S for notification in app._notifications)
+        links = app.query_one(LinksView)
+        app.post_message(RingChosen("tp group 0", 0, ((0, 1), (1, 0))))
+        await settle(app)
+        assert links.ring is not None
+        app.open_sample("dgx1-v100")
+        await settle(app)
+        await pilot.pause()
+        assert app.snapshot is not None and app.snapshot.source == load_sample("dgx1-v100").source
+        assert links.ring is None and app.host_index == 0

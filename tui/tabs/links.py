@@ -30,7 +30,6 @@ class LinksView(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "toggle_nics", "GPU x NIC"),
         Binding("e", "toggle_expected", "GB/s"),
-        Binding("enter", "open_cell", "Detail"),
         Binding("x", "clear_ring", "Clear ring", show=False),
     ]
 
@@ -61,6 +60,9 @@ class LinksView(Vertical):
         if self.snapshot is None or not self.snapshot.hosts:
             return None
         return self.snapshot.hosts[min(self.host_index, len(self.snapshot.hosts) - 1)]
+
+    def on_mount(self) -> None:
+        self._redraw()
 
     def watch_snapshot(self) -> None:
         self._redraw()
@@ -117,7 +119,7 @@ class LinksView(Vertical):
         title = self.query_one("#links-title", Static)
         host = self.host
         if host is None:
-            title.update(Text("Waiting for a snapshot..."), layout=False)
+            title.update(Text(self.app.sub_title or "Waiting for a snapshot..."), layout=False)
             grid.show([], [], [], self.show_expected)
             return
         row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
@@ -145,10 +147,6 @@ class LinksView(Vertical):
         detail = self.query_one(LinkDetail)
         detail.cell = event.cell
         self.app.push_screen(LinkDetailScreen(detail.describe()))
-
-    def action_open_cell(self) -> None:
-        """Open the whole detail of the cell under the cursor."""
-        self.query_one(LinkGrid).action_select()
 
     def action_toggle_nics(self) -> None:
         """Switch between the GPU x GPU and GPU x NIC grids."""

@@ -176,10 +176,9 @@ def identity_rows(table: IdentityTable, host: Host | None = None, health: dict[i
 
 def identity_note(table: IdentityTable, probed_here: bool) -> str:
     """How the CUDA column was numbered, and any caveat the identity table raised."""
-    where = ("this process's environment" if probed_here
-             else "CUDA's defaults (a saved snapshot or a sample: this process's environment does not apply)")
+    where = "this process's environment" if probed_here else "CUDA's defaults (a saved snapshot or a sample, not this process)"
     visible = f", CUDA_VISIBLE_DEVICES={table.visible_devices}" if table.visible_devices is not None else ""
-    return " ".join([f"CUDA index by {table.device_order} order{visible}, from {where}.", *table.notes])
+    return " ".join([f"CUDA index: {table.device_order} order{visible}, {where}.", *table.notes])
 
 
 class TopologyView(Vertical):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.style import Style
+from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from linkscope.topo.model.host import LinkKind
@@ -26,6 +27,8 @@ def first_link(cells: list[list[GridCell]]) -> tuple[int, int]:
 
 class LinkGrid(CellGrid):
     """Rows are GPUs, columns GPUs or NICs; each cell a :class:`GridCell`, coloured from the stylesheet."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Detail")]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *(f"link-grid--{name}" for name in CELL_CLASSES),
