@@ -761,3 +761,34 @@ async def test_opening_another_sample_starts_clean() -> None:
         await pilot.pause()
         assert app.snapshot is not None and app.snapshot.source == load_sample("dgx1-v100").source
         assert links.ring is None and app.host_index == 0
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_ranks_form_focus_is_plain_to_see_and_starts_at_tp(size: tuple[int, int]) -> None:
+    """From the rank map, shift+tab and `f` land on `tp` (not on `model` at the far end); the focused field takes
+    the theme's accent background, which no other field has."""
+    from textual.color import Color
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            app.query_one(RankMap).focus()
+            await pilot.press("shift+tab")
+            await pilot.pause()
+            assert app.focused is app.query_one("#size-tp", Input)
+            accent = Color.parse(app.theme_variables["accent"])
+            fields = list(app.query_one(RanksView).query(Input))
+            assert app.focused.styles.background == accent
+            assert all(field.styles.background != accent for field in fields if field is not app.focused)
+            await pilot.press("tab")
+            assert app.focused is app.query_one("#size-cp", Input)
+            await pilot.press("shift+tab")
+            assert app.focused is app.query_one("#size-tp", Input), "shift+tab inside the form goes back a field"
+            app.query_one(RankMap).focus()
+            await pilot.press("f")
+            await pilot.pause()
+            assert app.focused is app.query_one("#size-tp", Input)
+
+    run()

@@ -61,6 +61,8 @@ class RanksView(Vertical):
         Binding("a", "apply_suggestion", "Apply suggestion"),
         Binding("g", "search_suggestion", "Suggest", show=False),
         Binding("c", "export", "Export"),
+        Binding("f", "focus_form", "Form"),
+        Binding("shift+tab", "focus_form(True)", "Form", show=False),
     ]
 
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
@@ -245,7 +247,7 @@ class RanksView(Vertical):
         findings = message.report.findings
         status = plain(f"{len(message.report.placement)} ranks on {message.form.nodes} node(s): ")
         status.append(f"{len(findings)} finding(s)", style="bold" if findings else "")
-        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links; shift+tab: the form")
+        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links; f: the form")
         self._status(status)
         self._draw_map()
         self.query_one(FindingsTable).show(findings)
@@ -325,6 +327,16 @@ class RanksView(Vertical):
             f", {overlay.off_node_hops} between nodes" if overlay.off_node_hops else ""
         )
         self._status(plain(f"{label}: ring {where}; see the Links tab (1)"))
+
+    def action_focus_form(self, backwards: bool = False) -> None:
+        """Into the form at its first field, `tp` (`f`, or shift+tab from the map); shift+tab inside the form
+        goes back a field as usual."""
+        focused = self.screen.focused
+        in_form = focused is not None and any("form-row" in node.classes for node in focused.ancestors)
+        if backwards and in_form:
+            self.screen.focus_previous()
+            return
+        self.query_one("#size-tp", Input).focus()
 
     def action_next_dim(self) -> None:
         """Colour the map by the next dimension."""
