@@ -23,6 +23,7 @@ from linkscope.tui.tabs.links import LinksView
 from linkscope.tui.tabs.monitor import MonitorView
 from linkscope.tui.tabs.ranks import RanksView
 from linkscope.tui.tabs.topology import TopologyView
+from linkscope.tui.widgets.key_bar import KeyBar
 from linkscope.tui.widgets.link_detail import LinkDetail
 from linkscope.tui.widgets.link_grid import LinkGrid
 from linkscope.tui.widgets.plain_tree import PlainTree
@@ -324,11 +325,49 @@ async def test_bench_unavailable_refuses_to_run() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
-        assert "unavailable: no CUDA GPU" in static_text(app.query_one("#bench-status", Static))
+        assert "Nothing can run here. No CUDA GPU" in static_text(app.query_one("#bench-status", Static))
         app.query_one("#bench-kind").focus()
+        await pilot.pause()
+        assert " r Run " not in app.query_one(KeyBar).render().plain, "r Run is hidden when nothing can run"
+        assert not app.query_one("#bench-run").display
         await pilot.press("r")
         await pilot.pause()
         assert services.bench_calls == []
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_bench_runs_gloo_collectives_on_a_machine_without_gpus(size: tuple[int, int]) -> None:
+    """On a machine with no GPU (a sample on show) the tab offers the collectives over gloo on its CPUs, says that
+    peer copies need two GPUs, and runs: the results are this machine's, so the sample's Links keep theirs."""
+
+    @async_test
+    async def run() -> None:
+        services = FakeServices(bench_backend="gloo")
+        app = build_app(snapshot=load_sample("dgx-h100"), services=services, initial_tab="bench")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            status = static_text(app.query_one("#bench-status", Static))
+            assert "Runs here: collectives over gloo on this machine's CPUs" in status
+            assert "p2p peer copies and NCCL collectives need two GPUs" in status
+            assert "sample:dgx-h100 is a built-in sample" in status and "recording" not in status
+            kinds = app.query_one("#bench-kind", Select)
+            assert kinds.value == "all_reduce" and app.query_one("#bench-max", Input).value == "16M"
+            app.query_one("#bench-kind").focus()
+            await pilot.pause()
+            assert " r Run " in app.query_one(KeyBar).render().plain
+            await pilot.press("r")
+            await settle(app)
+            await pilot.pause()
+            assert services.bench_calls and services.bench_calls[0].kind == "all_reduce"
+            table = app.query_one("#bench-table", DataTable)
+            assert table.row_count == 4 and table.get_row_at(0)[0].plain == "all_reduce"
+            assert [cell.plain for cell in table.get_row_at(0)[3:6]] == ["-", "-", "-"], "not judged on the sample's links"
+            done = static_text(app.query_one("#bench-status", Static))
+            assert done.startswith("Done (collectives over gloo") and "Links and Ranks keep the figures" in done
+            assert app.query_one(LinksView).snapshot.measurements is None  # type: ignore[union-attr]
+
+    run()
 
 
 @async_test
@@ -460,7 +499,7 @@ async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
         await settle(app)
         assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
         status = static_text(app.query_one("#bench-status", Static))
-        assert "is a recording" in status and "Shown: results of test copies" in status
+        assert "sample:dgx-h100 is a built-in sample" in status and "Shown: results of test copies" in status
 
 
 @async_test
