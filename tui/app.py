@@ -110,10 +110,10 @@ class LinkscopeApp(App[None]):
         yield Header()
         with TabbedContent(initial=self._initial_tab):
             with TabPane("Links", id="links"):
-                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.snapshot, LinkscopeApp.host_index,
-                                            LinkscopeApp.health)
+                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.host_index, LinkscopeApp.health,
+                                            LinkscopeApp.snapshot)
             with TabPane("Topology", id="topology"):
-                yield TopologyView().data_bind(LinkscopeApp.snapshot, LinkscopeApp.host_index, LinkscopeApp.health)
+                yield TopologyView().data_bind(LinkscopeApp.host_index, LinkscopeApp.health, LinkscopeApp.snapshot)
             with TabPane("Ranks", id="ranks"):
                 yield RanksView(self.services).data_bind(LinkscopeApp.snapshot)
             with TabPane("Bench", id="bench"):
