@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from rich.text import Text
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 from linkscope.topo.model.host import Host
@@ -351,6 +352,8 @@ def test_bench_runs_gloo_collectives_on_a_machine_without_gpus(size: tuple[int, 
             assert "Runs here: collectives over gloo on this machine's CPUs" in status
             assert "p2p peer copies and NCCL collectives need two GPUs" in status
             assert "sample:dgx-h100 is a built-in sample" in status and "recording" not in status
+            said = Text(status).wrap(app.console, app.query_one("#bench-status").content_size.width)
+            assert len(said) <= app.query_one("#bench-status").content_size.height, "the whole status is on screen"
             kinds = app.query_one("#bench-kind", Select)
             assert kinds.value == "all_reduce" and app.query_one("#bench-max", Input).value == "16M"
             app.query_one("#bench-kind").focus()
@@ -364,7 +367,7 @@ def test_bench_runs_gloo_collectives_on_a_machine_without_gpus(size: tuple[int, 
             assert table.row_count == 4 and table.get_row_at(0)[0].plain == "all_reduce"
             assert [cell.plain for cell in table.get_row_at(0)[3:6]] == ["-", "-", "-"], "not judged on the sample's links"
             done = static_text(app.query_one("#bench-status", Static))
-            assert done.startswith("Done (collectives over gloo") and "Links and Ranks keep the figures" in done
+            assert done.startswith("Done: collectives over gloo") and "Links and Ranks keep the figures" in done
             assert app.query_one(LinksView).snapshot.measurements is None  # type: ignore[union-attr]
 
     run()

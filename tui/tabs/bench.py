@@ -302,7 +302,7 @@ class BenchView(Vertical):
             self._set_status(plain(f"Stopped; the sizes measured before the stop are shown; {used}."))
         else:
             self.query_one(ProgressBar).update(progress=1.0)
-            self._set_status(plain(f"Done ({self.plan.where}); {used}."))
+            self._set_status(plain(f"Done: {self.plan.where}; {used}."))
         if self._measures_snapshot and (measurements.peer_copies or measurements.collectives):
             self.post_message(MeasurementsArrived(measurements))
 
