@@ -834,3 +834,26 @@ def test_ranks_form_focus_is_plain_to_see_and_starts_at_tp(size: tuple[int, int]
             assert app.focused is app.query_one("#size-tp", Input)
 
     run()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_groups_beyond_the_palette_look_different_and_are_named(size: tuple[int, int]) -> None:
+    """tp 1 on eight GPUs makes eight groups for six colours: groups 0 and 6 share a colour but not a look, and
+    the status line names the group under the cursor (colour alone never tells them apart)."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            app.query_one("#size-tp", Input).value = "1"
+            await settle(app)
+            rank_map = app.query_one(RankMap)
+            looks = {rank_map.render_cell(0, gpu)[1] for gpu in range(8)}
+            assert len(looks) == 8, "eight groups, eight looks"
+            rank_map.focus()
+            await pilot.press("right", "right", "right", "right", "right", "right")
+            await pilot.pause()
+            assert static_text(app.query_one("#ranks-status", Static)).startswith("rank 6: tp group 6 of 8 (ranks 6)")
+
+    run()

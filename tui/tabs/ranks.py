@@ -278,6 +278,25 @@ class RanksView(Vertical):
         rank_map.show(labels, gpus, rank_grid(placement, len(labels), gpus), self._group_of_rank)
         rank_map.styles.width = min(rank_map.virtual_size.width + RANK_MAP_CHROME, RANK_MAP_MAX_WIDTH)
 
+    def on_rank_map_rank_under_cursor(self, event: RankMap.RankUnderCursor) -> None:
+        """Name the group of the rank under the cursor on the status line (groups are told apart in words too)."""
+        event.stop()
+        report = self.report
+        if report is None or not 0 <= event.rank < len(self._group_of_rank) or not self.rank_map_focused:
+            return
+        number = self._group_of_rank[event.rank]
+        if number < 0:
+            return
+        members = report.groups.get(self._colour_dim, [])[number]
+        self._status(plain(f"rank {event.rank}: {self._colour_dim} group {number} of "
+                           f"{len(report.groups.get(self._colour_dim, []))} (ranks {rank_ranges(members)}). "
+                           f"Enter: its ring on Links; f: the form"))
+
+    @property
+    def rank_map_focused(self) -> bool:
+        """Whether the keyboard is on the rank map (the status then follows its cursor)."""
+        return self.query_one(RankMap).has_focus
+
     def on_rank_map_rank_picked(self, event: RankMap.RankPicked) -> None:
         event.stop()
         self.pick_group(self._colour_dim, event.rank)
