@@ -6,11 +6,9 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from linkscope.tui.screens.text_window import TextWindow
 
 GLOBAL_KEYS: tuple[tuple[str, str], ...] = (
     ("1-6", "switch tab: Links, Topology, Ranks, Bench, Monitor, Steps"),
@@ -48,21 +46,15 @@ def binding_keys(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
     return keys
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(TextWindow):
     """The keys; Escape, `?`, F1 or q closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss", "Close"),
         Binding("question_mark", "dismiss", "Close", show=False),
         Binding("f1", "dismiss", "Close", show=False),
         Binding("q", "dismiss", "Close", show=False),
     ]
+    HINT = "Escape or ?: close"
 
     def __init__(self, text: Text) -> None:
-        super().__init__()
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box"):
-            yield Static(self.text, id="help-text", markup=False)
-            yield Static("Escape or ?: close", classes="dialog-hint", markup=False)
+        super().__init__(text, box_id="help-box", text_id="help-text")
