@@ -279,6 +279,42 @@ async def grid_rows() -> list[tuple[str, list[float]]]:
     return rows
 
 
+REPLAY_READINGS = 1200
+"""Readings of the replayed recording (20 minutes at 1 s; replayed here at 5 ms each)."""
+
+
+async def replay_memory_mib() -> tuple[float, float, float]:
+    """Resident memory (MiB) of this process once a replay of :data:`REPLAY_READINGS` readings (8 GPUs x 18 links) has
+    shown its 100th reading, at its end, and after 300 more frames (the ring of DataTable rows must not grow)."""
+    import psutil
+
+    from linkscope.topo.model.recording import CounterSample, GpuCounters, LinkCounters, Recording
+    from linkscope.tui.tabs.monitor import MonitorView
+
+    interval = 0.005
+    samples = tuple(CounterSample(number * interval, tuple(
+        GpuCounters(index=index, nvlink_tx_gbps=100.0 + number % 7, nvlink_rx_gbps=90.0,
+                    links=tuple(LinkCounters(link, 5.5, 5.0) for link in range(18)),
+                    nvlink_errors=(("replay", number // 100),), pcie_tx_gbps=1.0, pcie_rx_gbps=2.0,
+                    pcie_gen_current=5, pcie_width_current=16) for index in range(8)))
+        for number in range(REPLAY_READINGS))
+    recording = Recording("dgx-h100", "2026-11-27T00:00:00+00:00", interval, samples)
+    snapshot = dataclasses.replace(load_sample("dgx-h100"), recording=recording, source="rec.json")
+    process = psutil.Process()
+    app = build_app(snapshot=snapshot, initial_tab="monitor")
+    marks: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        view = app.query_one(MonitorView)
+        for target in (100, REPLAY_READINGS - 1):
+            while view._replay_at < target:
+                await pilot.pause(0.02)
+            marks.append(process.memory_info().rss / 2**20)
+        for _ in range(300):
+            await pilot.pause(0.005)
+        marks.append(process.memory_info().rss / 2**20)
+    return marks[0], marks[1], marks[2]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -301,6 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         median, worst = statistics.median(times), max(times)
         ok = "-" if goal != goal else "yes" if median < goal else "NO"
         print(f"{name:<58} {median:>10.1f} {worst:>9.1f} {goal:>8.0f}  {ok}")
+    if args.only != "paint":
+        at_100, at_end, after = asyncio.run(replay_memory_mib())
+        flat = "yes" if max(at_end, after) - at_100 < 5 else "NO"
+        print(f"\nMonitor replay of {REPLAY_READINGS} readings, resident MiB: at reading 100 {at_100:.1f}, at the end "
+              f"{at_end:.1f}, 300 frames later {after:.1f}; flat (< 5 MiB growth): {flat}")
     return 0
 
 

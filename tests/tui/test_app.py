@@ -68,7 +68,7 @@ async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
         await pilot.pause()
         assert isinstance(app.screen, LinkDetailScreen), "Enter opens the cell's whole detail"
         whole = str(app.screen.query_one("#link-detail-full", Static).render())
-        assert "PCIe GPU0:" in whole and "PCIe GPU3:" in whole and "FAR BELOW" in whole
+        assert "then GPU0:" in whole and "then GPU3:" in whole and "FAR BELOW" in whole
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, LinkDetailScreen)
@@ -855,5 +855,25 @@ def test_groups_beyond_the_palette_look_different_and_are_named(size: tuple[int,
             await pilot.press("right", "right", "right", "right", "right", "right")
             await pilot.pause()
             assert static_text(app.query_one("#ranks-status", Static)).startswith("rank 6: tp group 6 of 8 (ranks 6)")
+
+    run()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_links_detail_shows_both_pcie_paths(size: tuple[int, int]) -> None:
+    """The pane under the grid shows all of a pair's detail, both PCIe paths too: the bridges they share, then each."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+        async with app.run_test(size=size):
+            await settle(app)
+            detail = app.query_one(LinkDetail)
+            lines = Text(static_text(detail)).wrap(app.console, detail.content_size.width)
+            assert len(lines) <= detail.content_size.height, "nothing is cut"
+            said = static_text(detail)
+            assert "PCIe path of both: pci0000:15 > 0000:15:01.0 > 0000:16:00.0\n" in said
+            assert "  then GPU0: 0000:17:00.0 > 0000:18:00.0 > 0000:19:00.0\n" in said
+            assert said.endswith("  then GPU1: 0000:17:01.0 > 0000:1d:00.0 > 0000:1e:00.0")
 
     run()

@@ -64,9 +64,22 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
         )
     else:
         text.append("\nP2P capabilities not recorded")
-    text.append(f"\nPCIe {_gpu_label(gpu_a)}: {_pci_path(gpu_a.pci_path)}")
-    text.append(f"\nPCIe {_gpu_label(gpu_b)}: {_pci_path(gpu_b.pci_path)}")
+    text.append(pair_paths((_gpu_label(gpu_a), gpu_a.pci_path), (_gpu_label(gpu_b), gpu_b.pci_path)))
     return text
+
+
+def pair_paths(first: tuple[str, tuple[str, ...]], second: tuple[str, tuple[str, ...]]) -> str:
+    """Both GPUs' PCIe paths: the bridges they share on one line, then where each goes on, so the pair fits three
+    lines at 80 columns and shows where the paths part (each path whole on its own line when nothing is shared)."""
+    (label_a, path_a), (label_b, path_b) = first, second
+    shared = 0
+    while shared < min(len(path_a), len(path_b)) and path_a[shared] == path_b[shared]:
+        shared += 1
+    if shared == 0:
+        return f"\nPCIe {label_a}: {_pci_path(path_a)}\nPCIe {label_b}: {_pci_path(path_b)}"
+    return (f"\nPCIe path of both: {' > '.join(path_a[:shared])}"
+            f"\n  then {label_a}: {' > '.join(path_a[shared:]) or '(none)'}"
+            f"\n  then {label_b}: {' > '.join(path_b[shared:]) or '(none)'}")
 
 
 def describe_gpu_nic(host: Host, cell: GridCell) -> Text:
