@@ -11,7 +11,7 @@ import dataclasses
 import gc
 from collections.abc import Iterable
 from functools import partial
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -22,23 +22,16 @@ from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPan
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
-from linkscope.topo.machine.cluster import nvlink_domains, ring_on_host
-from linkscope.topo.model.measurements import merge_measurements
-from linkscope.topo.model.snapshot import Snapshot
-from linkscope.topo.nccl.placement import NcclPlacement
-from linkscope.tui.host_health import HostHealth, judge_hosts
-from linkscope.tui.local_services import LocalServices
 from linkscope.tui.messages import HostPicked, HostsJudged, MeasurementsArrived, RingChosen, SnapshotFailed, SnapshotLoaded
 from linkscope.tui.screens.help import HelpScreen, binding_keys, help_text
-from linkscope.tui.services import Services
-from linkscope.tui.tabs.bench import BenchView
-from linkscope.tui.tabs.links import LinksView
-from linkscope.tui.tabs.monitor import MonitorView
-from linkscope.tui.tabs.ranks import RanksView
-from linkscope.tui.tabs.steps import StepsView
-from linkscope.tui.tabs.topology import TopologyView
 from linkscope.tui.text import printable_fields
 from linkscope.tui.widgets.key_bar import KeyBar
+
+if TYPE_CHECKING:
+    from linkscope.topo.model.snapshot import Snapshot
+    from linkscope.topo.nccl.placement import NcclPlacement
+    from linkscope.tui.host_health import HostHealth
+    from linkscope.tui.services import Services
 
 FALLBACK_SAMPLE = "dgx-h100"
 """The sample opened when this machine has no NVIDIA GPU."""
@@ -107,31 +100,49 @@ class LinkscopeApp(App[None]):
         self._first_load = snapshot is None and source is not None
 
     def compose(self) -> ComposeResult:
+        """The frame: header, six empty tabs and the key bar; the views are mounted into the tabs on mount (after
+        the first frame when a source is still to load)."""
         yield Header()
         with TabbedContent(initial=self._initial_tab):
-            with TabPane("Links", id="links"):
-                yield LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.host_index, LinkscopeApp.health,
-                                            LinkscopeApp.snapshot)
-            with TabPane("Topology", id="topology"):
-                yield TopologyView().data_bind(LinkscopeApp.host_index, LinkscopeApp.health, LinkscopeApp.snapshot)
-            with TabPane("Ranks", id="ranks"):
-                yield RanksView(self.services).data_bind(LinkscopeApp.snapshot)
-            with TabPane("Bench", id="bench"):
-                yield BenchView(self.services).data_bind(LinkscopeApp.live, LinkscopeApp.snapshot)
-            with TabPane("Monitor", id="monitor"):
-                yield MonitorView(self.services).data_bind(LinkscopeApp.live, LinkscopeApp.snapshot)
-            with TabPane("Steps", id="steps"):
-                yield StepsView(self.trace_paths).data_bind(LinkscopeApp.snapshot)
+            for tab_id, title in TABS:
+                yield TabPane(title, id=tab_id)
         yield KeyBar()
 
-    def on_mount(self) -> None:
-        self._focus_pane(self.query_one(TabbedContent).active_pane)
+    async def mount_views(self) -> None:
+        """Import the six views and mount them, each bound to the app's attributes. Their modules import most of
+        linkscope, so a start that has a source to load paints the frame before this."""
+        from linkscope.tui.tabs.bench import BenchView
+        from linkscope.tui.tabs.links import LinksView
+        from linkscope.tui.tabs.monitor import MonitorView
+        from linkscope.tui.tabs.ranks import RanksView
+        from linkscope.tui.tabs.steps import StepsView
+        from linkscope.tui.tabs.topology import TopologyView
+
+        views = {
+            "links": LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.host_index, LinkscopeApp.health,
+                                           LinkscopeApp.snapshot),
+            "topology": TopologyView().data_bind(LinkscopeApp.host_index, LinkscopeApp.health, LinkscopeApp.snapshot),
+            "ranks": RanksView(self.services).data_bind(LinkscopeApp.snapshot),
+            "bench": BenchView(self.services).data_bind(LinkscopeApp.live, LinkscopeApp.snapshot),
+            "monitor": MonitorView(self.services).data_bind(LinkscopeApp.live, LinkscopeApp.snapshot),
+            "steps": StepsView(self.trace_paths).data_bind(LinkscopeApp.snapshot),
+        }
+        tabbed = self.query_one(TabbedContent)
+        for tab_id, view in views.items():
+            await tabbed.get_pane(tab_id).mount(view)
+        self._focus_pane(tabbed.active_pane)
+
+    async def on_mount(self) -> None:
         if self._given_snapshot is not None:
+            await self.mount_views()
             self.post_message(SnapshotLoaded(self._given_snapshot, self._initial_notice, live=self.live))
         else:
             self.sub_title = f"loading {printable(self.source)}..." if self.source else "probing this machine..."
-            # paint first: a loading worker holds the interpreter for seconds on a large cluster snapshot
-            self.call_after_refresh(self.load_source, self.source)
+            self.call_after_refresh(self._start_loading)  # paint first
+
+    async def _start_loading(self) -> None:
+        await self.mount_views()
+        self.load_source(self.source)
 
     @work(thread=True, exclusive=True, group="load")
     def load_source(self, source: str | None) -> None:
@@ -166,6 +177,8 @@ class LinkscopeApp(App[None]):
     @work(thread=True, exclusive=True, group="health")
     def judge(self, snapshot: Snapshot) -> None:
         """Run the health rules over the snapshot off the UI thread (seconds on a 1,024-host cluster)."""
+        from linkscope.tui.host_health import judge_hosts
+
         self.post_message(HostsJudged(snapshot, judge_hosts(snapshot)))
 
     def on_hosts_judged(self, message: HostsJudged) -> None:
@@ -203,6 +216,8 @@ class LinkscopeApp(App[None]):
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
         """Another machine: the first host, no ring from the previous one, health judged anew."""
         self._first_load = False
+        from linkscope.tui.tabs.links import LinksView
+
         self.live = message.live
         self.host_index = 0
         self.query_one(LinksView).ring = None
@@ -268,6 +283,9 @@ class LinkscopeApp(App[None]):
 
     def on_ring_chosen(self, message: RingChosen) -> None:
         """Draw the ring on the Links tab, on the host (of a multi-host snapshot) where its hops are."""
+        from linkscope.topo.machine.cluster import nvlink_domains, ring_on_host
+        from linkscope.tui.tabs.links import LinksView
+
         links = self.query_one(LinksView)
         if self.snapshot is not None and len(nvlink_domains(self.snapshot)) != len(self.snapshot.hosts):
             node, hops, leaving = ring_on_host(self.snapshot, message.node, message.hops, message.off_node_hops)
@@ -278,6 +296,8 @@ class LinkscopeApp(App[None]):
 
     def on_measurements_arrived(self, message: MeasurementsArrived) -> None:
         """Benchmark results replace the snapshot's measurements, so the grid and checker use them."""
+        from linkscope.topo.model.measurements import merge_measurements
+
         if self.snapshot is None:
             return
         self.show_snapshot(
@@ -331,5 +351,9 @@ def build_app(
     `trace_paths` are a job's profiler traces for the Steps tab; `nccl` is an NCCL log laid on `snapshot`,
     shown on the Links grid.
     """
-    return LinkscopeApp(services or LocalServices(), source=source, snapshot=snapshot, notice=notice,
+    if services is None:
+        from linkscope.tui.local_services import LocalServices
+
+        services = LocalServices()
+    return LinkscopeApp(services, source=source, snapshot=snapshot, notice=notice,
                         initial_tab=initial_tab, live=live, trace_paths=trace_paths, nccl=nccl)

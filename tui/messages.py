@@ -7,16 +7,19 @@ thread) sets the attributes of the widgets that show it ("attributes down, messa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from linkscope.probes.live import LiveReading
-from linkscope.topo.checks.report import CheckReport
-from linkscope.topo.checks.suggest import Suggestion
-from linkscope.topo.model.measurements import Measurements
-from linkscope.topo.model.snapshot import Snapshot
-from linkscope.tui.host_health import HostHealth
 from linkscope.tui.services import BenchProgress, LayoutForm
+
+if TYPE_CHECKING:
+    from linkscope.probes.live import LiveReading
+    from linkscope.topo.checks.report import CheckReport
+    from linkscope.topo.checks.suggest import Suggestion
+    from linkscope.topo.model.measurements import Measurements
+    from linkscope.topo.model.snapshot import Snapshot
+    from linkscope.tui.host_health import HostHealth
 
 
 @dataclass

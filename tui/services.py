@@ -11,13 +11,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from linkscope.probes.live import LiveReading
-from linkscope.topo.checks.report import CheckReport
-from linkscope.topo.layout.placement import Distribution
-from linkscope.topo.model.measurements import Measurements
-from linkscope.topo.model.snapshot import Snapshot
+if TYPE_CHECKING:
+    from linkscope.probes.live import LiveReading
+    from linkscope.topo.checks.report import CheckReport
+    from linkscope.topo.layout.placement import Distribution
+    from linkscope.topo.model.measurements import Measurements
+    from linkscope.topo.model.snapshot import Snapshot
+
 
 
 class Unavailable(Exception):

@@ -254,16 +254,21 @@ async def test_monitor_shows_live_reading_from_fake_feed() -> None:
 
 @pytest.mark.parametrize("recording", ["sample", "probe-file"])
 @async_test
-async def test_monitor_on_a_recording_says_no_live_data(recording: str) -> None:
-    """A recording has no counters to read here: the tab says so; only recorded PCIe link state is shown."""
+async def test_monitor_on_a_saved_snapshot_says_no_live_counters(recording: str) -> None:
+    """A sample or a saved snapshot has no counters to read here: the tab says which it is (not "a recording");
+    only the PCIe link state it recorded is shown."""
     snapshot = load_sample("dgx-h100-degraded") if recording == "sample" else small_snapshot(source="probe")
     feed = FakeFeed([traffic_reading()])
     app = build_app(snapshot=snapshot, services=FakeServices(feed=feed), initial_tab="monitor")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
-        assert "no live data" in static_text(app.query_one("#monitor-status", Static))
+        status = static_text(app.query_one("#monitor-status", Static))
+        what = "a built-in sample, not this machine" if recording == "sample" else "a saved snapshot, not this machine now"
+        assert status.startswith("No live counters: ") and what in status and "recording" not in status
         table = app.query_one("#monitor-gpus", DataTable)
+        assert [str(column.label) for column in table.columns.values()][1:5] == [
+            "NVLink TX\nGB/s", "NVLink RX\nGB/s", "PCIe TX\nGB/s", "PCIe RX\nGB/s"], "units on the rate columns"
         assert feed.reads == 0
         if recording == "sample":
             assert table.row_count == 8
