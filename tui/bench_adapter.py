@@ -38,12 +38,15 @@ def bench_plan() -> BenchPlan:
     gpus = len(states) if states is not None else 0
     if gpus >= 2:
         return BenchPlan(kinds=BENCH_KINDS, backend="nccl", processes=gpus, where=f"NCCL on this machine's {gpus} GPUs")
-    processes = min(GLOO_PROCESSES_MAX, max(2, os.cpu_count() or 2))
     found = "NVML found no GPU" if states is not None else "no NVIDIA driver (NVML) here"
-    found = "this machine has one GPU" if gpus == 1 else found
+    return gloo_plan(min(GLOO_PROCESSES_MAX, max(2, os.cpu_count() or 2)), "this machine has one GPU" if gpus == 1 else found)
+
+
+def gloo_plan(processes: int, why_no_gpus: str) -> BenchPlan:
+    """The plan of a machine with fewer than two GPUs: the collectives over gloo in `processes` CPU processes."""
     return BenchPlan(kinds=COLLECTIVE_KINDS, backend="gloo", processes=processes,
                      where=f"collectives over gloo on this machine's CPUs ({processes} processes)",
-                     cannot=(f"p2p peer copies and NCCL collectives need two GPUs: {found}",))
+                     cannot=(f"p2p peer copies and NCCL collectives need two GPUs: {why_no_gpus}",))
 
 
 def _gpu_count() -> int:
