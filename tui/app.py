@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Button, Header, Input, Select, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, Select, Static, TabbedContent, TabPane
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
@@ -105,7 +105,8 @@ class LinkscopeApp(App[None]):
         yield Header()
         with TabbedContent(initial=self._initial_tab):
             for tab_id, title in TABS:
-                yield TabPane(title, id=tab_id)
+                with TabPane(title, id=tab_id):
+                    yield Static(f"Starting the {title} tab...", classes="tab-starting", markup=False)
         yield KeyBar()
 
     async def mount_views(self) -> None:
@@ -130,6 +131,7 @@ class LinkscopeApp(App[None]):
         tabbed = self.query_one(TabbedContent)
         for tab_id, view in views.items():
             await tabbed.get_pane(tab_id).mount(view)
+        await self.query(".tab-starting").remove()
         self._focus_pane(tabbed.active_pane)
 
     async def on_mount(self) -> None:

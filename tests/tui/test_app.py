@@ -6,6 +6,7 @@ import dataclasses
 import re
 import threading
 import time
+from typing import Any
 
 import pytest
 from rich.text import Text
@@ -880,5 +881,36 @@ def test_links_detail_shows_both_pcie_paths(size: tuple[int, int]) -> None:
             assert "PCIe path of both: pci0000:15 > 0000:15:01.0 > 0000:16:00.0\n" in said
             assert "  then GPU0: 0000:17:00.0 > 0000:18:00.0 > 0000:19:00.0\n" in said
             assert said.endswith("  then GPU1: 0000:17:01.0 > 0000:1d:00.0 > 0000:1e:00.0")
+
+    run()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_the_frame_paints_before_the_source_loads(size: tuple[int, int]) -> None:
+    """Given a source to load, the first frame is the tab bar and the title saying what loads (the views and their
+    imports come after it); a source that does not open ends the app with the reason and status 2."""
+
+    @async_test
+    async def run() -> None:
+        services = FakeServices(snapshots={"sample:dgx-h100": load_sample("dgx-h100")})
+        app = build_app("sample:dgx-h100", services=services)
+        first: list[tuple[str, int]] = []
+        display = app._display
+
+        def painted(screen: Any, renderable: Any) -> None:  # what the first frame put on the terminal
+            if not first and app.query(TabbedContent):
+                first.append((app.sub_title, len(app.query(LinksView))))
+            display(screen, renderable)
+
+        app._display = painted  # type: ignore[method-assign]
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            assert first and first[0] == ("loading sample:dgx-h100...", 0), first
+            assert app.query_one(LinkGrid).row_count == 8 and not app.query(".tab-starting")
+        bad = build_app("missing.json", services=services)
+        async with bad.run_test(size=size):
+            await settle(bad)
+        assert bad.return_code == 2 and bad.load_error == "missing.json: no such test source"
 
     run()
