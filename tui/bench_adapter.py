@@ -7,13 +7,13 @@ cancel event and always ends them. torch is only imported by the engine, and onl
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from collections.abc import Callable
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.model.measurements import Measurements
-from linkscope.topo.model.snapshot import Snapshot
-from linkscope.tui.services import BenchProgress, BenchRequest, Unavailable
+from linkscope.tui.services import BENCH_KINDS, BenchPlan, BenchProgress, BenchRequest, Unavailable
 
 TIMEOUT_S = 900.0
 """Deadline of one engine call (one size for peer copies, the whole sweep for a collective)."""
@@ -21,13 +21,32 @@ PEER_SAMPLES = 5
 PEER_COPIES = 4
 
 
-def unavailable_reason(snapshot: Snapshot) -> str | None:
-    """Why the engine cannot run on this machine (no GPU in the probe, no torch), or None."""
-    if not any(host.gpus for host in snapshot.hosts):
-        return "no NVIDIA GPU was found on this machine"
+GLOO_PROCESSES_MAX = 4
+"""Most processes a gloo collective runs in on this machine's CPUs (at least two; no more than its cores)."""
+COLLECTIVE_KINDS = tuple(kind for kind in BENCH_KINDS if kind != "p2p")
+
+
+def bench_plan() -> BenchPlan:
+    """What this machine can run: with two or more GPUs everything over NCCL; otherwise the collectives over gloo on
+    its CPUs (peer copies need two GPUs); nothing without torch. GPUs are counted with NVML, so torch is not
+    imported until a run starts."""
     if importlib.util.find_spec("torch") is None:
-        return "torch is not installed (pip install 'linkscope[bench]')"
-    return None
+        return BenchPlan(kinds=(), cannot=("no benchmark: torch is not installed (pip install 'linkscope[bench]')",))
+    from linkscope.probes.bench.preflight import read_gpu_states
+
+    states = read_gpu_states()
+    gpus = len(states) if states is not None else 0
+    if gpus >= 2:
+        return BenchPlan(kinds=BENCH_KINDS, backend="nccl", processes=gpus, where=f"NCCL on this machine's {gpus} GPUs")
+    found = "NVML found no GPU" if states is not None else "no NVIDIA driver (NVML) here"
+    return gloo_plan(min(GLOO_PROCESSES_MAX, max(2, os.cpu_count() or 2)), "this machine has one GPU" if gpus == 1 else found)
+
+
+def gloo_plan(processes: int, why_no_gpus: str) -> BenchPlan:
+    """The plan of a machine with fewer than two GPUs: the collectives over gloo in `processes` CPU processes."""
+    return BenchPlan(kinds=COLLECTIVE_KINDS, backend="gloo", processes=processes,
+                     where=f"collectives over gloo on this machine's CPUs ({processes} processes)",
+                     cannot=(f"p2p peer copies and NCCL collectives need two GPUs: {why_no_gpus}",))
 
 
 def _gpu_count() -> int:
@@ -41,16 +60,19 @@ def _gpu_count() -> int:
 
 
 def run_request(
-    snapshot: Snapshot,
+    plan: BenchPlan,
     request: BenchRequest,
     progress: Callable[[BenchProgress], None],
     cancel: threading.Event,
 ) -> Measurements:
-    """Run `request`; peer copies go size by size (each a short engine run), collectives as one sweep."""
+    """Run `request` as `plan` says: peer copies size by size (each a short engine run), collectives as one sweep
+    (NCCL on every GPU, or gloo in `plan.processes` CPU processes)."""
     from linkscope.probes.bench.preflight import GpuBusy
     from linkscope.probes.bench.runner import BenchError, BenchInterrupted
 
     try:
+        if plan.backend == "gloo":
+            return _collective(request, plan.processes, progress, cancel, backend="gloo")
         count = _gpu_count()
         if request.kind == "p2p":
             return _peer_copies(request, count, progress, cancel)
@@ -102,7 +124,7 @@ def _collective(
     cancel: threading.Event,
     backend: str = "nccl",
 ) -> Measurements:
-    """One collective swept over the request's sizes in `count` processes (one per GPU with NCCL)."""
+    """One collective swept over the request's sizes in `count` processes (one per GPU with NCCL, on CPUs with gloo)."""
     from linkscope.probes.bench.api import run_collectives
     from linkscope.probes.bench.runner import BenchInterrupted
     from linkscope.probes.bench.spec import CollectiveSpec, layout_groups
@@ -111,7 +133,7 @@ def _collective(
     if request.kind not in PRICED_OPS:
         raise InputError(f"benchmark: {request.kind!r} is not one of p2p, {', '.join(PRICED_OPS)}")
     if count < 2:
-        raise Unavailable("collectives need at least two GPUs")
+        raise Unavailable("collectives need at least two processes")
     spec = CollectiveSpec(
         ops=(request.kind,),
         sizes_bytes=request.sizes_bytes,

@@ -11,7 +11,7 @@ from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
-from linkscope.tui.services import BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
+from linkscope.tui.services import BenchPlan, BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
 
 
 class LocalServices:
@@ -41,28 +41,25 @@ class LocalServices:
 
         return LiveSampler(per_link=True)
 
-    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
-        """Benchmarks need GPUs in this machine's probe and the benchmark engine."""
-        try:
-            from linkscope.tui.bench_adapter import unavailable_reason
-        except ImportError as exc:
-            return f"the benchmark engine is not available ({exc})"
-        return unavailable_reason(snapshot)
+    def bench_plan(self) -> BenchPlan:
+        """Ask the benchmark engine what this machine can run (imports torch: call from a worker)."""
+        from linkscope.tui.bench_adapter import bench_plan
+
+        return bench_plan()
 
     def run_bench(
         self,
-        snapshot: Snapshot,
+        plan: BenchPlan,
         request: BenchRequest,
         progress: Callable[[BenchProgress], None],
         cancel: threading.Event,
     ) -> Measurements:
         """Run the benchmark engine of `probes.bench` in its child processes."""
-        reason = self.bench_unavailable_reason(snapshot)
-        if reason is not None:
-            raise Unavailable(reason)
+        if request.kind not in plan.kinds:
+            raise Unavailable(f"{request.kind} cannot run here: " + "; ".join(plan.cannot))
         from linkscope.tui.bench_adapter import run_request
 
-        return run_request(snapshot, request, progress, cancel)
+        return run_request(plan, request, progress, cancel)
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
         """Call `topo.checks.check.check_layout`."""

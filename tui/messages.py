@@ -7,15 +7,19 @@ thread) sets the attributes of the widgets that show it ("attributes down, messa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from linkscope.probes.live import LiveReading
-from linkscope.topo.checks.report import CheckReport
-from linkscope.topo.checks.suggest import Suggestion
-from linkscope.topo.model.measurements import Measurements
-from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.services import BenchProgress, LayoutForm
+
+if TYPE_CHECKING:
+    from linkscope.probes.live import LiveReading
+    from linkscope.topo.checks.report import CheckReport
+    from linkscope.topo.checks.suggest import Suggestion
+    from linkscope.topo.model.measurements import Measurements
+    from linkscope.topo.model.snapshot import Snapshot
+    from linkscope.tui.host_health import HostHealth
 
 
 @dataclass
@@ -26,6 +30,8 @@ class SnapshotLoaded(Message):
     notice: str | None = None
     live: bool = False
     """True when the snapshot is this machine now (probed by this process): live counters and benchmarks apply."""
+    printable: bool = False
+    """True when its strings were already made printable (by the loading worker)."""
 
 
 @dataclass
@@ -37,10 +43,18 @@ class SnapshotFailed(Message):
 
 @dataclass
 class HostPicked(Message):
-    """The Topology tab's host list picked a host of a cluster: show it on Links too."""
+    """A tab picked a host of a cluster (the hosts table, `h`): every tab shows that host."""
 
     index: int
     """Position of the host in `Snapshot.hosts`."""
+
+
+@dataclass
+class HostsJudged(Message):
+    """The health rules ran over `snapshot` (in a worker): the odd hosts and each GPU's codes."""
+
+    snapshot: Snapshot
+    health: HostHealth
 
 
 @dataclass

@@ -19,6 +19,9 @@ from linkscope.topo.common.text import say
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import LinkscopeApp, build_app
+from linkscope.tui.bench_adapter import gloo_plan
+from linkscope.tui.local_services import LocalServices
+from linkscope.tui.services import BenchPlan
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +46,7 @@ class Scene:
 
 
 SCENES: tuple[Scene, ...] = (
-    Scene("links", "dgx1-v100", "links", ("right", "right", "right"), "DGX-1 hybrid cube mesh: NV1/NV2 and SYS pairs"),
+    Scene("links", "dgx1-v100", "links", ("right", "right"), "DGX-1 hybrid cube mesh: NV1/NV2 and SYS pairs"),
     Scene("topology", "dgx-a100", "topology", (), "DGX A100: NUMA nodes, PCIe switches, GPUs and NICs"),
     Scene(
         "ranks",
@@ -57,7 +60,7 @@ SCENES: tuple[Scene, ...] = (
         "dgx-a100",
         "bench",
         (),
-        "A recording cannot be measured again; results recorded on its kind of machine (nccl-tests) are shown",
+        "A sample's nccl-tests results with expected figures; what this machine can run (gloo on its CPUs) and what not",
         "tests/fixtures/real/nccl_tests/a100-8gpu-nvswitch-sendrecv-truncated.txt",
     ),
     Scene(
@@ -65,7 +68,7 @@ SCENES: tuple[Scene, ...] = (
         "dgx-h100-degraded",
         "monitor",
         (),
-        "A recording has no live counters: the tab says so and shows the recorded PCIe state (GPU 3 at x8)",
+        "A sample has no live counters: the tab says so and shows the PCIe state it recorded (GPU 3 at x8)",
     ),
     Scene(
         "steps",
@@ -86,7 +89,16 @@ def scene_app(scene: Scene) -> LinkscopeApp:
         path = REPOSITORY_ROOT / scene.measurements
         snapshot = dataclasses.replace(snapshot, measurements=read_measurements(path.read_text(), scene.measurements))
     traces = tuple(str(REPOSITORY_ROOT / trace) for trace in scene.traces)
-    return build_app(snapshot=snapshot, initial_tab=scene.tab, trace_paths=traces)
+    return build_app(snapshot=snapshot, initial_tab=scene.tab, trace_paths=traces, services=SceneServices())
+
+
+class SceneServices(LocalServices):
+    """The real services, except that the Bench tab is shown as on a machine without GPUs (gloo on two CPU
+    processes) whatever machine draws the screenshots, so they and the snapshot tests come out the same."""
+
+    def bench_plan(self) -> BenchPlan:
+        """The plan of a machine with no GPU."""
+        return gloo_plan(2, "NVML found no GPU")
 
 
 async def wait_idle(app: LinkscopeApp) -> None:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from linkscope.probes.live import LiveReading
-from linkscope.topo.checks.report import CheckReport
-from linkscope.topo.layout.placement import Distribution
-from linkscope.topo.model.measurements import Measurements
-from linkscope.topo.model.snapshot import Snapshot
+if TYPE_CHECKING:
+    from linkscope.probes.live import LiveReading
+    from linkscope.topo.checks.report import CheckReport
+    from linkscope.topo.layout.placement import Distribution
+    from linkscope.topo.model.measurements import Measurements
+    from linkscope.topo.model.snapshot import Snapshot
+
 
 
 class Unavailable(Exception):
@@ -38,6 +40,26 @@ class LiveFeed(Protocol):
 
 BENCH_KINDS: tuple[str, ...] = ("p2p", "all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 """Benchmarks the Bench tab offers: peer copies between every GPU pair, then collectives."""
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What this machine can benchmark, found out once: which kinds run, on what, and what cannot and why."""
+
+    kinds: tuple[str, ...]
+    """The kinds of :data:`BENCH_KINDS` that can run here (empty: nothing can)."""
+    backend: str | None = None
+    """`nccl` (one process per GPU) or `gloo` (processes on this machine's CPUs); None when nothing runs."""
+    processes: int = 0
+    """Processes a collective runs in."""
+    where: str = ""
+    """What runs, in words: `NCCL on this machine's 8 GPUs`, `gloo on this machine's CPUs (2 processes)`."""
+    cannot: tuple[str, ...] = ()
+    """What cannot run here, each with why (one line each)."""
+
+
+NO_BENCH_PLAN = BenchPlan(kinds=(), cannot=("looking for GPUs and torch...",))
+"""The plan before the services have answered."""
 
 
 @dataclass(frozen=True)
@@ -99,18 +121,19 @@ class Services(Protocol):
         """Open the counter sampler of this machine (whose probe is `snapshot`); Unavailable when there is none."""
         ...
 
-    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
-        """Why benchmarks cannot run on this machine (whose probe is `snapshot`), or None when they can."""
+    def bench_plan(self) -> BenchPlan:
+        """What this machine can benchmark (GPU benchmarks where there are GPUs, gloo collectives on its CPUs
+        otherwise), and what it cannot and why."""
         ...
 
     def run_bench(
         self,
-        snapshot: Snapshot,
+        plan: BenchPlan,
         request: BenchRequest,
         progress: Callable[[BenchProgress], None],
         cancel: threading.Event,
     ) -> Measurements:
-        """Run one benchmark; call `progress` as it goes; stop early when `cancel` is set."""
+        """Run one benchmark of `plan` on this machine; call `progress` as it goes; stop early when `cancel` is set."""
         ...
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:

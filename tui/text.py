@@ -69,3 +69,10 @@ def gbps_label(gbps: float | None) -> str:
     if gbps is None:
         return "-"
     return f"{gbps:.1f}" if gbps < 100 else f"{gbps:.0f}"
+
+
+def not_this_machine(source: str | None) -> str:
+    """What a snapshot that is not this machine now is, in words: a built-in sample or a saved snapshot."""
+    if source is not None and source.startswith("sample:"):
+        return f"{source} is a built-in sample, not this machine"
+    return f"{source or 'this snapshot'} is a saved snapshot, not this machine now"

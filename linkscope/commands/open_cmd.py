@@ -73,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
         trace_paths(traces)  # a missing file or an empty directory is one line now, not a message in the app
     if source == "-":
         raise InputError("open: the app needs the terminal, so it cannot read stdin; save the input to a file first")
-    snapshot = load_source(source) if source is not None else None
+    # the app paints first and loads a plain SOURCE in its worker (a 1,024-host cluster takes seconds); a SOURCE
+    # that other options build on, or one that cannot reach a terminal anyway, is loaded here
+    in_app = (source is not None and args.measurements is None and getattr(args, "nccl_log", None) is None
+              and terminal_problem() is None)
+    snapshot = load_source(source) if source is not None and not in_app else None
     if args.measurements is not None:
         if snapshot is None:
             raise InputError("--measurements: name the SOURCE they were measured on (e.g. a `linkscope probe -o` file)")
@@ -104,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
 
     app = build_app(source, snapshot=snapshot, initial_tab=tab, trace_paths=traces, nccl=nccl, nccl_graphs=graphs)
     app.run()
+    if app.load_error is not None:  # the SOURCE did not open: one line and status 2, as every command says it
+        raise InputError(app.load_error)
     return app.return_code or 0
 
 

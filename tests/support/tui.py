@@ -13,10 +13,12 @@ from linkscope.probes.live import GpuLive, LinkRate, LiveReading
 from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.model.host import Gpu, Host, Link, LinkKind, Nic, NumaNode, P2PStatus
-from linkscope.topo.model.measurements import Measurements, PeerCopy
+from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.local_services import LocalServices
 from linkscope.tui.services import (
+    BENCH_KINDS,
+    BenchPlan,
     BenchProgress,
     BenchRequest,
     LayoutForm,
@@ -164,6 +166,9 @@ class FakeServices:
     snapshots: dict[str | None, Snapshot] = field(default_factory=dict)
     feed: FakeFeed | None = None
     bench_reason: str | None = None
+    """Why nothing can run (the plan then has no kinds)."""
+    bench_backend: str = "nccl"
+    """`nccl` (GPU benchmarks) or `gloo` (collectives on CPUs)."""
     bench_steps: int = 4
     bench_gate: threading.Event | None = None
     """When set, the fake benchmark waits for it before each step (to test cancelling)."""
@@ -182,28 +187,40 @@ class FakeServices:
             raise Unavailable("no live data: test snapshot")
         return self.feed
 
-    def bench_unavailable_reason(self, snapshot: Snapshot) -> str | None:
-        return self.bench_reason
+    def bench_plan(self) -> BenchPlan:
+        if self.bench_reason is not None:
+            return BenchPlan(kinds=(), cannot=(self.bench_reason,))
+        if self.bench_backend == "gloo":
+            return BenchPlan(kinds=BENCH_KINDS[1:], backend="gloo", processes=2,
+                             where="collectives over gloo on this machine's CPUs (2 processes)",
+                             cannot=("p2p peer copies and NCCL collectives need two GPUs: NVML found no GPU",))
+        return BenchPlan(kinds=BENCH_KINDS, backend="nccl", processes=8, where="NCCL on this machine's 8 GPUs")
 
     def run_bench(
         self,
-        snapshot: Snapshot,
+        plan: BenchPlan,
         request: BenchRequest,
         progress: Callable[[BenchProgress], None],
         cancel: threading.Event,
     ) -> Measurements:
         self.bench_calls.append(request)
-        gpus = len(snapshot.host.gpus)
+        gpus = plan.processes
         copies: list[PeerCopy] = []
+        rows: list[CollectiveResult] = []
         for step in range(self.bench_steps):
             if self.bench_gate is not None:
                 self.bench_gate.wait(5)
             if cancel.is_set():
                 break
             size = request.sizes_bytes[step % len(request.sizes_bytes)]
+            if request.kind != "p2p":
+                rows.append(CollectiveResult(request.kind, size, "float32", 100.0, 1.0 * (step + 1), 1.5 * (step + 1), gpus))
+                progress(BenchProgress((step + 1) / self.bench_steps, f"step {step + 1}",
+                                       Measurements("fake bench", collectives=tuple(rows))))
+                continue
             copies.extend(PeerCopy(0, dst, size_bytes=size, unidir_gbps=50.0 * (step + 1)) for dst in range(1, gpus))
             progress(BenchProgress((step + 1) / self.bench_steps, f"step {step + 1}", Measurements("fake bench", tuple(copies))))
-        return Measurements("fake bench", tuple(copies))
+        return Measurements("fake bench", tuple(copies), collectives=tuple(rows))
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
         return LocalServices().check(snapshot, form, measurements, suggest)

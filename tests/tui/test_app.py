@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
+from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
 from linkscope.topo.model.host import Host
@@ -16,11 +19,13 @@ from linkscope.topo.samples import load_sample, sample_names
 from linkscope.tui.app import TABS, build_app
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.screens.export import ExportScreen
+from linkscope.tui.screens.link_detail import LinkDetailScreen
 from linkscope.tui.tabs.bench import BenchView
 from linkscope.tui.tabs.links import LinksView
 from linkscope.tui.tabs.monitor import MonitorView
 from linkscope.tui.tabs.ranks import RanksView
 from linkscope.tui.tabs.topology import TopologyView
+from linkscope.tui.widgets.key_bar import KeyBar
 from linkscope.tui.widgets.link_detail import LinkDetail
 from linkscope.tui.widgets.link_grid import LinkGrid
 from linkscope.tui.widgets.plain_tree import PlainTree
@@ -53,12 +58,21 @@ async def test_links_cursor_shows_degraded_detail_and_nic_toggle() -> None:
         await pilot.pause()
         grid = app.query_one(LinkGrid)
         assert grid.row_count == 8 and grid.column_count == 8
-        await pilot.press("right", "right", "right")
+        assert grid.cursor == (0, 1), "the cursor starts on the first link, not on GPU0 with itself"
+        await pilot.press("right", "right")
         await pilot.pause()
         detail = app.query_one(LinkDetail)
         assert detail.cell is not None and (detail.cell.row, detail.cell.col) == (0, 3)
         text = static_text(detail)
         assert "FAR BELOW" in text and "measured 120.0 GB/s" in text and "NV18" in text
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LinkDetailScreen), "Enter opens the cell's whole detail"
+        whole = str(app.screen.query_one("#link-detail-full", Static).render())
+        assert "then GPU0:" in whole and "then GPU3:" in whole and "FAR BELOW" in whole
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, LinkDetailScreen)
         await pilot.press("down")
         await pilot.pause()
         assert "DEGRADED" not in static_text(detail)
@@ -103,16 +117,41 @@ async def test_links_grid_scrolls_for_72_gpus_at_80x24() -> None:
 async def test_topology_tree_and_identity_table() -> None:
     """The tree has a branch per NUMA node, down to the GPUs; the table names the nearest NIC."""
     app = build_app(snapshot=small_snapshot(), services=FakeServices(), initial_tab="topology")
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with app.run_test(size=SIZE):
+        await settle(app)
         tree = app.query_one(PlainTree)
         numa_labels = [str(node.label) for node in tree.root.children]
         assert [label.split()[:2] for label in numa_labels] == [["NUMA", "0"], ["NUMA", "1"]]
         table = app.query_one("#identity-table", DataTable)
         assert table.row_count == 8
-        assert table.get_row_at(0)[4].plain == "mlx5_0 (PIX)"
-        assert table.get_row_at(7)[4].plain == "mlx5_3 (PIX)"
-        assert "CUDA index by FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
+        columns = [str(column.label) for column in table.columns.values()]
+        assert columns[:5] == ["NVML", "health", "CUDA", "bus id", "PCIe"]
+        assert [cell.plain for cell in table.get_row_at(0)[:5]] == ["0", "ok", "0", "00000000:18:00.0", "Gen5 x16"]
+        assert table.get_row_at(0)[6].plain == "mlx5_0 (PIX)"
+        assert table.get_row_at(7)[6].plain == "mlx5_3 (PIX)"
+        assert "CUDA index: FASTEST_FIRST order" in static_text(app.query_one("#identity-note", Static))
+        assert "a recording" not in static_text(app.query_one("#identity-note", Static))
+        assert table.region.bottom == app.query_one(TopologyView).region.bottom, "no blank rows under the table"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_topology_shows_gpus_at_every_size(size: tuple[int, int]) -> None:
+    """On dgx-h100 (a host bridge, then five nested bridges before GPU0) chains of one bridge are one line, so
+    GPU0 is in view at 80x24 too, and a bridge holding just one GPU is that GPU's line."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
+        async with app.run_test(size=size):
+            await settle(app)
+            tree = app.query_one(PlainTree)
+            lines = [tree.get_node_at_line(line) for line in range(tree.scrollable_content_region.height)]
+            labels = [str(node.label) for node in lines if node is not None]
+            assert any(label.startswith("GPU0 ") for label in labels), labels
+            assert any("bridges)" in label for label in labels), "a chain of bridges is one line"
+            assert not any(label.startswith("bridge 0000:19:00.0") for label in labels), "GPU0's own bridge is its line"
+
+    run()
 
 
 @async_test
@@ -216,16 +255,21 @@ async def test_monitor_shows_live_reading_from_fake_feed() -> None:
 
 @pytest.mark.parametrize("recording", ["sample", "probe-file"])
 @async_test
-async def test_monitor_on_a_recording_says_no_live_data(recording: str) -> None:
-    """A recording has no counters to read here: the tab says so; only recorded PCIe link state is shown."""
+async def test_monitor_on_a_saved_snapshot_says_no_live_counters(recording: str) -> None:
+    """A sample or a saved snapshot has no counters to read here: the tab says which it is (not "a recording");
+    only the PCIe link state it recorded is shown."""
     snapshot = load_sample("dgx-h100-degraded") if recording == "sample" else small_snapshot(source="probe")
     feed = FakeFeed([traffic_reading()])
     app = build_app(snapshot=snapshot, services=FakeServices(feed=feed), initial_tab="monitor")
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
-        assert "no live data" in static_text(app.query_one("#monitor-status", Static))
+        status = static_text(app.query_one("#monitor-status", Static))
+        what = "a built-in sample, not this machine" if recording == "sample" else "a saved snapshot, not this machine now"
+        assert status.startswith("No live counters: ") and what in status and "recording" not in status
         table = app.query_one("#monitor-gpus", DataTable)
+        assert [str(column.label) for column in table.columns.values()][1:5] == [
+            "NVLink TX\nGB/s", "NVLink RX\nGB/s", "PCIe TX\nGB/s", "PCIe RX\nGB/s"], "units on the rate columns"
         assert feed.reads == 0
         if recording == "sample":
             assert table.row_count == 8
@@ -288,11 +332,51 @@ async def test_bench_unavailable_refuses_to_run() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         await pilot.pause()
-        assert "unavailable: no CUDA GPU" in static_text(app.query_one("#bench-status", Static))
+        assert "Nothing can run here. No CUDA GPU" in static_text(app.query_one("#bench-status", Static))
         app.query_one("#bench-kind").focus()
+        await pilot.pause()
+        assert " r Run " not in app.query_one(KeyBar).render().plain, "r Run is hidden when nothing can run"
+        assert not app.query_one("#bench-run").display
         await pilot.press("r")
         await pilot.pause()
         assert services.bench_calls == []
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_bench_runs_gloo_collectives_on_a_machine_without_gpus(size: tuple[int, int]) -> None:
+    """On a machine with no GPU (a sample on show) the tab offers the collectives over gloo on its CPUs, says that
+    peer copies need two GPUs, and runs: the results are this machine's, so the sample's Links keep theirs."""
+
+    @async_test
+    async def run() -> None:
+        services = FakeServices(bench_backend="gloo")
+        app = build_app(snapshot=load_sample("dgx-h100"), services=services, initial_tab="bench")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            status = static_text(app.query_one("#bench-status", Static))
+            assert "Runs here: collectives over gloo on this machine's CPUs" in status
+            assert "p2p peer copies and NCCL collectives need two GPUs" in status
+            assert "sample:dgx-h100 is a built-in sample" in status and "recording" not in status
+            said = Text(status).wrap(app.console, app.query_one("#bench-status").content_size.width)
+            assert len(said) <= app.query_one("#bench-status").content_size.height, "the whole status is on screen"
+            kinds = app.query_one("#bench-kind", Select)
+            assert kinds.value == "all_reduce" and app.query_one("#bench-max", Input).value == "16M"
+            app.query_one("#bench-kind").focus()
+            await pilot.pause()
+            assert " r Run " in app.query_one(KeyBar).render().plain
+            await pilot.press("r")
+            await settle(app)
+            await pilot.pause()
+            assert services.bench_calls and services.bench_calls[0].kind == "all_reduce"
+            table = app.query_one("#bench-table", DataTable)
+            assert table.row_count == 4 and table.get_row_at(0)[0].plain == "all_reduce"
+            assert [cell.plain for cell in table.get_row_at(0)[3:6]] == ["-", "-", "-"], "not judged on the sample's links"
+            done = static_text(app.query_one("#bench-status", Static))
+            assert done.startswith("Done: collectives over gloo") and "Links and Ranks keep the figures" in done
+            assert app.query_one(LinksView).snapshot.measurements is None  # type: ignore[union-attr]
+
+    run()
 
 
 @async_test
@@ -424,7 +508,7 @@ async def test_bench_tab_shows_measurements_the_snapshot_carries() -> None:
         await settle(app)
         assert app.query_one("#bench-table", DataTable).row_count == len(snapshot.measurements.peer_copies)  # type: ignore[union-attr]
         status = static_text(app.query_one("#bench-status", Static))
-        assert "is a recording" in status and "Shown: results of test copies" in status
+        assert "sample:dgx-h100 is a built-in sample" in status and "Shown: results of test copies" in status
 
 
 @async_test
@@ -449,7 +533,7 @@ async def test_key_bar_follows_the_focused_tab_and_a_click_presses_its_key() -> 
     async with app.run_test(size=SIZE) as pilot:
         await settle(app)
         bar = app.query_one(KeyBar)
-        assert [key for key, _, _ in bar.keys][:2] == ["n", "e"] and bar.keys[-1][2] == "palette"
+        assert [key for key, _, _ in bar.keys][:3] == ["enter", "n", "e"] and bar.keys[-1][2] == "palette"
         x = next(column for column in range(SIZE[0]) if bar.key_at(column) == "n")
         await pilot.click(KeyBar, offset=(x, 0))
         await settle(app)
@@ -591,7 +675,8 @@ def test_an_imported_sweep_plots_one_bar_row_per_line(size: tuple[int, int]) -> 
 
 @async_test
 async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
-    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `more ▸` (and `◂ more` once scrolled);
+    """At 80 columns the GPU x NIC grid of a 12-NIC box marks `▸` (and `◂ more` once scrolled) without covering
+    the name of the cursor's column, at every step across;
     the identity table puts bus id, NUMA and nearest NIC before the long name and UUID and says it goes on."""
     app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
     async with app.run_test(size=(80, 24)) as pilot:
@@ -602,17 +687,20 @@ async def test_wide_grids_and_tables_say_there_is_more_to_the_side() -> None:
         await pilot.pause()
         assert grid.column_count == 12
         header = grid.render_line(0).text
-        assert header.rstrip().endswith("more ▸") and "◂ more" not in header
-        await pilot.press(*["right"] * 11)
-        await pilot.pause()
+        assert header.rstrip().endswith("▸") and "◂ more" not in header
+        for column in range(1, 12):
+            await pilot.press("right")
+            await pilot.pause()
+            assert grid.cursor == (0, column)
+            assert re.search(rf" mlx5_{column}[ ▸]", grid.render_line(0).text), "the cursor column's name is whole"
         header = grid.render_line(0).text
-        assert "◂ more" in header and "more ▸" not in header and "mlx5_11" in header
+        assert header.startswith("◂ more") and not header.rstrip().endswith("▸") and "mlx5_11" in header
         await pilot.press("2")
         await pilot.pause()
         await settle(app)
         table = app.query_one("#identity-table", DataTable)
         labels = [str(column.label) for column in table.columns.values()]
-        assert labels[:5] == ["NVML", "CUDA", "bus id", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
+        assert labels[:7] == ["NVML", "health", "CUDA", "bus id", "PCIe", "NUMA", "nearest NIC"] and labels[-1] == "UUID"
         assert "More columns" in static_text(app.query_one("#identity-note", Static))
     app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="topology")
     async with app.run_test(size=(200, 40)) as pilot:
@@ -671,3 +759,158 @@ async def test_the_findings_columns_fit_their_rows_at_once() -> None:
         table.show(report.findings[:1])
         assert [column.width for column in table.columns.values()][3] == len(report.findings[0].message)
         assert widths[3] >= len(report.findings[0].message)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_question_mark_and_f1_open_the_keys(size: tuple[int, int]) -> None:
+    """`?` and F1 (what htop, nvitop and k9s users press first) show the keys of every tab and of the tab on
+    show; Escape closes; `?` is in the key bar."""
+    from linkscope.tui.screens.help import HelpScreen
+    from linkscope.tui.widgets.key_bar import KeyBar
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            assert " ? Help " in app.query_one(KeyBar).render().plain
+            for key, tab, tab_key in (("question_mark", "1", "GPU x NIC"), ("f1", "3", "Colour by")):
+                await pilot.press(tab, key)
+                await pilot.pause()
+                assert isinstance(app.screen, HelpScreen)
+                text = str(app.screen.query_one("#help-text", Static).render())
+                assert "Keys on every tab" in text and "next host of a cluster" in text and tab_key in text
+                await pilot.press("escape")
+                await pilot.pause()
+                assert not isinstance(app.screen, HelpScreen)
+
+    run()
+
+
+@async_test
+async def test_opening_another_sample_starts_clean() -> None:
+    """A ring drawn for one machine is gone on the next one opened from the palette, which starts on its first
+    host; the no-GPU notice is short-lived and repeated in the title."""
+    from linkscope.tui.app import NOTICE_S
+
+    services = FakeServices(snapshots={"sample:dgx1-v100": load_sample("dgx1-v100"),
+                                       "sample:dgx-h100": load_sample("dgx-h100")})
+    app = build_app(snapshot=load_sample("dgx-h100"), services=services, notice="no NVIDIA GPU found on this machine")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        assert "(no GPU here)" in app.sub_title
+        assert all(notification.timeout <= NOTICE_S for notification in app._notifications)
+        links = app.query_one(LinksView)
+        app.post_message(RingChosen("tp group 0", 0, ((0, 1), (1, 0))))
+        await settle(app)
+        assert links.ring is not None
+        app.open_sample("dgx1-v100")
+        await settle(app)
+        await pilot.pause()
+        assert app.snapshot is not None and app.snapshot.source == load_sample("dgx1-v100").source
+        assert links.ring is None and app.host_index == 0
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_ranks_form_focus_is_plain_to_see_and_starts_at_tp(size: tuple[int, int]) -> None:
+    """From the rank map, shift+tab and `f` land on `tp` (not on `model` at the far end); the focused field takes
+    the theme's accent background, which no other field has."""
+    from textual.color import Color
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            app.query_one(RankMap).focus()
+            await pilot.press("shift+tab")
+            await pilot.pause()
+            assert app.focused is app.query_one("#size-tp", Input)
+            accent = Color.parse(app.theme_variables["accent"])
+            fields = list(app.query_one(RanksView).query(Input))
+            assert app.focused.styles.background == accent
+            assert all(field.styles.background != accent for field in fields if field is not app.focused)
+            await pilot.press("tab")
+            assert app.focused is app.query_one("#size-cp", Input)
+            await pilot.press("shift+tab")
+            assert app.focused is app.query_one("#size-tp", Input), "shift+tab inside the form goes back a field"
+            app.query_one(RankMap).focus()
+            await pilot.press("f")
+            await pilot.pause()
+            assert app.focused is app.query_one("#size-tp", Input)
+
+    run()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_groups_beyond_the_palette_look_different_and_are_named(size: tuple[int, int]) -> None:
+    """tp 1 on eight GPUs makes eight groups for six colours: groups 0 and 6 share a colour but not a look, and
+    the status line names the group under the cursor (colour alone never tells them apart)."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices(), initial_tab="ranks")
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            app.query_one("#size-tp", Input).value = "1"
+            await settle(app)
+            rank_map = app.query_one(RankMap)
+            looks = {rank_map.render_cell(0, gpu)[1] for gpu in range(8)}
+            assert len(looks) == 8, "eight groups, eight looks"
+            rank_map.focus()
+            await pilot.press("right", "right", "right", "right", "right", "right")
+            await pilot.pause()
+            assert static_text(app.query_one("#ranks-status", Static)).startswith("rank 6: tp group 6 of 8 (ranks 6)")
+
+    run()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_links_detail_shows_both_pcie_paths(size: tuple[int, int]) -> None:
+    """The pane under the grid shows all of a pair's detail, both PCIe paths too: the bridges they share, then each."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+        async with app.run_test(size=size):
+            await settle(app)
+            detail = app.query_one(LinkDetail)
+            lines = Text(static_text(detail)).wrap(app.console, detail.content_size.width)
+            assert len(lines) <= detail.content_size.height, "nothing is cut"
+            said = static_text(detail)
+            assert "PCIe path of both: pci0000:15 > 0000:15:01.0 > 0000:16:00.0\n" in said
+            assert "  then GPU0: 0000:17:00.0 > 0000:18:00.0 > 0000:19:00.0\n" in said
+            assert said.endswith("  then GPU1: 0000:17:01.0 > 0000:1d:00.0 > 0000:1e:00.0")
+
+    run()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_the_frame_paints_before_the_source_loads(size: tuple[int, int]) -> None:
+    """Given a source to load, the first frame is the tab bar and the title saying what loads (the views and their
+    imports come after it); a source that does not open ends the app with the reason and status 2."""
+
+    @async_test
+    async def run() -> None:
+        services = FakeServices(snapshots={"sample:dgx-h100": load_sample("dgx-h100")})
+        app = build_app("sample:dgx-h100", services=services)
+        first: list[tuple[str, int]] = []
+        display = app._display
+
+        def painted(screen: Any, renderable: Any) -> None:  # what the first frame put on the terminal
+            if not first and app.query(TabbedContent):
+                first.append((app.sub_title, len(app.query(LinksView))))
+            display(screen, renderable)
+
+        app._display = painted  # type: ignore[method-assign]
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            await pilot.pause()
+            assert first and first[0] == ("loading sample:dgx-h100...", 0), first
+            assert app.query_one(LinkGrid).row_count == 8 and not app.query(".tab-starting")
+        bad = build_app("missing.json", services=services)
+        async with bad.run_test(size=size):
+            await settle(bad)
+        assert bad.return_code == 2 and bad.load_error == "missing.json: no such test source"
+
+    run()

@@ -197,20 +197,18 @@ def test_bench_adapter_drives_the_real_engine_on_cpu_processes() -> None:
     assert seen and seen[-1] == pytest.approx(1.0)
 
 
-def test_bench_adapter_keeps_what_a_stopped_sweep_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_adapter_keeps_what_a_stopped_sweep_measured() -> None:
     """Stop pressed once the first size is reported: the rows measured before the stop come back."""
-    import functools
     import threading
 
     pytest.importorskip("torch")
     from linkscope.tui import bench_adapter
-    from linkscope.tui.services import BenchRequest
+    from linkscope.tui.services import BenchPlan, BenchRequest
 
-    monkeypatch.setattr(bench_adapter, "_gpu_count", lambda: 2)
-    monkeypatch.setattr(bench_adapter, "_collective", functools.partial(bench_adapter._collective, backend="gloo"))
+    plan = BenchPlan(kinds=("all_reduce",), backend="gloo", processes=2, where="gloo on this machine's CPUs")
     cancel = threading.Event()
     request = BenchRequest(kind="all_reduce", sizes_bytes=tuple(1024 << k for k in range(15)))  # 1 KiB to 16 MiB
-    measurements = bench_adapter.run_request(load_sample("dgx-h100"), request, lambda step: cancel.set(), cancel)
+    measurements = bench_adapter.run_request(plan, request, lambda step: cancel.set(), cancel)
     sizes = [row.size_bytes for row in measurements.collectives]
     assert sizes and sizes == sorted(sizes) and len(sizes) < 15
     assert any(note.startswith("run cut short (cancelled)") for note in measurements.notes)

@@ -3,13 +3,15 @@ Ranks tab on a multi-host NVLink domain."""
 
 from __future__ import annotations
 
-from textual.widgets import DataTable
+import pytest
+from textual.widgets import DataTable, Static
 
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
 from linkscope.tui.tabs.links import LinksView
 from linkscope.tui.tabs.ranks import RanksView
 from linkscope.tui.tabs.topology import TopologyView
+from linkscope.tui.widgets.key_bar import KeyBar
 from linkscope.tui.widgets.plain_tree import PlainTree
 from support.tui import FakeServices, async_test, settle
 
@@ -26,14 +28,48 @@ async def test_topology_lists_hosts_with_their_findings_and_picks_one() -> None:
         table: DataTable[object] = app.query_one("#hosts-table", DataTable)
         assert table.display and table.row_count == 4
         rows = [[str(cell) for cell in table.get_row_at(index)] for index in range(4)]
-        assert rows[1][0] == "node02" and rows[1][-1] == "host-fewer-nvlinks, host-pcie-narrower"
+        assert rows[1][0] == "! node02" and rows[1][-1] == "host-fewer-nvlinks, host-pcie-narrower"
         assert rows[2][4] == "7" and "host-nic-missing" in rows[2][-1] and rows[0][-1] == "-"
+        assert rows[0][0] == "  node01", "a host that is not odd has no mark"
         table.focus()
         await pilot.press("down", "down", "enter")
         await settle(app)
+        assert app.host_index == 2
         assert app.query_one(TopologyView).host_index == 2
         assert str(app.query_one(PlainTree).root.label) == "node03"
         assert app.query_one(LinksView).host_index == 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_h_moves_every_tab_to_the_next_host_and_odd_hosts_are_named(size: tuple[int, int]) -> None:
+    """`h` is in the key bar on a cluster (not on one box); on Links it moves Topology's tree, identity table and
+    hosts table along; node01's Links title says that node02 and node03 are the odd ones."""
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("h100-cluster-mixed"), services=FakeServices())
+        async with app.run_test(size=size) as pilot:
+            await settle(app)
+            assert " h Next host " in app.query_one(KeyBar).render().plain
+            title = str(app.query_one("#links-title", Static).render())
+            assert "odd ones out: node02, node03" in title
+            await pilot.press("h")
+            await settle(app)
+            assert app.query_one(LinksView).host_index == 1 and app.query_one(TopologyView).host_index == 1
+            assert "this host is an odd one out (host-fewer-nvlinks" in str(app.query_one("#links-title", Static).render())
+            await pilot.press("2")
+            await settle(app)
+            assert str(app.query_one(PlainTree).root.label) == "node02"
+            assert app.query_one("#hosts-table", DataTable).cursor_row == 1
+            gpus = app.query_one("#identity-table", DataTable)
+            assert gpus.get_row_at(0)[1].plain.startswith("! host-fewer-nvlinks") or any(
+                gpus.get_row_at(row)[1].plain.startswith("!") for row in range(gpus.row_count))
+        app = build_app(snapshot=load_sample("dgx-h100"), services=FakeServices())
+        async with app.run_test(size=size):
+            await settle(app)
+            assert " h Next host " not in app.query_one(KeyBar).render().plain
+
+    run()
 
 
 @async_test

@@ -52,7 +52,9 @@ def test_link_detail_names_the_verdict_of_every_measured_pair() -> None:
     host = nvswitch_host()
     cells = gpu_cells(host, measured_copies(degraded=(0, 3)))
     assert "FAR BELOW" in str(describe_gpu_pair(host, cells[0][3]))
-    assert str(describe_gpu_pair(host, cells[0][1])).splitlines()[2].endswith("of typical  ok")
+    lines = str(describe_gpu_pair(host, cells[0][1])).splitlines()
+    assert lines[1].startswith("typically measured") and lines[2].startswith("spec line rate")  # one figure a line
+    assert lines[3].endswith("of typically measured  ok")
     small = gpu_cells(host, measured_copies(degraded=(0, 3), size_bytes=1 << 20))
     assert "too small to judge" in str(describe_gpu_pair(host, small[0][3]))
 

@@ -12,7 +12,7 @@ from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
 from linkscope.tui.tabs.monitor import MonitorView
 from linkscope.tui.widgets.plain_tree import PlainTree
-from support.tui import FakeFeed, FakeServices, async_test, traffic_reading
+from support.tui import FakeFeed, FakeServices, async_test, settle, traffic_reading
 
 SIZE = (120, 40)
 
@@ -63,8 +63,8 @@ async def test_monitor_replays_a_recording_to_its_end() -> None:
 async def test_topology_marks_the_degraded_gpu_with_its_health_codes() -> None:
     app = build_app(snapshot=load_sample("dgx-h100-degraded"), services=FakeServices(feed=FakeFeed([traffic_reading()])),
                     initial_tab="topology")
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+    async with app.run_test(size=SIZE):
+        await settle(app)
         labels = []
         stack = [app.query_one(PlainTree).root]
         while stack:
@@ -73,5 +73,9 @@ async def test_topology_marks_the_degraded_gpu_with_its_health_codes() -> None:
             stack.extend(node.children)
         flagged = [label for label in labels if "!" in label]
         assert len(flagged) == 1 and flagged[0].startswith("GPU3 ")
-        assert flagged[0].endswith("! nvlink-fewer-links, pcie-width-reduced")
+        assert "! nvlink-fewer-links, pcie-width-reduced" in flagged[0]
+        table = app.query_one("#identity-table", DataTable)
+        marks = [table.get_row_at(row)[1].plain for row in range(table.row_count)]
+        assert marks == ["ok"] * 3 + ["! nvlink-fewer-links, pcie-width-reduced"] + ["ok"] * 4
+        assert table.get_row_at(3)[4].plain == "Gen5 x8/16 <"
         assert "Health (linkscope doctor" in static_text(app.query_one("#identity-note", Static))

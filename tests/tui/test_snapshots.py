@@ -37,7 +37,7 @@ def test_links_with_degraded_measurement(snap_compare: Any) -> None:
 
     async def run_before(pilot: Pilot[None]) -> None:
         await wait_idle(pilot.app)  # type: ignore[arg-type]
-        await pilot.press("right", "right", "right")
+        await pilot.press("right", "right")  # from the first link (GPU0, GPU1) to the slow pair (GPU0, GPU3)
 
     assert snap_compare(build_app(snapshot=snapshot), terminal_size=(120, 40), run_before=run_before)
 
@@ -65,6 +65,6 @@ def test_links_on_degraded_sample(snap_compare: Any) -> None:
 
     async def run_before(pilot: Pilot[None]) -> None:
         await wait_idle(pilot.app)  # type: ignore[arg-type]
-        await pilot.press("right", "right", "right")
+        await pilot.press("right", "right")  # from (GPU0, GPU1) to GPU3's NV16 pair
 
     assert snap_compare(build_app(snapshot=load_sample("dgx-h100-degraded")), terminal_size=(80, 24), run_before=run_before)

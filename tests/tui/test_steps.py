@@ -3,6 +3,10 @@ reached, and the status line says why calls were not priced."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -38,3 +42,31 @@ async def test_status_says_why_nothing_was_priced() -> None:
         await wait_idle(app)
         status = str(app.query_one("#steps-status", Static).render())
         assert "no call names its process group's ranks" in status
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+def test_bars_read_without_colour_ms_line_up_and_the_status_is_whole(size: tuple[int, int]) -> None:
+    """Compute and exposed communication have glyphs of their own (not colour alone); every ms cell has three
+    decimals; the status sentence is whole above the key bar."""
+    from linkscope.tui.tabs.steps import COMPUTE_GLYPH, EXPOSED_GLYPH, OTHER_GLYPH
+
+    @async_test
+    async def run() -> None:
+        app = build_app(snapshot=load_sample("dgx-h100"), initial_tab="steps",
+                        trace_paths=(str(SIX_STEPS), str(THREE_STEPS)))
+        async with app.run_test(size=size):
+            await wait_idle(app)
+            legend, *bars = str(app.query_one("#step-bars", Static).render()).splitlines()
+            assert len({COMPUTE_GLYPH, EXPOSED_GLYPH, OTHER_GLYPH}) == 3
+            assert f"{COMPUTE_GLYPH} compute" in legend and f"{EXPOSED_GLYPH} exposed communication" in legend
+            assert any(EXPOSED_GLYPH in bar for bar in bars) and any(COMPUTE_GLYPH in bar for bar in bars)
+            table = app.query_one("#steps-table", DataTable)
+            labels = [str(column.label) for column in table.columns.values()]
+            for column in (index for index, label in enumerate(labels) if label.endswith("ms")):
+                cells = [table.get_row_at(row)[column].plain for row in range(table.row_count)]
+                assert all(re.fullmatch(r"\d+\.\d{3}|-", cell) for cell in cells), cells
+            status = app.query_one("#steps-status", Static)
+            said = Text(str(status.render())).wrap(app.console, status.content_size.width)
+            assert len(said) <= status.content_size.height and status.region.bottom <= size[1] - 1
+
+    run()

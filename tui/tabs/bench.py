@@ -25,12 +25,14 @@ from linkscope.topo.cost.expect import Expected, RowExpectations, row_expectatio
 from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
-from linkscope.tui.services import BENCH_KINDS, BenchProgress, BenchRequest, Services, Unavailable
-from linkscope.tui.text import gbps_label, plain
+from linkscope.tui.services import BENCH_KINDS, NO_BENCH_PLAN, BenchPlan, BenchProgress, BenchRequest, Services, Unavailable
+from linkscope.tui.text import gbps_label, not_this_machine, plain
 from linkscope.tui.widgets.bandwidth_plot import BandwidthPlot
 
 SIZE_FACTOR = 4
 """Sizes grow by this factor between `from` and `to`."""
+GLOO_MAX_SIZE = "16M"
+"""Largest size offered for gloo on CPUs (as `linkscope bench collectives --backend gloo` defaults to)."""
 
 
 def sweep(min_bytes: int, max_bytes: int) -> tuple[int, ...]:
@@ -93,7 +95,11 @@ def _short(name: str, most: int = 48) -> str:
 
 
 class BenchView(Vertical):
-    """The Bench tab; the app sets `snapshot`. `r` runs, `s` stops."""
+    """The Bench tab; the app sets `snapshot` and `live`. `r` runs what this machine can run, `s` stops.
+
+    Benchmarks always measure this machine: GPU benchmarks where it has GPUs, gloo collectives on its CPUs where
+    it has none. When the snapshot on show is another machine (a sample, a saved snapshot), results are shown here
+    as this machine's and do not replace the snapshot's figures on Links and Ranks."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run", "Run"),
@@ -103,16 +109,18 @@ class BenchView(Vertical):
     live: reactive[bool] = reactive(False)
     """Whether the snapshot is this machine now (bound from the app)."""
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
-    """The snapshot whose machine would be measured."""
+    """The snapshot on show (its measurements are shown until a run here replaces them)."""
 
     def __init__(self, services: Services) -> None:
         super().__init__()
         self.services = services
-        self.unavailable: str | None = "no snapshot yet"
-        """Set by the app: True when the snapshot is this machine now (benchmarks only measure this machine)."""
+        self.plan: BenchPlan = NO_BENCH_PLAN
+        """What this machine can run (asked once, in a worker)."""
         self.running = False
         self._cancel = threading.Event()
         self._request: BenchRequest | None = None
+        self._shown_here = False
+        """True when the table shows a run on this machine rather than the snapshot's measurements."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="form-row"):
@@ -122,7 +130,7 @@ class BenchView(Vertical):
             yield Input("1M", id="bench-min", compact=True, classes="bench-size")
             yield Label("to", classes="form-label")
             yield Input("256M", id="bench-max", compact=True, classes="bench-size")
-            yield Button("Run", id="bench-run", compact=True)
+            yield Button("Run", id="bench-run", compact=True, disabled=True)
             yield Button("Stop", id="bench-stop", compact=True, disabled=True)
         yield Static(id="bench-status", markup=False)
         yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
@@ -130,34 +138,75 @@ class BenchView(Vertical):
             yield DataTable[Text](id="bench-table", cursor_type="row")
             yield BandwidthPlot(id="bench-plot")
 
+    def on_mount(self) -> None:
+        self._show_plan()
+        self.find_plan()
+
+    @work(thread=True, exclusive=True, group="bench-plan")
+    def find_plan(self) -> None:
+        """Ask the services what this machine can run (may look for GPUs)."""
+        plan = self.services.bench_plan()
+        self.app.call_from_thread(self._plan_found, plan)
+
+    def _plan_found(self, plan: BenchPlan) -> None:
+        self.plan = plan
+        if plan.kinds:
+            select = self.query_one("#bench-kind", Select)
+            select.set_options([(kind, kind) for kind in plan.kinds])
+            select.value = plan.kinds[0]
+            if plan.backend == "gloo":  # CPU processes: the sizes the command line's gloo sweep uses
+                self.query_one("#bench-max", Input).value = GLOO_MAX_SIZE
+        self._show_plan()
+
     def watch_snapshot(self, snapshot: Snapshot | None) -> None:
-        """Find out (in a worker: it may look for GPUs) whether benchmarks can run on this snapshot."""
+        """Show the measurements the snapshot carries (unless a run here is on show) and say what can run."""
         if snapshot is None or not self.is_mounted:
             return
-        self.unavailable = "checking whether benchmarks can run..."
-        self._set_status(plain(self.unavailable))
-        self.query_one("#bench-run", Button).disabled = True
         if snapshot.measurements is not None and not self.running:
+            self._shown_here = False
             self.show_results(snapshot.measurements)
-        if not self.live:
-            recorded = f" Shown: results of {_short(snapshot.measurements.source)}." if snapshot.measurements else ""
-            self._availability(f"{_short(snapshot.source or 'this snapshot')} is a recording.{recorded}")
+        self._show_plan()
+
+    def _show_plan(self) -> None:
+        """The status: what runs here and on what, what cannot and why, whose results are shown."""
+        if not self.is_mounted:
             return
-        self.check_available(snapshot)
-
-    @work(thread=True, exclusive=True, group="bench-check")
-    def check_available(self, snapshot: Snapshot) -> None:
-        """Ask the services why benchmarks cannot run (None: they can)."""
-        reason = self.services.bench_unavailable_reason(snapshot)
-        self.app.call_from_thread(self._availability, reason)
-
-    def _availability(self, reason: str | None) -> None:
-        self.unavailable = reason
-        self.query_one("#bench-run", Button).disabled = reason is not None or self.running
-        if reason is not None:
-            self._set_status(plain(f"Benchmarks are unavailable: {reason}"))
+        plan, snapshot = self.plan, self.snapshot
+        runnable = bool(plan.kinds)
+        self.query_one("#bench-run", Button).display = runnable
+        self.query_one("#bench-run", Button).disabled = not runnable or self.running
+        self.query_one("#bench-stop", Button).display = runnable
+        self.app.refresh_bindings()
+        if self.running:
+            return
+        text = Text()
+        if runnable:
+            text.append(f"Runs here: {plan.where}. ", style="bold")
         else:
-            self._set_status(Text("Ready: pick a benchmark and sizes, then r (Run)."))
+            text.append("Nothing can run here. ", style="bold")
+        for reason in plan.cannot:
+            text.append(f"{reason}. " if runnable else f"{reason[:1].upper()}{reason[1:]}. ")
+        if snapshot is not None and not self.live:
+            if runnable:
+                text.append(f"{not_this_machine(snapshot.source)}: a run measures this machine, not it. ")
+            if snapshot.measurements is not None and not self._shown_here:
+                text.append(f"Shown: results of {_short(snapshot.measurements.source)}. ")
+        if runnable:
+            text.append("r: run")
+        self._set_status(text)
+
+    @property
+    def _measures_snapshot(self) -> bool:
+        """Whether a run here measures the links of the snapshot on show: it is this machine, and the run uses its GPUs."""
+        return self.live and self.plan.backend == "nccl"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`r Run` only where something can run (hidden otherwise); `s Stop` only while a run goes on."""
+        if action == "run":
+            return bool(self.plan.kinds)
+        if action == "stop":
+            return True if self.running else None
+        return True
 
     def _set_status(self, text: Text) -> None:
         self.query_one("#bench-status", Static).update(text, layout=False)
@@ -178,10 +227,9 @@ class BenchView(Vertical):
 
     def action_run(self) -> None:
         """Start the benchmark in the form (refused while one runs or when unavailable)."""
-        if self.running or self.snapshot is None:
+        if self.running:
             return
-        if self.unavailable is not None:
-            self.app.notify(plain(f"Benchmarks are unavailable: {self.unavailable}").plain, severity="warning", markup=False)
+        if not self.plan.kinds:
             return
         try:
             request = self.read_request()
@@ -191,12 +239,14 @@ class BenchView(Vertical):
         self._request = request
         self._cancel = threading.Event()
         self.running = True
+        self.app.refresh_bindings()
         self.query_one("#bench-run", Button).disabled = True
         self.query_one("#bench-stop", Button).disabled = False
         self.query_one(ProgressBar).update(progress=0.0)
         sizes = f"{format_size_bytes(request.sizes_bytes[0])} to {format_size_bytes(request.sizes_bytes[-1])}"
-        self._set_status(plain(f"Running {request.kind}, {len(request.sizes_bytes)} sizes from {sizes}... (s: stop)"))
-        self.run_request(self.snapshot, request, self._cancel)
+        self._set_status(plain(f"Running {request.kind} ({self.plan.where}), {len(request.sizes_bytes)} sizes from "
+                               f"{sizes}... (s: stop)"))
+        self.run_request(self.plan, request, self._cancel)
 
     def action_stop(self) -> None:
         """Ask the running benchmark to stop (its workers are ended by the engine)."""
@@ -205,14 +255,14 @@ class BenchView(Vertical):
             self._set_status(Text("Stopping..."))
 
     @work(thread=True, exclusive=True, group="bench")
-    def run_request(self, snapshot: Snapshot, request: BenchRequest, cancel: threading.Event) -> None:
+    def run_request(self, plan: BenchPlan, request: BenchRequest, cancel: threading.Event) -> None:
         """Run the benchmark off the UI thread; post progress and the outcome."""
 
         def report(progress: BenchProgress) -> None:
             self.post_message(BenchProgressed(progress))
 
         try:
-            measurements = self.services.run_bench(snapshot, request, report, cancel)
+            measurements = self.services.run_bench(plan, request, report, cancel)
         except (InputError, Unavailable) as exc:
             self.post_message(BenchFinished(None, cancelled=cancel.is_set(), error=str(exc)))
             return
@@ -227,13 +277,15 @@ class BenchView(Vertical):
         self.query_one(ProgressBar).update(progress=progress.fraction)
         self._set_status(plain(f"{progress.label} ({progress.fraction:.0%})  s: stop"))
         if progress.partial is not None:
+            self._shown_here = True
             self.show_results(progress.partial)
 
     def on_bench_finished(self, message: BenchFinished) -> None:
         """Show the outcome; hand measurements to the app for the Links grid and the checker."""
         message.stop()
         self.running = False
-        self.query_one("#bench-run", Button).disabled = self.unavailable is not None
+        self.app.refresh_bindings()
+        self.query_one("#bench-run", Button).disabled = not self.plan.kinds
         self.query_one("#bench-stop", Button).disabled = True
         if message.error is not None:
             self._set_status(plain(f"Benchmark failed: {message.error}"))
@@ -241,13 +293,17 @@ class BenchView(Vertical):
         measurements = message.measurements
         if measurements is None:
             return
+        self._shown_here = True
         self.show_results(measurements)
+        used = ("the Links grid and the Ranks checker now use them" if self._measures_snapshot else
+                f"these are this machine's, so Links and Ranks keep the figures of "
+                f"{_short(self.snapshot.source or 'the snapshot') if self.snapshot is not None else 'the snapshot'}")
         if message.cancelled:
-            self._set_status(Text("Stopped; the sizes measured before the stop are shown and used."))
+            self._set_status(plain(f"Stopped; the sizes measured before the stop are shown; {used}."))
         else:
             self.query_one(ProgressBar).update(progress=1.0)
-            self._set_status(Text("Done; the Links grid and the Ranks checker now use these numbers."))
-        if measurements.peer_copies or measurements.collectives:
+            self._set_status(plain(f"Done: {self.plan.where}; {used}."))
+        if self._measures_snapshot and (measurements.peer_copies or measurements.collectives):
             self.post_message(MeasurementsArrived(measurements))
 
     def show_results(self, measurements: Measurements) -> None:
@@ -256,7 +312,7 @@ class BenchView(Vertical):
         plot = self.query_one(BandwidthPlot)
         table.clear(columns=True)
         expected = RowExpectations()
-        if self.snapshot is not None:
+        if self.snapshot is not None and (self._measures_snapshot or not self._shown_here):  # on the links crossed
             expected = row_expectations(measurements, self.snapshot)
         if measurements.peer_copies:
             peer_expected = expected.peer_copies or (None,) * len(measurements.peer_copies)

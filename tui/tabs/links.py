@@ -17,8 +17,10 @@ from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.graphs import NcclRing, nccl_rings
 from linkscope.topo.nccl.placement import NcclPlacement
+from linkscope.tui.host_health import HostHealth
 from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
+from linkscope.tui.screens.link_detail import LinkDetailScreen
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.legend import Legend
 from linkscope.tui.widgets.link_detail import LinkDetail
@@ -31,7 +33,6 @@ class LinksView(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "toggle_nics", "GPU x NIC"),
         Binding("e", "toggle_expected", "GB/s"),
-        Binding("h", "next_host", "Next host", show=False),
         Binding("x", "clear_ring", "Clear ring", show=False),
         Binding("g", "next_nccl_ring", "NCCL ring", show=False),
     ]
@@ -45,7 +46,9 @@ class LinksView(Vertical):
     show_expected: reactive[bool] = reactive(False)
     """True to show expected GB/s in cells that have no measurement, instead of the token."""
     host_index: reactive[int] = reactive(0)
-    """Which host of a multi-host snapshot is on show."""
+    """Which host of a multi-host snapshot is on show (bound from the app: every tab shows the same host)."""
+    health: reactive[HostHealth | None] = reactive(None)
+    """The health rules' verdicts by host (bound from the app): the title names the odd hosts of a cluster."""
     nccl: reactive[NcclPlacement | None] = reactive(None, always_update=True)
     """An NCCL log laid on the snapshot: the transport of each GPU pair is shown in its cell."""
     nccl_graphs: reactive[NcclGraphs | None] = reactive(None, always_update=True)
@@ -65,6 +68,9 @@ class LinksView(Vertical):
         if self.snapshot is None or not self.snapshot.hosts:
             return None
         return self.snapshot.hosts[min(self.host_index, len(self.snapshot.hosts) - 1)]
+
+    def on_mount(self) -> None:
+        self._redraw()
 
     def watch_snapshot(self) -> None:
         self._redraw()
@@ -97,12 +103,19 @@ class LinksView(Vertical):
         rings = nccl_rings(self.nccl_graphs, host)
         return rings[self.nccl_ring_index % len(rings)] if rings else None
 
+    def watch_health(self) -> None:
+        self._redraw()
+
     def _title(self, host: Host, cells: list[list[GridCell]]) -> Text:
         title = Text()
         title.append(host.hostname or "host", style="bold")
         title.append(f"  {counted(len(host.gpus), 'GPU')}, {counted(len(host.nics), 'NIC')}")
         if self.snapshot is not None and len(self.snapshot.hosts) > 1:
             title.append(f"  (host {self.host_index + 1} of {len(self.snapshot.hosts)}; h: next)")
+            if self.health is not None:
+                note = self.health.odd_note([host.hostname for host in self.snapshot.hosts], host.hostname)
+                if note:
+                    title.append(f"  {note}", style="bold")
         measurements = self.snapshot.measurements if self.snapshot is not None else None
         if measurements is not None and measurements.peer_copies:
             title.append(f"  measured: {measurements.source}")
@@ -133,7 +146,7 @@ class LinksView(Vertical):
         title = self.query_one("#links-title", Static)
         host = self.host
         if host is None:
-            title.update(Text("Waiting for a snapshot..."), layout=False)
+            title.update(Text(self.app.sub_title or "Waiting for a snapshot..."), layout=False)
             grid.show([], [], [], self.show_expected)
             return
         row_labels = [f"GPU{gpu.index}" for gpu in host.gpus]
@@ -156,6 +169,13 @@ class LinksView(Vertical):
     def on_link_grid_cell_chosen(self, event: LinkGrid.CellChosen) -> None:
         self.query_one(LinkDetail).cell = event.cell
 
+    def on_link_grid_cell_opened(self, event: LinkGrid.CellOpened) -> None:
+        """Enter on a cell: its whole detail in a window of its own (the pane may be cut on a small terminal)."""
+        event.stop()
+        detail = self.query_one(LinkDetail)
+        detail.cell = event.cell
+        self.app.push_screen(LinkDetailScreen(detail.describe()))
+
     def action_toggle_nics(self) -> None:
         """Switch between the GPU x GPU and GPU x NIC grids."""
         self.nic_mode = not self.nic_mode
@@ -163,11 +183,6 @@ class LinksView(Vertical):
     def action_toggle_expected(self) -> None:
         """Show expected GB/s instead of tokens in unmeasured cells (or back)."""
         self.show_expected = not self.show_expected
-
-    def action_next_host(self) -> None:
-        """Show the next host of a multi-host snapshot."""
-        if self.snapshot is not None and self.snapshot.hosts:
-            self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)
 
     def action_next_nccl_ring(self) -> None:
         """Draw NCCL's next ring channel."""

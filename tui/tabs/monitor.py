@@ -1,7 +1,7 @@
 """Monitor: live NVLink and PCIe throughput, error-counter deltas and PCIe link state per GPU.
 
-A thread worker reads the sampler once a second and posts each reading; on a recording (a sample
-or a file) there are no live counters, and the tab says so instead of showing numbers. A snapshot
+A thread worker reads the sampler once a second and posts each reading; on a built-in sample or a saved
+snapshot there are no live counters, and the tab says so instead of showing numbers. A snapshot
 that carries a `linkscope record` recording is replayed at its recorded pace, saying so: those are
 real counters of the box that recorded them, not of this machine now.
 """
@@ -24,9 +24,11 @@ from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import LiveReadingArrived, LiveUnavailable
 from linkscope.tui.services import Services, Unavailable
-from linkscope.tui.text import gbps_label, plain
+from linkscope.tui.text import gbps_label, not_this_machine, plain
 
-GPU_COLUMNS = ("GPU", "NVLink TX", "NVLink RX", "PCIe TX", "PCIe RX", "errors +", "PCIe gen", "width")
+GPU_COLUMNS = ("GPU", "NVLink TX\nGB/s", "NVLink RX\nGB/s", "PCIe TX\nGB/s", "PCIe RX\nGB/s", "errors\nnew", "PCIe\ngen",
+               "PCIe\nwidth")
+"""Two-line headers: each rate column carries its unit and the table still fits 80 columns."""
 LINK_COLUMNS = ("link", "TX GB/s", "RX GB/s")
 
 
@@ -108,7 +110,9 @@ class MonitorView(Vertical):
         yield DataTable[Text](id="monitor-links", cursor_type="row")
 
     def on_mount(self) -> None:
-        self.query_one("#monitor-gpus", DataTable).add_columns(*GPU_COLUMNS)
+        gpus = self.query_one("#monitor-gpus", DataTable)
+        gpus.header_height = 2
+        gpus.add_columns(*GPU_COLUMNS)
         self.query_one("#monitor-links", DataTable).add_columns(*LINK_COLUMNS)
 
     def watch_snapshot(self, snapshot: Snapshot | None) -> None:
@@ -127,8 +131,7 @@ class MonitorView(Vertical):
             return
         if not self.live:
             self.workers.cancel_group(self, "live")
-            recording = snapshot.source or "this snapshot"
-            self.post_message(LiveUnavailable(f"no live data: {recording} is a recording (a sample or a file)"))
+            self.post_message(LiveUnavailable(f"No live counters: {not_this_machine(snapshot.source)}"))
             return
         self.query_one("#monitor-status", Static).update(Text("Opening the counters..."), layout=False)
         self.sample(snapshot)

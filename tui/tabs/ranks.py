@@ -61,6 +61,8 @@ class RanksView(Vertical):
         Binding("a", "apply_suggestion", "Apply suggestion"),
         Binding("g", "search_suggestion", "Suggest", show=False),
         Binding("c", "export", "Export"),
+        Binding("f", "focus_form", "Form"),
+        Binding("shift+tab", "focus_form(True)", "Form", show=False),
     ]
 
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
@@ -245,7 +247,7 @@ class RanksView(Vertical):
         findings = message.report.findings
         status = plain(f"{len(message.report.placement)} ranks on {message.form.nodes} node(s): ")
         status.append(f"{len(findings)} finding(s)", style="bold" if findings else "")
-        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links; shift+tab: the form")
+        status.append(f". Enter on a rank: its {self._colour_dim} ring on Links; f: the form")
         self._status(status)
         self._draw_map()
         self.query_one(FindingsTable).show(findings)
@@ -275,6 +277,25 @@ class RanksView(Vertical):
         rank_map.picked_group = None
         rank_map.show(labels, gpus, rank_grid(placement, len(labels), gpus), self._group_of_rank)
         rank_map.styles.width = min(rank_map.virtual_size.width + RANK_MAP_CHROME, RANK_MAP_MAX_WIDTH)
+
+    def on_rank_map_rank_under_cursor(self, event: RankMap.RankUnderCursor) -> None:
+        """Name the group of the rank under the cursor on the status line (groups are told apart in words too)."""
+        event.stop()
+        report = self.report
+        if report is None or not 0 <= event.rank < len(self._group_of_rank) or not self.rank_map_focused:
+            return
+        number = self._group_of_rank[event.rank]
+        if number < 0:
+            return
+        members = report.groups.get(self._colour_dim, [])[number]
+        self._status(plain(f"rank {event.rank}: {self._colour_dim} group {number} of "
+                           f"{len(report.groups.get(self._colour_dim, []))} (ranks {rank_ranges(members)}). "
+                           f"Enter: its ring on Links; f: the form"))
+
+    @property
+    def rank_map_focused(self) -> bool:
+        """Whether the keyboard is on the rank map (the status then follows its cursor)."""
+        return self.query_one(RankMap).has_focus
 
     def on_rank_map_rank_picked(self, event: RankMap.RankPicked) -> None:
         event.stop()
@@ -325,6 +346,16 @@ class RanksView(Vertical):
             f", {overlay.off_node_hops} between nodes" if overlay.off_node_hops else ""
         )
         self._status(plain(f"{label}: ring {where}; see the Links tab (1)"))
+
+    def action_focus_form(self, backwards: bool = False) -> None:
+        """Into the form at its first field, `tp` (`f`, or shift+tab from the map); shift+tab inside the form
+        goes back a field as usual."""
+        focused = self.screen.focused
+        in_form = focused is not None and any("form-row" in node.classes for node in focused.ancestors)
+        if backwards and in_form:
+            self.screen.focus_previous()
+            return
+        self.query_one("#size-tp", Input).focus()
 
     def action_next_dim(self) -> None:
         """Colour the map by the next dimension."""

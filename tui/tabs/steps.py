@@ -34,6 +34,17 @@ from linkscope.tui.text import plain
 
 TABLE_ROWS = 20
 
+COMPUTE_GLYPH = "█"
+EXPOSED_GLYPH = "▒"
+OTHER_GLYPH = "·"
+"""Each share of a step bar has a glyph of its own, so the bars read without colour (colour-blind readers,
+monochrome terminals); colour only repeats it."""
+
+
+def ms_label(time_us: float) -> Text:
+    """Milliseconds with three decimals in every row (`5.990`, `0.024`), right-aligned so the points line up."""
+    return Text(f"{time_us / 1e3:.3f}", justify="right")
+
 
 def step_bars(steps: tuple[StepRow, ...], width: int) -> Text:
     """One line per step (median over ranks): compute, exposed communication, the rest, scaled to the longest step."""
@@ -49,20 +60,20 @@ def step_bars(steps: tuple[StepRow, ...], width: int) -> Text:
     tail_width = 30
     bar_width = max(10, width - label_width - tail_width - 2)
     text = Text()
-    text.append("█", style="green")
+    text.append(COMPUTE_GLYPH, style="green")
     text.append(" compute  ")
-    text.append("█", style="bold red")
+    text.append(EXPOSED_GLYPH, style="bold red")
     text.append(" exposed communication  ")
-    text.append("░", style="dim")
+    text.append(OTHER_GLYPH, style="dim")
     text.append(" other (idle, launch, CPU)")
     for step, time, compute, exposed in rows:
         cells = max(1, round(bar_width * time / longest))
         compute_cells = min(cells, round(cells * compute / time)) if time else 0
         exposed_cells = min(cells - compute_cells, round(cells * exposed / time)) if time else 0
         text.append("\n" + f"step {step}".ljust(label_width))
-        text.append("█" * compute_cells, style="green")
-        text.append("█" * exposed_cells, style="bold red")
-        text.append("░" * (cells - compute_cells - exposed_cells), style="dim")
+        text.append(COMPUTE_GLYPH * compute_cells, style="green")
+        text.append(EXPOSED_GLYPH * exposed_cells, style="bold red")
+        text.append(OTHER_GLYPH * (cells - compute_cells - exposed_cells), style="dim")
         text.append(" " * (bar_width - cells + 1))
         share = exposed / time if time else 0.0
         text.append(f"{time / 1e3:7.1f} ms  exposed {share:4.0%}")
@@ -170,10 +181,10 @@ class StepsView(Vertical):
             call = row.call
             cells = [plain(row.rank), plain(call.step), plain(call.op),
                      plain(format_size_bytes(call.size_bytes) if call.size_bytes is not None else "?"),
-                     plain(f"{call.duration_us / 1e3:.3g}")]
+                     ms_label(call.duration_us)]
             if priced:
                 ratio = row.ratio
-                cells += [plain(f"{row.expected.time_us / 1e3:.3g}" if row.expected else "-"),
+                cells += [ms_label(row.expected.time_us) if row.expected else plain("-"),
                           plain(format_share(ratio) if ratio is not None else "-",
                                 "bold red" if ratio is not None and ratio < DEGRADED_FRACTION else ""),
                           plain(printable(row.expected.link) if row.expected else "-")]

@@ -3,12 +3,11 @@ cluster, first the hosts with their cross-host findings (Enter on one shows it h
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
@@ -16,11 +15,11 @@ from textual.widgets.tree import TreeNode
 
 from linkscope.probes.identity import IdentityTable, identity_table
 from linkscope.topo.common.sizes import format_size_bytes
-from linkscope.topo.health.cluster import cluster_findings, host_summaries
-from linkscope.topo.health.finding import HealthContext
-from linkscope.topo.health.rules import run_health
+from linkscope.topo.health.cluster import host_summaries
+from linkscope.topo.health.finding import HealthFinding
 from linkscope.topo.model.host import Gpu, Host, Nic
 from linkscope.topo.model.snapshot import Snapshot
+from linkscope.tui.host_health import HostHealth
 from linkscope.tui.messages import HostPicked
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.plain_tree import PlainTree
@@ -61,23 +60,38 @@ def _device_label(device: Gpu | Nic, health: dict[int, list[str]]) -> Text:
     return text
 
 
+def _chain(bus_id: str, bridge: _Bridge) -> tuple[list[str], _Bridge]:
+    """The bus ids from `bus_id` down a chain of bridges that each hold one bridge and nothing else, and the
+    bridge at its end (where the tree branches or devices hang)."""
+    chain = [bus_id]
+    while len(bridge.children) == 1 and not bridge.devices:
+        (bus_id, bridge), = bridge.children.items()
+        chain.append(bus_id)
+    return chain, bridge
+
+
+def _bridge_label(chain: list[str]) -> Text:
+    """`bridge A`, or for a chain `bridge A > ... > Z (n bridges)`; host bridges (`pci0000:15`) say so."""
+    kind = "host bridge" if chain[0].startswith("pci") else "bridge"
+    if len(chain) == 1:
+        return plain(f"{kind} {chain[0]}")
+    middle = " > " if len(chain) == 2 else " > ... > "
+    return plain(f"{kind} {chain[0]}{middle}{chain[-1]} ({len(chain)} bridges)")
+
+
 def _add_bridge(tree_node: TreeNode[str], bridge: _Bridge, health: dict[int, list[str]]) -> None:
+    """Add `bridge`'s children: chains of single-child bridges as one line, and a bridge that holds just one
+    device as that device's line (so the GPUs, not the bridges, fill a small terminal)."""
     for bus_id, child in bridge.children.items():
-        kind = "host bridge" if bus_id.startswith("pci") else "bridge"
-        branch = tree_node.add(plain(f"{kind} {bus_id}"), expand=True)
-        _add_bridge(branch, child, health)
+        chain, end = _chain(bus_id, child)
+        if not end.children and len(end.devices) == 1:
+            label = _device_label(end.devices[0], health)
+            label.append(f"  via {_bridge_label(chain).plain}", style="dim")
+            tree_node.add_leaf(label)
+            continue
+        _add_bridge(tree_node.add(_bridge_label(chain), expand=True), end, health)
     for device in bridge.devices:
         tree_node.add_leaf(_device_label(device, health))
-
-
-def health_codes(snapshot: Snapshot, host: Host) -> dict[int, list[str]]:
-    """The `linkscope doctor` codes (hardware and platform rules) of each GPU of `host`, by NVML index."""
-    codes: dict[int, list[str]] = {}
-    for finding in run_health(HealthContext(snapshot)):
-        if finding.host == host.hostname:
-            for index in finding.gpus:
-                codes.setdefault(index, []).append(finding.code)
-    return codes
 
 
 def fill_tree(tree: PlainTree, host: Host, health: dict[int, list[str]] | None = None) -> None:
@@ -108,48 +122,74 @@ def fill_tree(tree: PlainTree, host: Host, health: dict[int, list[str]] | None =
 HOST_COLUMNS = ("host", "GPUs", "NVLinks", "PCIe", "rails", "driver", "NVLink domain", "findings")
 
 
-def host_rows(snapshot: Snapshot) -> list[list[Text]]:
-    """One row per host of a cluster (:func:`topo.health.cluster.host_summaries`), findings in warning colour."""
+def host_rows(snapshot: Snapshot, findings: Sequence[HealthFinding]) -> list[list[Text]]:
+    """One row per host of a cluster (:func:`topo.health.cluster.host_summaries`): an odd host is marked `!` before
+    its name (the findings column may lie out of view) and its finding codes are bold."""
     rows = []
-    for row in host_summaries(snapshot, cluster_findings(snapshot)):
-        cells = [plain(row.hostname), plain(row.gpus if row.gpus else "-"), plain(row.nvlinks), plain(row.pcie_width),
+    for row in host_summaries(snapshot, findings):
+        name = plain(f"! {row.hostname}", "bold") if row.findings else plain(f"  {row.hostname}")
+        cells = [name, plain(row.gpus if row.gpus else "-"), plain(row.nvlinks), plain(row.pcie_width),
                  plain(row.rails if row.gpus else "-"), plain(row.driver), plain(row.domain),
                  plain(", ".join(row.findings) or "-", "bold" if row.findings else "")]
         rows.append(cells)
     return rows
 
 
-IDENTITY_COLUMNS = ("NVML", "CUDA", "bus id", "NUMA", "nearest NIC", "CPU affinity", "name", "UUID")
-"""Most used first: the indices people mix up, where the GPU sits and what is near it; the long
-name and UUID (alike or opaque across a box) last, where a narrow terminal cuts them."""
+IDENTITY_COLUMNS = ("NVML", "health", "CUDA", "bus id", "PCIe", "NUMA", "nearest NIC", "CPU affinity", "name", "UUID")
+"""Most used first: the indices people mix up, whether the GPU is healthy, where it sits and what is near it;
+the long name and UUID (alike or opaque across a box) last, where a narrow terminal cuts them."""
 
 
-def identity_rows(table: IdentityTable) -> list[list[Text]]:
-    """One row per GPU of `probes.identity`'s table, in :data:`IDENTITY_COLUMNS` order."""
+def pcie_label(gpu: Gpu | None) -> Text:
+    """`Gen5 x16`, with the maximum where the link runs below it (`Gen5 x8/16 <`); a dash when not read."""
+    if gpu is None or (gpu.pcie_gen_current is None and gpu.pcie_width_current is None and gpu.pcie_gen_max is None):
+        return Text("-")
+    gen = gpu.pcie_gen_current or gpu.pcie_gen_max
+    width = gpu.pcie_width_current or gpu.pcie_width_max
+    narrower = gpu.pcie_width_current is not None and gpu.pcie_width_max is not None and \
+        gpu.pcie_width_current < gpu.pcie_width_max
+    text = Text(f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}")
+    if narrower:
+        text.append(f"/{gpu.pcie_width_max} <", style="bold")
+    return text
+
+
+def health_label(codes: list[str] | None, judged: bool) -> Text:
+    """`ok`, `! code, code` (bold) for a GPU with findings, or `...` while the rules still run."""
+    if not judged:
+        return Text("...")
+    return plain("! " + ", ".join(codes), "bold") if codes else Text("ok")
+
+
+def identity_rows(table: IdentityTable, host: Host | None = None, health: dict[int, list[str]] | None = None) -> list[list[Text]]:
+    """One row per GPU of `probes.identity`'s table, in :data:`IDENTITY_COLUMNS` order (PCIe link from `host`,
+    health codes from `health`, None while not judged yet)."""
+    gpus = {gpu.index: gpu for gpu in host.gpus} if host is not None else {}
     rows = []
     for row in table.rows:
         nearest = f"{', '.join(row.nearest_nics)} ({row.nearest_nic_token})" if row.nearest_nics else None
-        values = (row.nvml_index, row.cuda_index, row.pci_bus_id, row.numa_node, nearest, row.cpu_affinity, row.name, row.uuid)
-        rows.append([plain(value) for value in values])
+        rows.append([plain(row.nvml_index), health_label((health or {}).get(row.nvml_index), health is not None),
+                     plain(row.cuda_index), plain(row.pci_bus_id), pcie_label(gpus.get(row.nvml_index)),
+                     *(plain(value) for value in (row.numa_node, nearest, row.cpu_affinity, row.name, row.uuid))])
     return rows
 
 
 def identity_note(table: IdentityTable, probed_here: bool) -> str:
     """How the CUDA column was numbered, and any caveat the identity table raised."""
-    where = "this process's environment" if probed_here else "CUDA's defaults (a recording: this environment does not apply)"
+    where = "this process's environment" if probed_here else "CUDA's defaults (a saved snapshot or a sample, not this process)"
     visible = f", CUDA_VISIBLE_DEVICES={table.visible_devices}" if table.visible_devices is not None else ""
-    return " ".join([f"CUDA index by {table.device_order} order{visible}, from {where}.", *table.notes])
+    return " ".join([f"CUDA index: {table.device_order} order{visible}, {where}.", *table.notes])
 
 
 class TopologyView(Vertical):
-    """The Topology tab; the app sets `snapshot`."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("h", "next_host", "Next host", show=False)]
+    """The Topology tab; the app sets `snapshot`, `host_index` and `health`."""
 
     snapshot: reactive[Snapshot | None] = reactive(None, always_update=True)
     """The snapshot on show."""
     host_index: reactive[int] = reactive(0)
-    """Which host of a multi-host snapshot is on show."""
+    """Which host of a multi-host snapshot is on show (bound from the app: every tab shows the same host)."""
+    health: reactive[HostHealth | None] = reactive(None)
+    """The health rules' verdicts by host (bound from the app; None while they run): marks on GPUs and hosts."""
 
     def compose(self) -> ComposeResult:
         yield DataTable[Text](id="hosts-table", cursor_type="row")
@@ -158,6 +198,10 @@ class TopologyView(Vertical):
         yield DataTable[Text](id="identity-table", cursor_type="row")
 
     def watch_snapshot(self) -> None:
+        self._fill_hosts()
+        self._redraw()
+
+    def watch_health(self) -> None:
         self._fill_hosts()
         self._redraw()
 
@@ -172,7 +216,8 @@ class TopologyView(Vertical):
         if not cluster or self.snapshot is None:
             return
         table.add_columns(*HOST_COLUMNS)
-        table.add_rows(host_rows(self.snapshot))
+        table.add_rows(host_rows(self.snapshot, self.health.cluster if self.health is not None else ()))
+        table.move_cursor(row=self.host_index, animate=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a host of the hosts table shows that host here and on Links (the host picker)."""
@@ -180,24 +225,28 @@ class TopologyView(Vertical):
             return
         event.stop()
         if event.cursor_row < len(self.snapshot.hosts):  # rows past the hosts are nodes that did not report
-            self.host_index = event.cursor_row
             self.post_message(HostPicked(event.cursor_row))
 
-    def watch_host_index(self) -> None:
+    def watch_host_index(self, index: int) -> None:
+        if self.is_mounted:
+            table: DataTable[Text] = self.query_one("#hosts-table", DataTable)
+            if table.row_count > index and table.cursor_row != index:
+                table.move_cursor(row=index, animate=False)
         self._redraw()
 
     def _redraw(self) -> None:
         if not self.is_mounted or self.snapshot is None or not self.snapshot.hosts:
             return
         host = self.snapshot.hosts[min(self.host_index, len(self.snapshot.hosts) - 1)]
-        health = health_codes(self.snapshot, host)
+        judged = self.health.gpu_codes.get(host.hostname, {}) if self.health is not None else None
+        health = judged or {}
         fill_tree(self.query_one(PlainTree), host, health)
         table: DataTable[Text] = self.query_one("#identity-table", DataTable)
         table.clear(columns=True)
         table.add_columns(*IDENTITY_COLUMNS)
         probed_here = self.snapshot.source == "probe"
         identity = identity_table(host, None if probed_here else {})
-        table.add_rows(identity_rows(identity))
+        table.add_rows(identity_rows(identity, host, judged))
         note = identity_note(identity, probed_here)
         if health:
             flagged = "; ".join(f"GPU{index} {', '.join(codes)}" for index, codes in sorted(health.items()))
@@ -217,7 +266,4 @@ class TopologyView(Vertical):
         hint = "  More columns: ←/→ on the table." if hidden else ""
         self.query_one("#identity-note", Static).update(plain(getattr(self, "_note", "") + hint))
 
-    def action_next_host(self) -> None:
-        """Show the next host of a multi-host snapshot."""
-        if self.snapshot is not None and self.snapshot.hosts:
-            self.host_index = (self.host_index + 1) % len(self.snapshot.hosts)
+

@@ -141,23 +141,21 @@ class CellGrid(ScrollView, can_focus=True):
             segments = [self._cell_segment(row, column) for column in range(first, last)]
         offset = scroll_x - first * self._cell_width
         body = Strip(segments).crop_extend(offset, offset + cells_width, base)
+        label_strip = Strip([Segment(label, label_style)])
         if y == 0:
-            body = self._side_hints(body, scroll_x, cells_width)
-        return Strip.join([Strip([Segment(label, label_style)]), body]).crop(0, width)
+            label_strip, body = self._side_hints(label_strip, body, scroll_x, cells_width)
+        return Strip.join([label_strip, body]).crop(0, width)
 
-    def _side_hints(self, header: Strip, scroll_x: int, cells_width: int) -> Strip:
-        """Arrows at the ends of the header where more columns lie out of view (`◂ more`, `more ▸`), so a
-        grid wider than the terminal (a dozen NICs at 80 columns) says it goes on."""
-        more_left = scroll_x > 0
-        more_right = scroll_x + cells_width < self.column_count * self._cell_width
-        if not (more_left or more_right) or cells_width < 16:
-            return header
+    def _side_hints(self, label: Strip, header: Strip, scroll_x: int, cells_width: int) -> tuple[Strip, Strip]:
+        """Marks where more columns lie out of view, so a grid wider than the terminal (a dozen NICs at 80
+        columns) says it goes on: `◂ more` in the corner above the row labels, `▸` at the header's right end.
+        Neither covers a column's name."""
         style = self.get_component_rich_style("cell-grid--label") + Style(reverse=True)
-        blank = Strip([Segment(" ")])
-        left = Strip.join([Strip([Segment("◂ more", style)]), blank]) if more_left else header.crop(0, 7)
-        right = (Strip.join([blank, Strip([Segment("more ▸", style)])]) if more_right
-                 else header.crop(cells_width - 7, cells_width))
-        return Strip.join([left, header.crop(7, cells_width - 7), right])
+        if scroll_x > 0 and self._label_width >= 7:
+            label = Strip([Segment("◂ more", style), Segment(" " * (self._label_width - 6))])
+        if scroll_x + cells_width < self.column_count * self._cell_width and cells_width > 1:
+            header = Strip.join([header.crop(0, cells_width - 1), Strip([Segment("▸", style)])])
+        return label, header
 
     def _cell_segment(self, row: int, column: int) -> Segment:
         text, style = self.render_cell(row, column)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from textual.geometry import Size
 from textual.widget import Widget
 
 from linkscope.topo.cost.expect import SLOW_FRACTION
@@ -30,10 +31,30 @@ class Legend(Widget):
     Legend { height: auto; }
     """
 
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """As many lines as the swatches need at `width`."""
+        return len(legend_lines(width))
+
     def render(self) -> Text:
-        """Swatches styled from the stylesheet, separated by spaces."""
-        text = Text()
-        for name, label in LEGEND_ENTRIES:
-            text.append(label, style=self.get_component_rich_style(f"link-grid--{name}", partial=True))
-            text.append(" ")
+        """Swatches styled from the stylesheet, separated by spaces; a line breaks between swatches, never inside one."""
+        text = Text(no_wrap=True)
+        for number, line in enumerate(legend_lines(self.size.width or 80)):
+            if number:
+                text.append("\n")
+            for name, label in line:
+                text.append(label, style=self.get_component_rich_style(f"link-grid--{name}", partial=True))
+                text.append(" ")
         return text
+
+
+def legend_lines(width: int) -> list[list[tuple[str, str]]]:
+    """The swatches laid out in lines of at most `width` columns (one swatch a line when even that is wider)."""
+    lines: list[list[tuple[str, str]]] = [[]]
+    used = 0
+    for name, label in LEGEND_ENTRIES:
+        if lines[-1] and used + len(label) + 1 > width:
+            lines.append([])
+            used = 0
+        lines[-1].append((name, label))
+        used += len(label) + 1
+    return lines

@@ -35,16 +35,16 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
         text.append(f"  {links}" + (f", generation {generation}" if generation else ""))
     if cell.expected is not None:
         expected = cell.expected
-        text.append(f"\nexpected {format_gbps(expected.typical_gbps, '.0f')} typical, "
-                    f"{format_gbps(expected.spec_gbps, '.0f')} spec ({expected.basis})")
+        text.append(f"\ntypically measured {format_gbps(expected.typical_gbps, '.0f')} ({expected.basis})")
+        text.append(f"\nspec line rate {format_gbps(expected.spec_gbps, '.0f')}")
         if cell.reduced and cell.best_gbps is not None:
-            text.append(f"; best pair here: {format_gbps(cell.best_gbps, '.0f')}", style="bold")
+            text.append(f"; the best pair here: {format_gbps(cell.best_gbps, '.0f')} spec", style="bold")
     if cell.measured_gbps is not None:
         ratio = cell.ratio
         size = f" at {cell.measured_size_bytes / 2**20:.0f} MiB" if cell.measured_size_bytes else ""
         text.append(f"\nmeasured {format_gbps(cell.measured_gbps, '.1f')}{size}")
         if ratio is not None:
-            text.append(f" = {ratio:.0%} of typical", style="bold" if cell.degraded else "")
+            text.append(f" = {ratio:.0%} of typically measured", style="bold" if cell.degraded else "")
             if cell.degraded:
                 text.append(f"  {(cell.verdict or '').upper()}", style="bold reverse")
             elif cell.verdict is not None:
@@ -64,9 +64,22 @@ def describe_gpu_pair(host: Host, cell: GridCell) -> Text:
         )
     else:
         text.append("\nP2P capabilities not recorded")
-    text.append(f"\nPCIe {_gpu_label(gpu_a)}: {_pci_path(gpu_a.pci_path)}")
-    text.append(f"\nPCIe {_gpu_label(gpu_b)}: {_pci_path(gpu_b.pci_path)}")
+    text.append(pair_paths((_gpu_label(gpu_a), gpu_a.pci_path), (_gpu_label(gpu_b), gpu_b.pci_path)))
     return text
+
+
+def pair_paths(first: tuple[str, tuple[str, ...]], second: tuple[str, tuple[str, ...]]) -> str:
+    """Both GPUs' PCIe paths: the bridges they share on one line, then where each goes on, so the pair fits three
+    lines at 80 columns and shows where the paths part (each path whole on its own line when nothing is shared)."""
+    (label_a, path_a), (label_b, path_b) = first, second
+    shared = 0
+    while shared < min(len(path_a), len(path_b)) and path_a[shared] == path_b[shared]:
+        shared += 1
+    if shared == 0:
+        return f"\nPCIe {label_a}: {_pci_path(path_a)}\nPCIe {label_b}: {_pci_path(path_b)}"
+    return (f"\nPCIe path of both: {' > '.join(path_a[:shared])}"
+            f"\n  then {label_a}: {' > '.join(path_a[shared:]) or '(none)'}"
+            f"\n  then {label_b}: {' > '.join(path_b[shared:]) or '(none)'}")
 
 
 def describe_gpu_nic(host: Host, cell: GridCell) -> Text:
@@ -81,7 +94,7 @@ def describe_gpu_nic(host: Host, cell: GridCell) -> Text:
     if port:
         text.append(f"  ({port})")
     if cell.expected is not None:
-        text.append(f"\nexpected {format_gbps(cell.expected.typical_gbps, '.0f')} typical through the port "
+        text.append(f"\ntypically measured {format_gbps(cell.expected.typical_gbps, '.0f')} through the port "
                     f"({cell.expected.basis})")
     text.append(f"\nPCIe {_gpu_label(gpu)}: {_pci_path(gpu.pci_path)}")
     text.append(f"\nPCIe {nic.name}: {_pci_path(nic.pci_path)}")
@@ -104,15 +117,16 @@ class LinkDetail(Static):
         """Redraw for the new cell."""
         self.refresh_detail()
 
-    def refresh_detail(self) -> None:
-        """Recompute the text (after `host`, `cell` or `nic_mode` changed)."""
+    def describe(self) -> Text:
+        """The whole detail of the chosen cell."""
         cell, host = self.cell, self.host
         if cell is None or host is None:
-            text = Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link.")
-        elif self.nic_mode:
-            text = describe_gpu_nic(host, cell)
-        else:
-            text = describe_gpu_pair(host, cell)
+            return Text("Move the cursor onto a cell (arrow keys or the mouse) to see the link.")
+        return describe_gpu_nic(host, cell) if self.nic_mode else describe_gpu_pair(host, cell)
+
+    def refresh_detail(self) -> None:
+        """Recompute the text (after `host`, `cell` or `nic_mode` changed)."""
+        text = self.describe()
         lines = text.plain.count("\n") + 1
         self.update(text, layout=lines != self._lines)  # lay out again only when the height changes
         self._lines = lines

@@ -6,16 +6,29 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.style import Style
+from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from linkscope.topo.model.host import LinkKind
 from linkscope.tui.link_cells import GridCell
 from linkscope.tui.widgets.cell_grid import CellGrid
 
 CELL_CLASSES = ("self", "nvlink", "switch", "host", "sys", "unknown")
 
 
+def first_link(cells: list[list[GridCell]]) -> tuple[int, int]:
+    """(row, column) of the first cell that is a link between two devices (not a GPU with itself)."""
+    for row in cells:
+        for cell in row:
+            if cell.kind is not LinkKind.SELF:
+                return cell.row, cell.col
+    return 0, 0
+
+
 class LinkGrid(CellGrid):
     """Rows are GPUs, columns GPUs or NICs; each cell a :class:`GridCell`, coloured from the stylesheet."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Detail")]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *(f"link-grid--{name}" for name in CELL_CLASSES),
@@ -32,18 +45,31 @@ class LinkGrid(CellGrid):
             self.cell = cell
             super().__init__()
 
+    class CellOpened(Message):
+        """Enter or a click on a cell: show everything about it."""
+
+        def __init__(self, cell: GridCell) -> None:
+            self.cell = cell
+            super().__init__()
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._cells: list[list[GridCell]] = []
         self._texts: list[list[str]] = []
+        self._labels: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     def show(
         self, cells: list[list[GridCell]], row_labels: Sequence[str], column_labels: Sequence[str], show_expected: bool
     ) -> None:
-        """Replace the grid's content, keeping the cursor where it was when it still fits."""
+        """Replace the grid's content, keeping the cursor where it was when it still fits; a new grid (another
+        host, GPUs or NICs) starts on its first link, not on a GPU's own diagonal cell."""
         self._cells = cells
         self._texts = [[self._label(cell, show_expected) for cell in row] for row in cells]
         width = max([4, *(len(text) for row in self._texts for text in row)]) + 1
+        labels = (tuple(row_labels), tuple(column_labels))
+        if labels != self._labels:
+            self._labels = labels
+            self.set_reactive(CellGrid.cursor, first_link(cells))
         self.set_shape(row_labels, column_labels, width)
         chosen = self.cell_at(*self.cursor)
         if chosen is not None:
@@ -88,5 +114,7 @@ class LinkGrid(CellGrid):
             self.post_message(self.CellChosen(cell))
 
     def cell_selected(self, row: int, column: int) -> None:
-        """Enter or a click chooses the cell too."""
-        self.cursor_moved(row, column)
+        """Enter or a click opens the cell's whole detail (the parent shows it)."""
+        cell = self.cell_at(row, column)
+        if cell is not None:
+            self.post_message(self.CellOpened(cell))

@@ -16,6 +16,15 @@ from linkscope.tui.widgets.cell_grid import CellGrid
 
 GROUP_COLOURS = 6
 """Number of distinct group colours; group i uses `rank-map--g{i % GROUP_COLOURS}`."""
+GROUP_PATTERNS: tuple[Style, ...] = (Style(), Style(underline=True), Style(italic=True), Style(bold=True),
+                                     Style(underline=True, italic=True), Style(underline=True, bold=True))
+"""Text styles that tell apart groups of the same colour: group i has pattern `(i // GROUP_COLOURS) % len(...)`, so
+13 groups are 13 distinct looks, not colour alone repeating; the status line names the group under the cursor."""
+
+
+def group_style(group: int) -> tuple[str, Style]:
+    """The colour class and the text pattern of group `group`."""
+    return f"rank-map--g{group % GROUP_COLOURS}", GROUP_PATTERNS[(group // GROUP_COLOURS) % len(GROUP_PATTERNS)]
 
 
 class RankMap(CellGrid):
@@ -26,6 +35,13 @@ class RankMap(CellGrid):
         "rank-map--picked",
         "rank-map--empty",
     }
+
+    class RankUnderCursor(Message):
+        """The cursor moved onto a cell: the parent names the rank's group (colour alone does not)."""
+
+        def __init__(self, rank: int) -> None:
+            self.rank = rank
+            super().__init__()
 
     class RankPicked(Message):
         """Enter or a click on a cell picked the rank placed there."""
@@ -68,10 +84,17 @@ class RankMap(CellGrid):
         group = self._group_of_rank[rank] if rank < len(self._group_of_rank) else -1
         if group < 0:
             return str(rank), self.get_component_rich_style("rank-map--empty")
-        style = self.get_component_rich_style(f"rank-map--g{group % GROUP_COLOURS}")
+        colour, pattern = group_style(group)
+        style = self.get_component_rich_style(colour) + pattern
         if self.picked_group is not None and group == self.picked_group:
             style = style + self.get_component_rich_style("rank-map--picked", partial=True)
         return str(rank), style
+
+    def cursor_moved(self, row: int, column: int) -> None:
+        """Tell the parent which rank the cursor is on."""
+        rank = self.rank_at(row, column)
+        if rank >= 0:
+            self.post_message(self.RankUnderCursor(rank))
 
     def cell_selected(self, row: int, column: int) -> None:
         """Pick the rank on the cell (the parent draws its group)."""

@@ -235,13 +235,14 @@ def test_the_bench_tabs_peer_copies_on_the_simulated_dgx(monkeypatch: pytest.Mon
     import threading
 
     from linkscope.tui.bench_adapter import run_request
-    from linkscope.tui.services import BenchProgress, BenchRequest
+    from linkscope.tui.services import BENCH_KINDS, BenchPlan, BenchProgress, BenchRequest
 
     runtime, root = _numa_box(tmp_path)
     calls = _engine_on(runtime, root, monkeypatch)
     steps: list[BenchProgress] = []
     request = BenchRequest(kind="p2p", sizes_bytes=(MiB, 8 * MiB))
-    measurements = run_request(load_sample("dgx-h100"), request, steps.append, threading.Event())
+    plan = BenchPlan(kinds=BENCH_KINDS, backend="nccl", processes=8, where="NCCL on this machine's 8 GPUs")
+    measurements = run_request(plan, request, steps.append, threading.Event())
     assert calls == [("p2p", 1), ("p2p", 1)]
     assert [copy.size_bytes for copy in measurements.peer_copies] == [MiB] * 56 + [8 * MiB] * 56
     assert all(copy.verified and copy.p2p_enabled for copy in measurements.peer_copies)
