@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from linkscope.topo.common.sizes import format_size_bytes
+from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import HOST_PATH_FRACTION, CostModel
@@ -262,7 +263,7 @@ def _network_note(result: CollectiveResult, links: GroupLinks) -> str:
     if result.busbw_gbps > per_nic * ONE_NIC_MARGIN:
         return ""
     nic = links.net_label.split(", shared by")[0]
-    return (f"about one NIC's worth ({nic}, ~{per_nic:.0f} GB/s) of {links.net_rails} rails: look at the network "
+    return (f"about one NIC's worth ({nic}, ~{format_gbps(per_nic, '.0f')}) of {links.net_rails} rails: look at the network "
             "path, NCCL_IB_HCA, GPUDirect RDMA (NCCL_NET_GDR_LEVEL) and the GPU<->NIC PCIe path")
 
 

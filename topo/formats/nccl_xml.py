@@ -102,13 +102,21 @@ def parse_xml(text: str, name: str) -> XmlElement:
     return builder.root
 
 
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-
-
 def _without_comments(text: str) -> str:
     """Comments dropped the way NCCL's own reader drops them (from `<!--` to the first `-->`, so `--` inside one is
-    fine, as hand-written vendor files assume); their newlines stay, so line numbers stay right."""
-    return _COMMENT.sub(lambda match: "\n" * match.group().count("\n"), text)
+    fine, as hand-written vendor files assume); their newlines stay, so line numbers stay right. One pass: an
+    unterminated comment is left for the parser to refuse."""
+    pieces: list[str] = []
+    position = 0
+    while (start := text.find("<!--", position)) >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break
+        pieces.append(text[position:start])
+        pieces.append("\n" * text.count("\n", start, end))
+        position = end + 3
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def _defused_reason(exc: DefusedXmlException) -> str:

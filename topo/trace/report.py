@@ -29,6 +29,7 @@ from linkscope.topo.machine.links import DEGRADED_FRACTION
 from linkscope.topo.model.busbw import BUS_FACTOR_OPS, bus_factor
 from linkscope.topo.model.findings import SEVERITIES, Finding
 from linkscope.topo.model.provenance import same_gpu_model
+from linkscope.topo.trace.pricing import group_ranks, why_not_priced
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
@@ -251,46 +252,12 @@ def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> Coll
     if pricer is None:
         return CollectiveRow(trace.rank, call, algbw, busbw, None)
     ranks, assumed = group_ranks(trace, call)
-    reason = _why_not_priced(call, ranks)
+    reason = why_not_priced(call, ranks)
     expected = None
     if reason is None and ranks is not None and call.size_bytes:
         expected = pricer(call.op, call.size_bytes, ranks)
         reason = None if expected is not None else "its group could not be placed on the machine"
     return CollectiveRow(trace.rank, call, algbw, busbw, expected, reason, assumed and expected is not None)
-
-
-def group_ranks(trace: RankTrace, call: TraceCollective) -> tuple[tuple[int, ...] | None, bool]:
-    """The call's group and whether it is assumed: the ranks the trace names; else the whole job when the group is
-    as large as the job's world size (the default process group); else, when the trace gives no group size at all
-    (older PyTorch), the whole job assumed; else unknown."""
-    if call.group_ranks is not None:
-        return call.group_ranks, False
-    world = trace.world_size
-    if world is None or world < 2:
-        return None, False
-    if call.group_size == world:
-        return tuple(range(world)), False
-    if call.group_size is None:
-        return tuple(range(world)), True
-    return None, False
-
-
-def _why_not_priced(call: TraceCollective, ranks: tuple[int, ...] | None) -> str | None:
-    """Why a call cannot be priced against its links, or None when it can."""
-    if not call.on_device:
-        # A call timed on the CPU ran over gloo (TCP), whatever GPU links its ranks' GPUs have: nothing to price it on.
-        return ("known only from its CPU launch (no NCCL kernel in the trace)" if call.launch_only
-                else "timed on the CPU (gloo over TCP, or no GPU kernel in the trace)")
-    if call.op not in BUS_FACTOR_OPS:
-        return "an op the cost model does not price"
-    if not call.size_bytes:
-        return "the trace gives no size (no record_param_comms In/Out msg nelems)"
-    if ranks is None:
-        return ("its process group's ranks are not in the trace (no pg_config) and its group is not the whole job "
-                "(or the job's size is not known)")
-    if len(ranks) < 2:
-        return "a group of one rank"
-    return None
 
 
 def _straggler(traces: Sequence[RankTrace]) -> Straggler | None:

@@ -99,7 +99,8 @@ def test_import_attach_refuses_h100_measurements_on_a_consumer_box(tmp_path: pat
     assert status == 2 and not out.exists()
     assert err.count("\n") == 1 and "--attach" in err and "NVIDIA H100 80GB HBM3" in err and "RTX 4090" in err
     assert "--force" in err
-    assert cli_main(["import", str(NVBANDWIDTH_H100), "--attach", "sample:consumer-2gpu", "-o", str(out), "--force"]) == 0
+    # forced, the H100 rows are judged against the RTX box (--attach implies --expect): off the model, exit 1
+    assert cli_main(["import", str(NVBANDWIDTH_H100), "--attach", "sample:consumer-2gpu", "-o", str(out), "--force"]) == 1
     assert "note:" in capsys.readouterr().err and out.exists()
 
 

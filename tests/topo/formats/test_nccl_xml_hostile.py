@@ -40,6 +40,7 @@ HOSTILE = {
     "huge attribute": '<system version="1"><cpu numaid="0" affinity="' + "f" * 1_000_000 + '"/></system>',
     "too many elements": '<system version="1"><cpu numaid="0">' + "<nic/>" * (MAX_XML_ELEMENTS + 1) + "</cpu></system>",
     "larger than the cap": "<system>" + " " * (MAX_NCCL_XML_BYTES + 1) + "</system>",
+    "a million comment openings": '<system version="1">' + "<!--" * 1_000_000,
 }
 
 
