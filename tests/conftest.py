@@ -18,3 +18,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.exit("CI=true but no C compiler (cc/gcc): the NVML stand-in tests need one (.ci/run installs gcc)",
                     returncode=2)
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Table widths follow `COLUMNS` when output is piped: every test starts without it (a test that needs a width
+    sets it), so a width left behind in the process cannot change what another test reads."""
+    monkeypatch.delenv("COLUMNS", raising=False)

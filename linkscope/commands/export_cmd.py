@@ -9,11 +9,11 @@ machine itself).
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from linkscope.options import ExitStatus, add_json_flag, add_output_flag, add_source_argument
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -65,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
     if exported.gpus == 0:
         raise InputError(f"{snapshot.source or 'the snapshot'}: no GPU with a PCI bus id to write")
     if args.output == "-":
-        sys.stdout.write(exported.text)
+        say(exported.text, end="", block=True)
     else:
         write_text_file(args.output, exported.text)
     if args.json:
         report = {"output": args.output, "gpus": exported.gpus, "nics": exported.nics, "cpus": exported.cpus,
                   "notes": list(exported.notes)}
-        print(json_text(report), file=sys.stderr if args.output == "-" else sys.stdout)
+        say(json_text(report), stderr=args.output == "-", block=True)
     else:
         for note in exported.notes:
-            print(f"linkscope: note: {note}", file=sys.stderr)
+            say(f"linkscope: note: {note}", stderr=True)
     return ExitStatus.OK

@@ -13,6 +13,7 @@ from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
 from linkscope.topo.common.jsonio import json_text
+from linkscope.topo.common.text import say
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -54,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
         findings = compare_graphs(graphs, load_source(args.snapshot))
     if args.json:
-        print(json_text({"file": args.file, "graphs": [graph_json(graph) for graph in graphs.graphs],
-                         "findings": [finding.to_json() for finding in findings], "notes": list(graphs.notes)}))
+        say(json_text({"file": args.file, "graphs": [graph_json(graph) for graph in graphs.graphs],
+                       "findings": [finding.to_json() for finding in findings], "notes": list(graphs.notes)}), block=True)
     else:
         from linkscope.render.nccl_graph_view import print_graphs
 

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         nccl = place_edges(read_nccl_log_file(args.nccl_log), snapshot)
     graphs = None
     if getattr(args, "nccl_graph", None) is not None:
-        if snapshot is None:
+        if source is None:
             raise InputError("--nccl-graph: name the SOURCE the job ran on (a snapshot, topo text or sample:NAME)")
         from linkscope.topo.formats.nccl_graph_source import load_nccl_graphs
 

@@ -15,6 +15,7 @@ from support.paths import REAL
 NCCL_TESTS = REAL / "nccl_tests" / "2node-16gpu-all_reduce-op-all-max-min-tail.txt"
 NCCL_LOG = REAL / "nccl_debug" / "8gpu-node-p2p-ipc-python-logging-prefix-split-lines-excerpt.txt"
 TRACE = REAL / "traces" / "hta-1rank-nccl-2.17-collective-name.json.gz"
+NCCL_GRAPH = REAL / "nccl_graph_xml" / "rtx3090-2node-graph-dump-net-dev-0-ring-tree-8gpu-sys.xml"
 
 PIPED_RUNS: dict[str, list[str]] = {
     "open": ["open", "--help"],
@@ -34,6 +35,8 @@ PIPED_RUNS: dict[str, list[str]] = {
     "nccl-log": ["nccl-log", str(NCCL_LOG)],
     "collect": ["collect", "--help"],
     "merge": ["merge", "--help"],
+    "nccl-graph": ["nccl-graph", str(NCCL_GRAPH)],
+    "export": ["export", "nccl-topo", "sample:dgx-h100", "-o", "-"],
     "help": ["help", "check"],
 }
 """For every command, a run that prints to stdout on a machine without a GPU (its --help where a run needs one)."""

@@ -25,6 +25,7 @@ from support.trace import TraceBuilder
 
 NCCL_TESTS = REAL / "nccl_tests" / "h200-2node-16gpu-baremetal-all_reduce.txt"
 NCCL_LOG = REAL / "nccl_debug" / "2node-16gpu-single-process-p2p-direct-pointer-net-ib-gdrdma-old-channel-form-excerpt.txt"
+NCCL_GRAPH = REAL / "nccl_graph_xml" / "rtx3090-2node-graph-dump-net-dev-0-ring-tree-8gpu-sys.xml"
 TOPO = REAL / "topo" / "a100-8gpu-nv12-compact-6char-columns-no-nics-prompt.txt"
 
 EXAMPLES = int(os.environ.get("LINKSCOPE_FUZZ_EXAMPLES", "0")) or None
@@ -54,6 +55,16 @@ def nccl_log_file(folder: Path, payload: str = "") -> Path:
     """A real NCCL log, `payload` in its host names."""
     path = folder / "nccl.log"
     path.write_text(NCCL_LOG.read_text().replace("machine-", f"machine{payload}-"), encoding="utf-8")
+    return path
+
+
+def nccl_graph_file(folder: Path, payload: str = "") -> Path:
+    """A real NCCL graph dump; `payload` in a comment after its source line (XML cannot carry every hostile
+    character in an attribute: the reader's refusal of what it cannot read is tested with the hostile XML)."""
+    path = folder / "graph.xml"
+    first, rest = NCCL_GRAPH.read_text().split("\n", 1)
+    safe = payload.replace("--", "- -").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    path.write_text(f"{first}\n<!-- {safe} -->\n{rest}", encoding="utf-8")
     return path
 
 
@@ -136,11 +147,14 @@ COMMANDS: dict[str, CommandCase] = {case.name: case for case in (
     CommandCase("merge", lambda folder, payload: ["merge", str(snapshot_file(folder, payload, "a.json", f"a{payload}")),
                                                   str(snapshot_file(folder, payload, "b.json", f"b{payload}"))],
                 writes=True),
+    CommandCase("nccl-graph", lambda folder, payload: ["nccl-graph", str(nccl_graph_file(folder, payload))]),
+    CommandCase("export", lambda folder, payload: ["export", "nccl-topo", str(snapshot_file(folder, payload))],
+                writes=True),
     CommandCase("help", lambda folder, payload: ["help", "trace"], reads_file=False),
 )}
 """Every command, by name."""
 
-REQUIRED_OUTPUT = frozenset({"record", "collect", "merge"})
+REQUIRED_OUTPUT = frozenset({"record", "collect", "merge", "export"})
 """Commands whose `-o` is required: the suites always give one."""
 
 

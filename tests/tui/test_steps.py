@@ -36,12 +36,14 @@ async def test_table_visible_and_every_step_reachable_at_80x24() -> None:
 
 
 @async_test
-async def test_status_says_why_nothing_was_priced() -> None:
+async def test_calls_without_their_group_are_priced_as_the_whole_job() -> None:
+    """The pair's calls name neither their process group's ranks nor its size: they are priced as the whole job
+    (as `trace --source` prices them, `group_assumed` in its JSON), so the status lists the calls furthest below."""
     app = build_app(snapshot=load_sample("dgx-h100"), initial_tab="steps", trace_paths=tuple(map(str, PAIR)))
     async with app.run_test(size=(120, 40)):
         await wait_idle(app)
         status = str(app.query_one("#steps-status", Static).render())
-        assert "no call names its process group's ranks" in status
+        assert "Collectives furthest below their links" in status
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])

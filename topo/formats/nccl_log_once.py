@@ -11,6 +11,7 @@ import re
 
 from linkscope.topo.common.limits import MAX_PARSED_LINES
 from linkscope.topo.formats.nccl_log_reader import LogReader
+from linkscope.topo.formats.nccl_log_topology import TOPOLOGY_STARTS
 
 Process = tuple[str, int]
 """(host, pid) of a line with NCCL's own prefix."""
@@ -18,10 +19,11 @@ Process = tuple[str, int]
 
 def inert(message: str) -> bool:
     """True for an INFO message no part of the reader looks at (`[Service thread] ...`, `[Proxy Progress] ...`,
-    timings): what :meth:`LogReader.info` reads starts with C, R, T, N or a digit, names a `comm 0x`, or is an
-    error trace with ` -> `."""
+    timings): what :meth:`LogReader.info` reads starts with C, R, T, N, names a `comm 0x`, is an error trace with
+    ` -> `, or may be one of NCCL's topology and graph lines (:data:`TOPOLOGY_STARTS`: a space, `=`, `+`, `P` or a
+    digit)."""
     first = message[:1]
-    return bool(first) and first not in "CRTN" and not first.isdigit() and "comm 0x" not in message \
+    return bool(first) and first not in "CRTN" and first not in TOPOLOGY_STARTS and "comm 0x" not in message \
         and " -> " not in message
 
 

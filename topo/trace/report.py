@@ -119,7 +119,8 @@ class StepRow:
 
     @property
     def idle_us(self) -> float:
-        """Time of the step the GPU ran neither computation nor communication (launch gaps, CPU work, data loading)."""
+        """Time of the step the GPU ran neither computation nor communication (launch gaps, CPU work, data loading;
+        memory copies too, since they are kept apart from compute)."""
         return max(0.0, self.time_us - self.compute_us - self.exposed_comm_us)
 
     @property
