@@ -95,7 +95,10 @@ def run(args: argparse.Namespace) -> int:
     recording = snapshot.recording
     assert recording is not None
     gpus = len(recording.samples[0].gpus) if recording.samples else 0
-    cut = " (stopped early by Ctrl-C)" if interrupted else ""
+    cut = " (stopped early: interrupted)" if interrupted else ""
     say(f"recorded {len(recording.samples)} readings of {gpus} GPU(s) over {recording.duration_s:g} s{cut} "
-          f"to {args.output}")
-    return ExitStatus.INTERRUPTED if interrupted else ExitStatus.OK
+        f"to {args.output}")
+    if not interrupted:
+        return ExitStatus.OK
+    say("linkscope: interrupted", stderr=True)  # as every command ends on Ctrl-C, SIGTERM or SIGHUP
+    return ExitStatus.INTERRUPTED
