@@ -209,7 +209,7 @@ class BenchView(Vertical):
         return True
 
     def _set_status(self, text: Text) -> None:
-        self.query_one("#bench-status", Static).update(text, layout=False)
+        self.query_one("#bench-status", Static).update(text)  # height auto: the sentence may take several lines
 
     def read_request(self) -> BenchRequest:
         """The form as a request; InputError naming the field when it is not valid."""
