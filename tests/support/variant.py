@@ -28,6 +28,21 @@ RANK_STYLES = ("open-mpi", "srun", "torchrun", "mpich", "ray")
 """The styles that name a rank (so interleaved output of several ranks can be told apart)."""
 
 
+def clash(style: str, name: str, lines: list[str]) -> str:
+    """Why a prefix style cannot be told from a file's own text, or "": the file already carries that launcher's
+    labels, or its lines begin with what the prefix would be read with."""
+    if style == "srun" and "srun-label" in name:
+        return "srun does not run under srun: no nested labels"
+    if style == "open-mpi" and any(line.startswith("[1,") and "]<std" in line for line in lines):
+        return "the file is already Open MPI --tag-output; a second tag of another job does not happen"
+    if style == "mpich" and any(line.startswith("NCCL INFO") for line in lines):
+        return "`[3] NCCL INFO` is NCCL's own [cudaDev] prefix too (the poster cut host:pid:tid)"
+    if style in ("iso-utc", "python-logging", "logger-name") and any(
+            line.split(":", 1)[0] in ("WARNING", "INFO", "ERROR", "DEBUG", "CRITICAL") for line in lines):
+        return "a line that starts with a log level reads as that level after a timestamp"
+    return ""
+
+
 def prefixed(text: str, styles: list[str], rank: int = 3, host: str = "gpu-node-07") -> str:
     """`text` with every line prefixed by `styles` (outermost first), like a launcher writes it."""
     head = "".join(PREFIX_STYLES[style](rank, host) for style in styles)

@@ -11,25 +11,10 @@ from hypothesis import strategies as st
 from linkscope.topo.formats.lines import DETECTION_LINES, Line, clean_lines, iter_clean_lines
 from support.paths import FIXTURES
 from support.variant import PREFIX_STYLES as PREFIXES
+from support.variant import clash
 
 REAL = FIXTURES / "real"
 REAL_FILES = sorted(p for p in REAL.rglob("*.txt"))
-
-
-
-def _clash(style: str, path: Path, raw: list[str]) -> str:
-    """Why a prefix style cannot be told from the file's own text, or "": the file already carries that launcher's
-    labels, or its lines begin with what the prefix would be read with."""
-    if style == "srun" and "srun-label" in path.name:
-        return "srun does not run under srun: no nested labels"
-    if style == "open-mpi" and any(line.startswith("[1,") and "]<std" in line for line in raw):
-        return "the file is already Open MPI --tag-output; a second tag of another job does not happen"
-    if style == "mpich" and any(line.startswith("NCCL INFO") for line in raw):
-        return "`[3] NCCL INFO` is NCCL's own [cudaDev] prefix too (the poster cut host:pid:tid)"
-    if style in ("iso-utc", "python-logging", "logger-name") and any(
-            line.split(":", 1)[0] in ("WARNING", "INFO", "ERROR", "DEBUG", "CRITICAL") for line in raw):
-        return "a line that starts with a log level reads as that level after a timestamp"
-    return ""
 
 
 def _texts(lines: list[Line]) -> list[str]:
@@ -40,9 +25,9 @@ def _texts(lines: list[Line]) -> list[str]:
 @pytest.mark.parametrize("style", sorted(PREFIXES))
 def test_every_prefix_style_reads_like_the_clean_file(path: Path, style: str) -> None:
     raw = path.read_text().split("\n")
-    clash = _clash(style, path, raw)
-    if clash:
-        pytest.skip(clash)
+    why = clash(style, path.name, raw)
+    if why:
+        pytest.skip(why)
     clean = _texts(clean_lines("\n".join(raw)))
     prefixed = "\n".join(PREFIXES[style](3, "gpu-node-07") + line for line in raw)
     assert _texts(clean_lines(prefixed)) == clean
@@ -59,7 +44,7 @@ def test_every_prefix_style_reads_like_the_clean_file(path: Path, style: str) ->
 def test_stacked_prefixes_escapes_and_crlf_change_nothing(styles: list[str], file_index: int, rank: int,
                                                           escapes: bool, crlf: bool) -> None:
     raw = REAL_FILES[file_index].read_text().split("\n")
-    assume(not any(_clash(style, REAL_FILES[file_index], raw) for style in styles))
+    assume(not any(clash(style, REAL_FILES[file_index].name, raw) for style in styles))
     clean = _texts(clean_lines("\n".join(raw)))
     # The ambiguous styles (pdsh, srun) are only read as prefixes outermost, the way a launcher adds them.
     order = sorted(styles, key=lambda s: s not in ("pdsh", "srun"))
