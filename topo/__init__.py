@@ -1,6 +1,7 @@
 """The pure core of linkscope: rooms, each importing only the rooms listed before it.
 
-- :mod:`~topo.common`  errors, limits (every cap), numbers, sizes, units, text, JSON in and out, cpulists
+- :mod:`~topo.common`  errors, limits (every cap), numbers, sizes, units, text, JSON in and out, cpulists,
+  the garbage collector paused around bulk decoding
 - :mod:`~topo.model`   the Snapshot and Measurements (frozen dataclasses), findings, JSON codec, validation
 - :mod:`~topo.machine` what a machine's links deliver, PCIe paths, clusters, rings, comparisons of hosts
 - :mod:`~topo.samples` the built-in sample machines and their generator

@@ -9,10 +9,10 @@ noise (10%). Exit status: 0 no difference (no odd host), 1 differences (an odd h
 from __future__ import annotations
 
 import argparse
-import gc
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, difference_severity, findings_status
+from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
@@ -78,13 +78,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_odd(args: argparse.Namespace) -> int:
-    # Loading a thousand snapshots makes millions of small objects and no reference cycles: the cyclic
-    # collector would rescan them again and again (half the time), so it rests until they are in.
-    gc.disable()
-    try:
+    with collector_paused():  # a thousand snapshots: millions of objects that live on, and no cycles
         members = members_of((spec, _load(spec)) for spec in args.sources)
-    finally:
-        gc.enable()
     if len(members) < 3:
         raise InputError(f"diff --odd-one-out: needs 3 or more hosts to find a majority (got {len(members)}); "
                          "compare two with `linkscope diff A B`")

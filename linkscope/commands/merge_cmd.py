@@ -49,13 +49,21 @@ def _schema_of(text: str) -> object:
 
 def run(args: argparse.Namespace) -> int:
     """Read, check and join the files; write the cluster snapshot atomically."""
-    from linkscope.topo.common.files import check_writable, write_text_file
+    from linkscope.topo.common.collector import collector_paused
+    from linkscope.topo.common.files import check_writable
+
+    check_writable(args.output)
+    with collector_paused():  # a thousand hosts' objects live on to the end, and make no cycles
+        return _merge(args)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from linkscope.topo.common.files import write_text_file
     from linkscope.topo.formats.source import read_text_file
     from linkscope.topo.machine.cluster import combine_hosts
     from linkscope.topo.model.codec import snapshot_from_json, snapshot_to_json
     from linkscope.topo.model.snapshot import SCHEMA_VERSION
 
-    check_writable(args.output)
     snapshots = []
     other_schema: dict[object, list[str]] = {}
     origin: dict[str, str] = {}

@@ -16,15 +16,14 @@ from functools import cache
 from typing import Any, TypeVar
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.jsonio import json_text, read_json
+from linkscope.topo.common.jsonio import json_text, read_json, refuse_lone_surrogates
 from linkscope.topo.common.limits import MAX_SNAPSHOT_BYTES
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import SCHEMA_VERSION, Snapshot
+from linkscope.topo.model.typed import decode_snapshot, snapshot_text
 from linkscope.topo.model.validate import validate_measurements, validate_snapshot
 
 T = TypeVar("T")
-
-
 
 
 def to_jsonable(value: Any) -> Any:
@@ -263,11 +262,30 @@ def _kind(data: Any) -> str:
 
 def snapshot_to_json(snapshot: Snapshot, indent: int | None = 2) -> str:
     """Serialise a snapshot to JSON text."""
-    return json_text(to_jsonable(snapshot), indent=indent)
+    text = snapshot_text(snapshot, indent)
+    return text if text is not None else json_text(to_jsonable(snapshot), indent=indent)
 
 
 def snapshot_from_json(text: str, name: str = "<json>") -> Snapshot:
-    """Parse snapshot JSON text; raise InputError naming `name` and the problem."""
+    """Parse snapshot JSON text; raise InputError naming `name` and the problem.
+
+    A well-formed file is decoded by :func:`~topo.model.typed.decode_snapshot` (in C); any other text the
+    generic way, which reads `linkscope probe --json` output too and says what is wrong with the rest."""
+    _refuse_oversized(text, name)
+    refuse_lone_surrogates(text, name)
+    typed = decode_snapshot(text)
+    data, path = (None, "$") if typed is not None else _snapshot_object(text, name)
+    try:
+        snapshot = typed if typed is not None else from_jsonable(Snapshot, data, path)
+        validate_snapshot(snapshot, path)
+        return snapshot
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+
+
+def _snapshot_object(text: str, name: str) -> tuple[dict[str, Any], str]:
+    """The snapshot's JSON object in `text` and its JSON path; InputError (already naming `name`) when there
+    is none of this schema."""
     data = _load_json_object(text, name)
     path = "$"
     if "schema" not in data and isinstance(data.get("snapshot"), dict):
@@ -275,12 +293,7 @@ def snapshot_from_json(text: str, name: str = "<json>") -> Snapshot:
     schema = data.get("schema")
     if schema != SCHEMA_VERSION:
         raise InputError(f"{name}: unsupported snapshot schema {schema!r} (this linkscope reads schema {SCHEMA_VERSION})")
-    try:
-        snapshot = from_jsonable(Snapshot, data, path)
-        validate_snapshot(snapshot, path)
-        return snapshot
-    except InputError as exc:
-        raise InputError(f"{name}: {exc}") from None
+    return data, path
 
 
 def measurements_to_json(measurements: Measurements, indent: int | None = 2) -> str:
@@ -304,9 +317,13 @@ def measurements_from_json(text: str, name: str = "<json>") -> Measurements:
         raise InputError(f"{name}: {exc}") from None
 
 
-def _load_json_object(text: str, name: str) -> dict[str, Any]:
+def _refuse_oversized(text: str, name: str) -> None:
     if len(text) > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{name}: file is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
+
+
+def _load_json_object(text: str, name: str) -> dict[str, Any]:
+    _refuse_oversized(text, name)
     data = read_json(text, name)
     if not isinstance(data, dict):
         raise InputError(f"{name}: expected a JSON object at the top level")

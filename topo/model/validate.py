@@ -67,20 +67,18 @@ def _validate_host(host: Host, path: str, several: bool) -> None:
         _fail(f"{path}.gpus", f"{count:,} GPUs, above the cap of {MAX_GPUS_PER_HOST:,} per host (topo/common/limits.py)")
     indices: set[int] = set()
     for position, gpu in enumerate(host.gpus):
-        where = f"{path}.gpus[{position}]"
         if gpu.index < 0:
-            _fail(f"{where}.index", f"negative GPU index {gpu.index}")
+            _fail(f"{path}.gpus[{position}].index", f"negative GPU index {gpu.index}")
         if gpu.index in indices:
-            _fail(f"{where}.index", f"GPU index {gpu.index} appears twice")
+            _fail(f"{path}.gpus[{position}].index", f"GPU index {gpu.index} appears twice")
         indices.add(gpu.index)
-        _validate_gpu(gpu, where)
+        _validate_gpu(gpu, path, position)
     seen: dict[tuple[int, int], Link] = {}
     for number, link in enumerate(host.links):
-        where = f"{path}.links[{number}]"
-        _validate_link(link, where, count)
+        _validate_link(link, path, number, count)
         pair = (link.a, link.b)
         if pair in seen and seen[pair] != link:
-            _fail(where, f"a second, different link between GPU positions {link.a} and {link.b}")
+            _fail(f"{path}.links[{number}]", f"a second, different link between GPU positions {link.a} and {link.b}")
         seen[pair] = link
     nic_names: set[str] = set()
     for number, nic in enumerate(host.nics):
@@ -91,8 +89,9 @@ def _validate_host(host: Host, path: str, several: bool) -> None:
         _non_negative(nic.rate_gbit_per_s, f"{where}.rate_gbit_per_s", " Gb/s")
         _optional_range(nic.numa_node, f"{where}.numa_node", 0, MAX_GPUS_PER_HOST)
     for row_number, row in enumerate(host.gpu_nic):
-        for column, token in enumerate(row):
-            _check_token(token, f"{path}.gpu_nic[{row_number}][{column}]")
+        if not _LEGEND_TOKENS.issuperset(row):
+            for column, token in enumerate(row):
+                _check_token(token, f"{path}.gpu_nic[{row_number}][{column}]")
     numa_ids: set[int] = set()
     for number, node in enumerate(host.numa_nodes):
         where = f"{path}.numa_nodes[{number}]"
@@ -102,6 +101,11 @@ def _validate_host(host: Host, path: str, several: bool) -> None:
         _non_negative(node.memory_bytes, f"{where}.memory_bytes")
         for column, distance in enumerate(node.distances):
             _non_negative(distance, f"{where}.distances[{column}]")
+
+
+_LEGEND_TOKENS = frozenset(["?", *(kind.value for kind in LinkKind if kind is not LinkKind.NVLINK),
+                            *(f"NV{count}" for count in range(1, MAX_NVLINKS_PER_PAIR + 1))])
+"""Tokens :func:`_check_token` accepts, in their usual spelling: a row of only these needs no closer look."""
 
 
 def _check_token(token: str, path: str) -> None:
@@ -116,7 +120,8 @@ def _check_token(token: str, path: str) -> None:
         _fail(path, f"{token!r}: NVLink count must be 1..{MAX_NVLINKS_PER_PAIR}")
 
 
-def _validate_gpu(gpu: Gpu, path: str) -> None:
+def _validate_gpu(gpu: Gpu, host_path: str, position: int) -> None:
+    path = f"{host_path}.gpus[{position}]"
     _optional_range(gpu.numa_node, f"{path}.numa_node", 0, MAX_GPUS_PER_HOST)
     _optional_range(gpu.gpu_numa_id, f"{path}.gpu_numa_id", 0, MAX_GPUS_PER_HOST)
     _non_negative(gpu.memory_total_bytes, f"{path}.memory_total_bytes")
@@ -129,34 +134,37 @@ def _validate_gpu(gpu: Gpu, path: str) -> None:
     if len(gpu.nvlinks) > MAX_NVLINKS_PER_PAIR:
         _fail(f"{path}.nvlinks", f"{len(gpu.nvlinks)} NVLinks, more than {MAX_NVLINKS_PER_PAIR}")
     ports: set[int] = set()
-    for number, port in enumerate(gpu.nvlinks):
-        where = f"{path}.nvlinks[{number}]"
+    for number, port in enumerate(gpu.nvlinks):  # 18 a GPU: the JSON path is only written for a fault
         if port.link < 0 or port.link in ports:
-            _fail(f"{where}.link", f"NVLink {port.link} is negative or appears twice")
+            _fail(f"{path}.nvlinks[{number}].link", f"NVLink {port.link} is negative or appears twice")
         ports.add(port.link)
-        _optional_range(port.version, f"{where}.version", 1, MAX_NVLINK_GEN)
+        if port.version is not None and not 1 <= port.version <= MAX_NVLINK_GEN:
+            _optional_range(port.version, f"{path}.nvlinks[{number}].version", 1, MAX_NVLINK_GEN)
 
 
-def _validate_link(link: Link, path: str, gpu_count: int) -> None:
-    for end in ("a", "b"):
-        position = getattr(link, end)
+def _validate_link(link: Link, host_path: str, number: int, gpu_count: int) -> None:
+    def where(field: str = "") -> str:  # a cluster has millions of links: the JSON path is written for a fault only
+        return f"{host_path}.links[{number}]{field}"
+
+    for end, position in (("a", link.a), ("b", link.b)):
         if not 0 <= position < gpu_count:
-            _fail(f"{path}.{end}", f"GPU position {position} does not exist (the host has {gpu_count} GPUs)")
+            _fail(where(f".{end}"), f"GPU position {position} does not exist (the host has {gpu_count} GPUs)")
     if link.a == link.b or link.kind is LinkKind.SELF:
-        _fail(path, f"a link from GPU position {link.a} to itself")
+        _fail(where(), f"a link from GPU position {link.a} to itself")
     if link.a > link.b:
-        _fail(path, f"a ({link.a}) must be the lower GPU position, b ({link.b}) the higher")
+        _fail(where(), f"a ({link.a}) must be the lower GPU position, b ({link.b}) the higher")
     if link.kind is LinkKind.NVLINK:
         if not 1 <= link.nvlink_count <= MAX_NVLINKS_PER_PAIR:
-            _fail(f"{path}.nvlink_count", f"NVLink count {link.nvlink_count} is outside 1..{MAX_NVLINKS_PER_PAIR}")
+            _fail(where(".nvlink_count"), f"NVLink count {link.nvlink_count} is outside 1..{MAX_NVLINKS_PER_PAIR}")
     elif link.nvlink_count != 0:
-        _fail(f"{path}.nvlink_count", f"NVLink count {link.nvlink_count} on a {link.kind.value} link (must be 0)")
-    _optional_range(link.nvlink_gen, f"{path}.nvlink_gen", 1, MAX_NVLINK_GEN)
+        _fail(where(".nvlink_count"), f"NVLink count {link.nvlink_count} on a {link.kind.value} link (must be 0)")
+    if link.nvlink_gen is not None and not 1 <= link.nvlink_gen <= MAX_NVLINK_GEN:
+        _optional_range(link.nvlink_gen, where(".nvlink_gen"), 1, MAX_NVLINK_GEN)
     if link.p2p is not None:
-        for field in ("read", "write", "nvlink", "atomics"):
-            token = getattr(link.p2p, field)
+        for field, token in (("read", link.p2p.read), ("write", link.p2p.write), ("nvlink", link.p2p.nvlink),
+                             ("atomics", link.p2p.atomics)):
             if token is not None and token not in P2P_STATUS_TOKENS:
-                _fail(f"{path}.p2p.{field}", f"{token!r} is not one of {', '.join(P2P_STATUS_TOKENS)}")
+                _fail(where(f".p2p.{field}"), f"{token!r} is not one of {', '.join(P2P_STATUS_TOKENS)}")
 
 
 def validate_measurements(measurements: Measurements, path: str = "$") -> None:
