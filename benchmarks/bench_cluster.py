@@ -1,17 +1,21 @@
 """How fast clusters are: merging 1,024 host snapshots, collecting 4 loopback "nodes", the Ranks map of
 1,024 hosts x 8 GPUs.
 
-Run: `python benchmarks/bench_cluster.py [merge] [collect] [ranks]` (all three when none is named).
-Goals: merge < 2 s; collect overhead beyond the probe < 1 s; rank map update < 100 ms (median judged).
+Run: `python benchmarks/bench_cluster.py [merge] [collect] [ranks] [--baseline main] [--runs 2]` (all three when
+none is named). Goals: merge < 2 s CPU; collect overhead beyond the probe < 1 s; rank map update < 100 ms (median
+judged). `merge` runs the code before a change (a git revision, default main) and after it (this working tree)
+in one run, on the same files, beside its floor: a plain loop that `json.loads` every file and writes their hosts
+joined with `json.dumps`, rebuilding and checking nothing; it prints the ratio after / before of the CPU time and
+whether the two cluster files are byte for byte the same. Exit status 1 when merge misses its goal or the files differ.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -39,28 +43,57 @@ def cluster_of(count: int) -> Snapshot:
                     source="bench")
 
 
-def merge_rows() -> list[tuple[str, float, float]]:
-    """Whole `linkscope merge` process on 1,024 host files: wall and CPU seconds."""
-    rows = []
+MERGE_GOAL_S = 2.0
+JOIN_FLOOR = ("import json, sys\n"
+              "hosts = [host for path in sys.argv[2:] for host in json.loads(open(path).read())['hosts']]\n"
+              "open(sys.argv[1], 'w').write(json.dumps({'hosts': hosts, 'source': 'merge'}))")
+"""The floor under merge: the files' hosts joined as plain JSON, nothing rebuilt or checked."""
+
+
+def merge_table(baseline: str, runs: int) -> bool:
+    """Whole `linkscope merge` processes on 1,024 host files, before and after, beside the floor: print a table
+    (median wall and CPU seconds); True when the goal is met and both wrote the same bytes."""
+    from baseline import env_for, package_tree, revision_name
+    from bench_nccl_log import child_run
+
     template = load_sample("dgx-h100")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(prefix="linkscope-bench-merge-") as folder:
         files = []
         for number in range(HOSTS):
             host = dataclasses.replace(template.host, hostname=f"gpu{number:04d}")
             path = Path(folder) / f"host-{number:04d}.json"
             path.write_text(snapshot_to_json(dataclasses.replace(template, hosts=(host,))))
             files.append(str(path))
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        for _ in range(REPEATS):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "linkscope", "merge", *files, "-o", str(Path(folder) / "c.json")],
-                           env=env, check=True, stdout=subprocess.DEVNULL)
-            wall = time.perf_counter() - started
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            rows.append((f"merge {HOSTS} host snapshots, whole process", wall * 1000, cpu * 1000))
-    return rows
+        tree = package_tree(baseline, Path(folder) / "before")
+        outputs = {name: str(Path(folder) / f"{name}.json") for name in ("floor", "before", "after")}
+        commands = {
+            "floor": ([sys.executable, "-c", JOIN_FLOOR, outputs["floor"], *files], None, None),
+            "before": ([sys.executable, "-m", "linkscope", "merge", *files, "-o", outputs["before"]], env_for(tree),
+                       str(tree)),
+            "after": ([sys.executable, "-m", "linkscope", "merge", *files, "-o", outputs["after"]], None, None),
+        }
+        measured: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for _ in range(runs):  # interleaved, so a change of load touches all three alike
+            for name, (command, env, cwd) in commands.items():
+                wall_s, cpu_s, _, status, _ = child_run(command, env, cwd)
+                if status != 0:
+                    raise SystemExit(f"merge {name} failed with exit status {status}")
+                measured[name].append((wall_s, cpu_s))
+        same = Path(outputs["before"]).read_bytes() == Path(outputs["after"]).read_bytes()
+    median = {name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+              for name, values in measured.items()}
+    print(f"merge of {HOSTS} DGX H100 host files; machine: {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}; before = {revision_name(baseline)}, after = this working tree; median of {runs}")
+    print(f"{'run':52} {'wall s':>7} {'CPU s':>7}  goal")
+    labels = {"floor": "floor: json.loads every file, join, json.dumps", "before": "linkscope merge, before",
+              "after": "linkscope merge, after"}
+    for name, label in labels.items():
+        goal = f"< {MERGE_GOAL_S:.0f} s CPU" if name == "after" else ""
+        print(f"{label:52} {median[name][0]:7.2f} {median[name][1]:7.2f}  {goal}")
+    print(f"after / before: {median['after'][1] / median['before'][1]:.2f} of the CPU time, "
+          f"{median['after'][0] / median['before'][0]:.2f} of the wall time; cluster files "
+          f"{'identical' if same else 'DIFFER'}")
+    return same and median["after"][1] < MERGE_GOAL_S
 
 
 def collect_rows() -> list[tuple[str, float, float]]:
@@ -146,15 +179,25 @@ async def ranks_rows() -> list[tuple[str, float, float]]:
 
 
 def main(argv: list[str]) -> int:
-    """Run the chosen measurements and print one table (median and max per row)."""
-    wanted = set(argv) or {"merge", "collect", "ranks"}
-    rows: list[tuple[str, float, float]] = []
+    """Run the chosen measurements: merge's own table, then one table of the others (median and max per row)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("parts", nargs="*", metavar="merge|collect|ranks")
+    parser.add_argument("--baseline", default="main", help="git revision measured as merge's `before` (default main)")
+    parser.add_argument("--runs", type=int, default=REPEATS, help="merge runs of each kind (median shown)")
+    args = parser.parse_args(argv)
+    wanted = set(args.parts) or {"merge", "collect", "ranks"}
+    if not wanted <= {"merge", "collect", "ranks"}:
+        parser.error(f"unknown part: {', '.join(sorted(wanted - {'merge', 'collect', 'ranks'}))}")
+    met = True
     if "merge" in wanted:
-        rows += merge_rows()
+        met = merge_table(args.baseline, args.runs)
+    rows: list[tuple[str, float, float]] = []
     if "collect" in wanted:
         rows += collect_rows()
     if "ranks" in wanted:
         rows += asyncio.run(ranks_rows())
+    if not rows:
+        return 0 if met else 1
     grouped: dict[str, list[tuple[float, float]]] = {}
     for name, wall, cpu in rows:
         grouped.setdefault(name, []).append((wall, cpu))
@@ -164,7 +207,7 @@ def main(argv: list[str]) -> int:
         cpus = [cpu for _, cpu in values if cpu == cpu]
         cpu_text = f"{statistics.median(cpus):>8.0f}" if cpus else f"{'-':>8}"
         print(f"{name:<56} {statistics.median(walls):>10.1f} {max(walls):>9.1f} {cpu_text}")
-    return 0
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
-"""Start-up of the commands people run most, whole process: each command importing only its own module
-(what `linkscope` does) against every command module imported first (what it did before), in the same run.
+"""Start-up of the commands people run most, whole process: the code before a change (a git revision, default
+main, unpacked by benchmarks/baseline.py) and after it (this working tree) in the same run, runs interleaved.
 
 Goals (issue 27): `show sample:dgx-h100 --json` <= 0.25 s, `probe --json` <= 0.5 s, `doctor` on an 8-GPU
-snapshot with measurements and a 60-reading recording <= 0.3 s, as the median CPU time of a whole process
-(wall time beside it).
-`python -c pass` is the floor under every row. The ratio column (own / all, CPU time) is what carries from
-one machine to another; a busy machine stretches every wall time alike. Exit status 1 when a goal is missed.
+snapshot with measurements and a 60-reading recording (1.5 MB) <= 0.3 s, as the median CPU time of a whole
+process (wall time beside it). `python -c pass` is the floor under every row. The ratio column (after / before,
+CPU time) is what carries from one machine to another; a busy machine stretches every wall time alike. Exit
+status 1 when a goal is missed or a command's output differs between before and after.
 
-    python benchmarks/bench_startup.py [--runs 7]
+    python benchmarks/bench_startup.py [--runs 7] [--baseline main]
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
+from baseline import env_for, package_tree, revision_name  # noqa: E402
 from bench_doctor import doctor_snapshot  # noqa: E402
 
 from linkscope.topo.model.codec import snapshot_to_json  # noqa: E402
-
-EVERY_COMMAND_FIRST = ("import sys, linkscope.cli as cli\n"
-                       "for name in cli.COMMAND_MODULES: cli._command_module(name)\n"
-                       "sys.exit(cli.main(sys.argv[1:]))")
-"""The start-up before: every command module imported, then the command run."""
 
 
 def bytecode_env(cache: str) -> dict[str, str]:
@@ -43,30 +39,36 @@ def bytecode_env(cache: str) -> dict[str, str]:
     return env
 
 
-def seconds(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
-    """Median wall and median CPU (user + system) seconds of `command` over `runs` runs after one warm-up."""
+def seconds(command: list[str], runs: int, env: dict[str, str], cwd: Path) -> tuple[list[float], list[float], bytes]:
+    """Wall and CPU (user + system) seconds of each of `runs` runs of `command` after one warm-up, and its stdout."""
     walls, cpus = [], []
+    output = b""
     for run in range(runs + 1):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, cwd=REPO, check=False, env=env)
+        result = subprocess.run(command, capture_output=True, cwd=cwd, check=False, env=env)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if result.returncode not in (0, 1):
             raise SystemExit(f"{' '.join(command[-4:])} failed: {result.stderr.decode()[-300:]}")
+        output = result.stdout
         if run:
             walls.append(wall)
             cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+    return walls, cpus, output
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--baseline", default="main", help="git revision measured as `before` (default main)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="linkscope-bench-startup-") as tmp:
         env = bytecode_env(os.path.join(tmp, "pycache"))
-        floor_wall, floor_cpu = seconds([sys.executable, "-c", "pass"], args.runs, env)
+        tree = package_tree(args.baseline, Path(tmp) / "before")
+        before_env = {**env_for(tree), "PYTHONPYCACHEPREFIX": env["PYTHONPYCACHEPREFIX"]}
+        before_env.pop("PYTHONDONTWRITEBYTECODE", None)
+        floor_walls, floor_cpus, _ = seconds([sys.executable, "-c", "pass"], args.runs, env, REPO)
         box = os.path.join(tmp, "box.json")
         Path(box).write_text(snapshot_to_json(doctor_snapshot()))
         cases: list[tuple[list[str], float]] = [
@@ -77,21 +79,34 @@ def main() -> int:
             (["doctor", box], 0.3),
         ]
         print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average "
-              f"{os.getloadavg()[0]:.1f}; median of {args.runs} runs; bytecode cached as after pip install")
-        print(f"{'command':40} {'all wall':>9} {'own wall':>9} {'all cpu':>8} {'own cpu':>8} {'own/all':>8} "
-              f"{'goal':>6}  result")
-        print(f"{'python -c pass (the floor)':40} {'':>9} {floor_wall:9.3f} {'':>8} {floor_cpu:8.3f}")
+              f"{os.getloadavg()[0]:.1f}; median of {args.runs} runs; bytecode cached as after pip install; "
+              f"before = {revision_name(args.baseline)}, after = this working tree")
+        print(f"{'command':34} {'before wall':>11} {'after wall':>10} {'before cpu':>10} {'after cpu':>9} "
+              f"{'after/before':>12} {'goal':>6}  result")
+        print(f"{'python -c pass (the floor)':34} {'':>11} {statistics.median(floor_walls):10.3f} {'':>10} "
+              f"{statistics.median(floor_cpus):9.3f}")
         missed = False
         for argv, goal_s in cases:
-            every_wall, every_cpu = seconds([sys.executable, "-c", EVERY_COMMAND_FIRST, *argv], args.runs, env)
-            own_wall, own_cpu = seconds([sys.executable, "-m", "linkscope", *argv], args.runs, env)
-            ok = own_cpu <= goal_s  # CPU seconds: a busy machine stretches wall time, far less the CPU time used
-            missed |= not ok
+            command = [sys.executable, "-m", "linkscope", *argv]
+            before_walls, before_cpus, after_walls, after_cpus = [], [], [], []
+            same = True
+            for _ in range(args.runs):  # one run of each in turn, so a change of load touches both alike
+                walls, cpus, before_out = seconds(command, 1, before_env, tree)
+                before_walls += walls
+                before_cpus += cpus
+                walls, cpus, after_out = seconds(command, 1, env, REPO)
+                after_walls += walls
+                after_cpus += cpus
+                same &= before_out.replace(tmp.encode(), b"") == after_out.replace(tmp.encode(), b"")
+            before_cpu, after_cpu = statistics.median(before_cpus), statistics.median(after_cpus)
+            ok = after_cpu <= goal_s  # CPU seconds: a busy machine stretches wall time, far less the CPU time used
+            missed |= not ok or not same
             label = " ".join("BOX" if word == box else word for word in argv)
-            print(f"{label:40} {every_wall:9.3f} {own_wall:9.3f} {every_cpu:8.3f} {own_cpu:8.3f} "
-                  f"{own_cpu / every_cpu:8.2f} {goal_s:6.2f}  {'ok' if ok else 'MISSED'}")
-        print("all: every command module imported first (before); own: only the command run (linkscope today); "
-              "BOX: the 8-GPU doctor snapshot of bench_doctor.py")
+            print(f"{label:34} {statistics.median(before_walls):11.3f} {statistics.median(after_walls):10.3f} "
+                  f"{before_cpu:10.3f} {after_cpu:9.3f} {after_cpu / before_cpu:12.2f} {goal_s:6.2f}  "
+                  f"{'ok' if ok else 'MISSED'}{'' if same else ', OUTPUT DIFFERS'}")
+        print("BOX: the 8-GPU doctor snapshot of bench_doctor.py; each command's output compared between before and "
+              "after")
     return 1 if missed else 0
 
 

@@ -20,7 +20,6 @@ from linkscope.topo.common.jsonio import json_text, read_json, refuse_lone_surro
 from linkscope.topo.common.limits import MAX_SNAPSHOT_BYTES
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import SCHEMA_VERSION, Snapshot
-from linkscope.topo.model.typed import decode_snapshot, snapshot_text
 from linkscope.topo.model.validate import validate_measurements, validate_snapshot
 
 T = TypeVar("T")
@@ -260,20 +259,45 @@ def _kind(data: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(data), "a number")
 
 
+TYPED_FROM_BYTES = 512 * 1024
+"""From how much JSON read in one process the typed way in and out (:mod:`topo.model.typed`) pays for its start-up:
+importing msgspec and building the model's mirror take about 20 ms, what the generic decoder needs for half a
+megabyte. Below it (a sample, one host's file) the generic codec is done first."""
+TYPED_FROM_HOSTS = 16
+"""A snapshot of this many hosts is written the typed way whatever was read before."""
+_read_bytes = [0]
+"""JSON bytes this process has decoded as snapshots so far."""
+
+
+def _typed_pays(size_bytes: int) -> bool:
+    _read_bytes[0] += size_bytes
+    return _read_bytes[0] >= TYPED_FROM_BYTES
+
+
 def snapshot_to_json(snapshot: Snapshot, indent: int | None = 2) -> str:
     """Serialise a snapshot to JSON text."""
-    text = snapshot_text(snapshot, indent)
-    return text if text is not None else json_text(to_jsonable(snapshot), indent=indent)
+    if _typed_pays(0) or len(snapshot.hosts) >= TYPED_FROM_HOSTS:
+        from linkscope.topo.model.typed import snapshot_text
+
+        text = snapshot_text(snapshot, indent)
+        if text is not None:
+            return text
+    return json_text(to_jsonable(snapshot), indent=indent)
 
 
 def snapshot_from_json(text: str, name: str = "<json>") -> Snapshot:
     """Parse snapshot JSON text; raise InputError naming `name` and the problem.
 
-    A well-formed file is decoded by :func:`~topo.model.typed.decode_snapshot` (in C); any other text the
-    generic way, which reads `linkscope probe --json` output too and says what is wrong with the rest."""
+    Once the typed decoder pays (:data:`TYPED_FROM_BYTES`), a well-formed file is decoded by
+    :func:`~topo.model.typed.decode_snapshot` (in C); any other text the generic way, which reads
+    `linkscope probe --json` output too and says what is wrong with the rest."""
     _refuse_oversized(text, name)
     refuse_lone_surrogates(text, name)
-    typed = decode_snapshot(text)
+    typed = None
+    if _typed_pays(len(text)):
+        from linkscope.topo.model.typed import decode_snapshot
+
+        typed = decode_snapshot(text)
     data, path = (None, "$") if typed is not None else _snapshot_object(text, name)
     try:
         snapshot = typed if typed is not None else from_jsonable(Snapshot, data, path)

@@ -6,14 +6,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
-from linkscope.topo.model.codec import from_jsonable, snapshot_from_json, snapshot_to_json, to_jsonable
+from linkscope.topo.model.codec import (
+    TYPED_FROM_BYTES,
+    from_jsonable,
+    snapshot_from_json,
+    snapshot_to_json,
+    to_jsonable,
+)
 from linkscope.topo.model.host import Nic
 from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
@@ -154,7 +163,9 @@ def test_typed_decode_accepts_nothing_the_generic_decoder_refuses() -> None:
     assert all(outcomes.values()), outcomes  # the mutants reached every outcome
 
 
-HOSTILE = ("node01\u200b", "gpu\x7f", "\x1b[31mred", "back\\u005cslash", "ünïcode", "tab\there")
+HOSTILE = {"node01\u200b": False, "gpu\x7f": False, "\x1b[31mred": False, "back\\u005cslash": False, "ünïcode": False,
+           "tab\there": True}
+"""Host names, and whether the typed writer writes them itself (the same escapes as json_text: `\\t`)."""
 
 
 @pytest.mark.parametrize("name", sorted(SNAPSHOTS))
@@ -166,12 +177,14 @@ def test_typed_text_is_what_json_text_writes(name: str, indent: int | None) -> N
     assert text is not None and text == json_text(to_jsonable(snapshot), indent=indent)
 
 
-@pytest.mark.parametrize("hostname", HOSTILE)
-def test_text_that_must_be_escaped_is_written_by_json_text(hostname: str) -> None:
+@pytest.mark.parametrize("hostname", sorted(HOSTILE))
+def test_text_that_must_be_escaped_is_written_as_json_text_writes_it(hostname: str) -> None:
     snapshot = dataclasses.replace(load_sample("consumer-2gpu"),
                                    hosts=(dataclasses.replace(load_sample("consumer-2gpu").host, hostname=hostname),))
+    expected = json_text(to_jsonable(snapshot), indent=None)
+    assert snapshot_text(snapshot, None) == (expected if HOSTILE[hostname] else None)  # None: left to json_text
     written = snapshot_to_json(snapshot, indent=None)
-    assert written == json_text(to_jsonable(snapshot), indent=None) and written.isascii() and "\x7f" not in written
+    assert written == expected and written.isascii() and "\x7f" not in written
 
 
 def test_floats_outside_the_plain_notation_keep_their_value() -> None:
@@ -180,6 +193,22 @@ def test_floats_outside_the_plain_notation_keep_their_value() -> None:
     nics = tuple(Nic(f"mlx5_{n}", rate_gbit_per_s=rate) for n, rate in enumerate(rates))
     snapshot = dataclasses.replace(sample, hosts=(dataclasses.replace(sample.host, nics=nics,
                                                                       gpu_nic=(("SYS",) * 4,) * 2),))
-    written = snapshot_to_json(snapshot)
-    assert json.loads(written) == json.loads(json_text(to_jsonable(snapshot)))
+    written = snapshot_text(snapshot, 2)
+    assert written is not None and json.loads(written) == json.loads(json_text(to_jsonable(snapshot)))
     assert snapshot_from_json(written, "x.json") == snapshot
+
+
+def _modules_after(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_small_file_is_read_without_msgspec_and_a_large_one_with_it(tmp_path: Path) -> None:
+    """The typed decoder's start-up is paid only where it pays (codec.TYPED_FROM_BYTES): `show sample:...` stays fast."""
+    large = tmp_path / "large.json"
+    sample = load_sample("dgx-h100")
+    large.write_text(snapshot_to_json(dataclasses.replace(sample, recording=recording_of(sample.host, [{}] * 300))))
+    assert len(large.read_text()) > TYPED_FROM_BYTES
+    code = ("import sys\nfrom linkscope.topo.model.codec import snapshot_from_json\nfrom linkscope.topo.samples import "
+            "load_sample\nload_sample('dgx-h100')\nprint('msgspec' in sys.modules)\n"
+            f"snapshot_from_json(open({str(large)!r}).read())\nprint('msgspec' in sys.modules)")
+    assert _modules_after(code).split() == ["False", "True"]
