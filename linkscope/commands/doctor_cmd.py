@@ -124,22 +124,23 @@ def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) ->
 def _nccl_view(args: argparse.Namespace, snapshot: Snapshot) -> NcclTopology | None:
     """`--nccl-topo FILE`, else the SOURCE itself when it is NCCL's topology XML."""
     from linkscope.topo.formats.nccl_topo_snapshot import FORMAT_NAME
-    from linkscope.topo.formats.nccl_view import load_nccl_topology
 
-    if getattr(args, "nccl_topo", None):
-        return load_nccl_topology(args.nccl_topo)
-    if args.source and snapshot.meta_value("format") == FORMAT_NAME:
-        return load_nccl_topology(args.source)
-    return None
+    file = getattr(args, "nccl_topo", None) or (args.source if snapshot.meta_value("format") == FORMAT_NAME else None)
+    if not file:
+        return None
+    from linkscope.topo.formats.nccl_view import load_nccl_topology  # the XML readers, only for a run that reads XML
+
+    return load_nccl_topology(file)
 
 
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:
     """The rules' context from the flags, and lines that say what was looked at."""
-    from linkscope.files import check_measured_on, load_measurements
     from linkscope.topo.formats.source import load_source
 
     measurements = snapshot.measurements
     if args.measurements:
+        from linkscope.files import check_measured_on, load_measurements  # the readers of other tools' results
+
         measurements = load_measurements(args.measurements)
         check_measured_on(snapshot, measurements, args.force, "--measurements")
     baseline = load_source(args.baseline) if args.baseline else None
