@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, findings_status
 from linkscope.source import open_source
@@ -19,11 +19,13 @@ from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.common.text import say
-from linkscope.topo.formats.nccl_topo_model import NcclTopology
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import run_health
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # NCCL's topology readers load only for a run that reads NCCL's view
+    from linkscope.topo.formats.nccl_topo_model import NcclTopology
 
 NCCL_PREFIXES = ("NCCL_", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 """Environment variables doctor reads (and lists as looked at)."""
@@ -123,14 +125,15 @@ def _check_baseline_kind(snapshot: Snapshot, baseline: Snapshot, force: bool) ->
 
 def _nccl_view(args: argparse.Namespace, snapshot: Snapshot) -> NcclTopology | None:
     """`--nccl-topo FILE`, else the SOURCE itself when it is NCCL's topology XML."""
-    from linkscope.topo.formats.nccl_topo_snapshot import FORMAT_NAME
-
-    file = getattr(args, "nccl_topo", None) or (args.source if snapshot.meta_value("format") == FORMAT_NAME else None)
+    file = getattr(args, "nccl_topo", None) or (args.source if snapshot.meta_value("format") is not None else None)
     if not file:
         return None
-    from linkscope.topo.formats.nccl_view import load_nccl_topology  # the XML readers, only for a run that reads XML
+    from linkscope.topo.formats.nccl_topo_snapshot import FORMAT_NAME
+    from linkscope.topo.formats.nccl_view import load_nccl_topology
 
-    return load_nccl_topology(file)
+    if getattr(args, "nccl_topo", None) or snapshot.meta_value("format") == FORMAT_NAME:
+        return load_nccl_topology(file)
+    return None
 
 
 def build_context(args: argparse.Namespace, snapshot: Snapshot) -> tuple[HealthContext, list[str]]:

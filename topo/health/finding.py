@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linkscope.topo.common.limits import MAX_EVIDENCE
-from linkscope.topo.formats.nccl_topo_model import NcclTopology
 from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Gpu
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # NCCL's topology readers load only for a run that has NCCL's view
+    from linkscope.topo.formats.nccl_topo_model import NcclTopology
 
 
 @dataclass(frozen=True)

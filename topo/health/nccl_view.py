@@ -11,13 +11,15 @@ the snapshot has the device) and the fix. GPUs and NICs are matched by PCI bus i
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from linkscope.topo.common.units import format_gbps
-from linkscope.topo.formats.nccl_topo_model import NcclGpu, NcclNet, NcclPci, NcclTopology
-from linkscope.topo.formats.nccl_topo_snapshot import nvml_bus_id
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
 from linkscope.topo.model.host import Gpu, Host, LinkKind, Nic
 from linkscope.topo.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # NCCL's topology readers load only for a run that has NCCL's view (doctor starts faster)
+    from linkscope.topo.formats.nccl_topo_model import NcclGpu, NcclNet, NcclPci, NcclTopology
 
 EXPORT_FIX = ("or hand NCCL the machine's real tree: `linkscope export nccl-topo SNAPSHOT -o nccl-topo.xml` (a snapshot "
               "of the machine, or of one of its kind on bare metal) and run with NCCL_TOPO_FILE=nccl-topo.xml")
@@ -41,14 +43,21 @@ GDR_FIX = ("Load nvidia-peermem (`modprobe nvidia_peermem`) or use DMA-BUF (Linu
            "traffic reaches the NIC; NCCL_NET_GDR_LEVEL sets how far a NIC may be for GPUDirect RDMA.")
 
 
+def _bus_id(busid: str | None) -> str | None:
+    """`busid` as NVML writes it (:func:`~topo.formats.nccl_topo_snapshot.nvml_bus_id`)."""
+    from linkscope.topo.formats.nccl_topo_snapshot import nvml_bus_id
+
+    return nvml_bus_id(busid)
+
+
 def nccl_view_differs(context: HealthContext) -> Iterator[HealthFinding]:
     """Findings of NCCL's view (`doctor --nccl-topo FILE`, or an NCCL topology file as SOURCE) beside the snapshot's."""
     topology = context.nccl_topology
     if topology is None or not context.snapshot.hosts:
         return
     host = context.snapshot.host
-    gpus = {nvml_bus_id(gpu.pci_bus_id): gpu for gpu in host.gpus if gpu.pci_bus_id}
-    nics = {nvml_bus_id(nic.pci_bus_id): nic for nic in host.nics if nic.pci_bus_id}
+    gpus = {_bus_id(gpu.pci_bus_id): gpu for gpu in host.gpus if gpu.pci_bus_id}
+    nics = {_bus_id(nic.pci_bus_id): nic for nic in host.nics if nic.pci_bus_id}
     yield from _slow_path(topology, host, gpus)
     yield from _speed_unknown(topology, host, gpus)
     yield from _width_unknown(topology, host, gpus)
@@ -61,12 +70,12 @@ def matched_gpus(topology: NcclTopology, snapshot: Snapshot) -> int:
     """How many of NCCL's GPUs the snapshot's first host has (by PCI bus id)."""
     if not snapshot.hosts:
         return 0
-    known = {nvml_bus_id(gpu.pci_bus_id) for gpu in snapshot.host.gpus}
-    return sum(1 for gpu in topology.gpus if nvml_bus_id(gpu.busid) in known)
+    known = {_bus_id(gpu.pci_bus_id) for gpu in snapshot.host.gpus}
+    return sum(1 for gpu in topology.gpus if _bus_id(gpu.busid) in known)
 
 
 def _nvml(gpus: dict[str | None, Gpu], busid: str | None) -> Gpu | None:
-    return gpus.get(nvml_bus_id(busid))
+    return gpus.get(_bus_id(busid))
 
 
 def _nvml_pcie(gpu: Gpu | None) -> str:
@@ -243,7 +252,7 @@ def _nvml_numa(gpus: dict[str | None, Gpu], busid: str | None) -> int | None:
 
 
 def _nic_numa(nics: dict[str | None, Nic], busid: str | None) -> int | None:
-    nic = nics.get(nvml_bus_id(busid))
+    nic = nics.get(_bus_id(busid))
     return nic.numa_node if nic is not None else None
 
 
