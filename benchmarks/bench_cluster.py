@@ -1,8 +1,9 @@
 """How fast clusters are: merging 1,024 host snapshots, collecting 4 loopback "nodes", the Ranks map of
 1,024 hosts x 8 GPUs.
 
-Run: `python benchmarks/bench_cluster.py [merge] [collect] [ranks] [--baseline main] [--runs 2]` (all three when
-none is named). Goals: merge < 2 s CPU; collect overhead beyond the probe < 1 s; rank map update < 100 ms (median
+Run: `python benchmarks/bench_cluster.py [merge] [codec] [collect] [ranks] [--baseline main] [--runs 2]` (all
+when none is named); `codec` times, inside one process, decoding the 1,024 files and writing the cluster the Python
+way and the typed way. Goals: merge < 2 s CPU; collect overhead beyond the probe < 1 s; rank map update < 100 ms (median
 judged). `merge` runs the code before a change (a git revision, default main) and after it (this working tree)
 in one run, on the same files, beside its floor: a plain loop that `json.loads` every file and writes their hosts
 joined with `json.dumps`, rebuilding and checking nothing; it prints the ratio after / before of the CPU time and
@@ -96,6 +97,53 @@ def merge_table(baseline: str, runs: int) -> bool:
     return same and median["after"][1] < MERGE_GOAL_S
 
 
+def codec_table(runs: int) -> None:
+    """In one process, the 1,024 host files' JSON decoded and the cluster written, the Python way (`json.loads`
+    and the model's generic decoder, `json_text`) against the typed way (msgspec), beside `json.loads` alone:
+    print a table of median CPU seconds."""
+    from linkscope.topo.common.collector import collector_paused
+    from linkscope.topo.common.jsonio import json_text
+    from linkscope.topo.machine.cluster import combine_hosts
+    from linkscope.topo.model.codec import from_jsonable, to_jsonable
+    from linkscope.topo.model.typed import decode_snapshot, snapshot_text
+    from linkscope.topo.model.validate import validate_snapshot
+
+    template = load_sample("dgx-h100")
+    texts = [snapshot_to_json(dataclasses.replace(template, hosts=(dataclasses.replace(template.host,
+                                                                                       hostname=f"gpu{n:04d}"),)))
+             for n in range(HOSTS)]
+    cluster = combine_hosts([decode_snapshot(text) or template for text in texts], "merge").snapshot
+
+    def generic() -> None:
+        for text in texts:
+            validate_snapshot(from_jsonable(Snapshot, json.loads(text)))
+
+    def typed() -> None:
+        for text in texts:
+            snapshot = decode_snapshot(text)
+            assert snapshot is not None
+            validate_snapshot(snapshot)
+
+    cases = {
+        "floor: json.loads of every file": lambda: [json.loads(text) for text in texts],
+        "decode + check, Python (json.loads, generic decoder)": generic,
+        "decode + check, typed (msgspec)": typed,
+        "write the cluster, Python (to_jsonable, json_text)": lambda: json_text(to_jsonable(cluster), indent=None),
+        "write the cluster, typed (msgspec)": lambda: snapshot_text(cluster, None),
+    }
+    print(f"snapshot codec on {HOSTS} host files in one process (collector paused, as merge runs); load average "
+          f"{os.getloadavg()[0]:.1f}; median of {runs}")
+    print(f"{'run':56} {'CPU s':>7}")
+    for name, case in cases.items():
+        seconds = []
+        for _ in range(runs):
+            with collector_paused():
+                start = time.process_time()
+                case()
+                seconds.append(time.process_time() - start)
+        print(f"{name:56} {statistics.median(seconds):7.2f}")
+
+
 def collect_rows() -> list[tuple[str, float, float]]:
     """4 srun-style collect tasks on loopback with fake probes (a sample each): rank 0's own timings."""
     from support.cluster import finish, free_port, node_env
@@ -181,16 +229,19 @@ async def ranks_rows() -> list[tuple[str, float, float]]:
 def main(argv: list[str]) -> int:
     """Run the chosen measurements: merge's own table, then one table of the others (median and max per row)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("parts", nargs="*", metavar="merge|collect|ranks")
+    parser.add_argument("parts", nargs="*", metavar="merge|codec|collect|ranks")
     parser.add_argument("--baseline", default="main", help="git revision measured as merge's `before` (default main)")
     parser.add_argument("--runs", type=int, default=REPEATS, help="merge runs of each kind (median shown)")
     args = parser.parse_args(argv)
-    wanted = set(args.parts) or {"merge", "collect", "ranks"}
-    if not wanted <= {"merge", "collect", "ranks"}:
-        parser.error(f"unknown part: {', '.join(sorted(wanted - {'merge', 'collect', 'ranks'}))}")
+    parts = {"merge", "codec", "collect", "ranks"}
+    wanted = set(args.parts) or parts
+    if not wanted <= parts:
+        parser.error(f"unknown part: {', '.join(sorted(wanted - parts))}")
     met = True
     if "merge" in wanted:
         met = merge_table(args.baseline, args.runs)
+    if "codec" in wanted:
+        codec_table(args.runs)
     rows: list[tuple[str, float, float]] = []
     if "collect" in wanted:
         rows += collect_rows()
