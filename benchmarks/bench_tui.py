@@ -1,10 +1,14 @@
-"""How fast the app is: first paint of the real process, tab switches and layout edits on 1,024 nodes.
+"""How fast the app is: first paint of the real process, tab switches and layout edits on 1,024 nodes, and the
+memory a Monitor replay holds.
 
-Run: `python benchmarks/bench_tui.py [--before DIR] [--only paint|app]` (tmux for the first-frame rows). Prints one
-table; goals: first frame < 1 s on any source (a 1,024-host cluster file included; the floor row is a bare Textual
-app on the same machine), every update < 100 ms, a Ranks keystroke on a 1,024-host cluster with odd nodes
-included (the ok column judges the median; the max is shown). `--before DIR` times an older tree's first frames in
-turn with this one's, so the two are compared on one machine under one load.
+Run: `python benchmarks/bench_tui.py [--baseline REV] [--only paint|app|replay]` (tmux for the first-frame rows).
+Goals: first frame <= 1 s on any source (a 1,024-host cluster file included; the floor row is a bare Textual app
+on the same machine), every update < 100 ms, a Ranks keystroke on a 1,024-host cluster with odd nodes included
+(the ok column judges the median; the max is shown), and a Monitor replay of 400 readings (2 minutes at 0.3 s)
+whose resident memory stays flat. The first frames and the replay are measured for this tree and for git
+revision REV (default main, unpacked by `baseline.py`) in one run, in turn, so both meet the same load; a first
+frame gives the wall time and the CPU time of the app's process (the load of a shared machine moves the wall
+time far more), and the goal is judged on CPU time.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
+import os
 import shlex
 import shutil
 import statistics
@@ -62,29 +68,64 @@ Floor().run()
 """The floor of a first frame: a bare Textual app with the same tabs and nothing to load."""
 
 
+Paint = tuple[list[float], list[float]]
+"""Wall ms until a needle is on the screen, and CPU ms of the app's process at its first frame, per start."""
+
+FRAME_CLOCK = """
+import runpy, sys, time
+import textual.app
+first_frame = textual.app.App._display
+def display(self, screen, renderable):
+    first_frame(self, screen, renderable)
+    if textual.app.App._display is display:
+        textual.app.App._display = first_frame
+        with open(OUT, "w") as out:
+            out.write(str(time.process_time() * 1000))
+textual.app.App._display = display
+OUT, flag, target, *rest = sys.argv[1:]
+sys.argv = [target, *rest]
+if flag == "-c":
+    exec(compile(target, "<string>", "exec"))
+else:
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+"""
+"""Runs `python -c CODE` or `python -m MODULE ARGS` after noting, at the app's first frame, the CPU time its
+process has used so far (into the file OUT): the first frame itself, however late the screen is looked at."""
+
+
 def first_paint_ms(command: list[str], needles: tuple[str, ...], env: dict[str, str] | None = None,
-                   repeats: int = 3) -> list[list[float]]:
-    """Per needle, milliseconds from starting `command` in a 120x40 tmux pane until the needle is on its screen."""
-    times: list[list[float]] = [[] for _ in needles]
+                   repeats: int = 3) -> list[Paint]:
+    """Per needle, milliseconds from starting `command` (`-c CODE` or `-m MODULE ARGS`, run by this Python) in a
+    120x40 tmux pane until the needle is on its screen, and the CPU time its process had used at its first
+    frame (the same for every needle; the load of a shared machine moves the wall times far more)."""
+    times: list[Paint] = [([], []) for _ in needles]
     shell_env = " ".join(f"{key}={shlex.quote(value)}" for key, value in (env or {}).items())
     with tempfile.TemporaryDirectory() as folder:
-        socket = str(Path(folder) / "tmux.sock")
+        socket, clock, frame = str(Path(folder) / "tmux.sock"), Path(folder) / "clock.py", Path(folder) / "frame"
+        clock.write_text(FRAME_CLOCK)
         for attempt in range(repeats):
             session = f"paint{attempt}"
+            frame.unlink(missing_ok=True)
             started = time.perf_counter()
+            run = shlex.join([sys.executable, str(clock), str(frame), *command])
             subprocess.run(["tmux", "-S", socket, "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
-                            f"env {shell_env} {shlex.join(command)}; sleep 60"], check=True)
+                            f"env {shell_env} {run}; sleep 60"], check=True)
             for index, needle in enumerate(needles):
                 while True:
                     screen = subprocess.run(["tmux", "-S", socket, "capture-pane", "-p", "-t", session],
                                             capture_output=True, text=True, check=True).stdout
                     if needle in screen:
-                        times[index].append((time.perf_counter() - started) * 1000)
+                        times[index][0].append((time.perf_counter() - started) * 1000)
                         break
                     if time.perf_counter() - started > 60:
-                        times[index].append(float("inf"))
+                        times[index][0].append(float("inf"))
                         break
                     time.sleep(0.005)
+            while not frame.exists() and time.perf_counter() - started < 60:
+                time.sleep(0.01)
+            cpu_ms = float(frame.read_text() or "inf") if frame.exists() else float("inf")
+            for index in range(len(needles)):
+                times[index][1].append(cpu_ms)
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", session, "C-q"], check=True)
             time.sleep(0.3)
         subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True)
@@ -109,19 +150,25 @@ def odd_cluster(hosts: int = NODES, odd_every: int = ODD_EVERY) -> Snapshot:
                     source="bench cluster")
 
 
-def paint_rows(before: str | None) -> list[tuple[str, list[float], float]]:
+def paint_rows(baseline: str | None, repeats: int) -> list[tuple[str, Paint, float]]:
     """First frame (the tab bar) and the grid on screen for a sample and a 1,024-host cluster file, beside the
-    floor (a bare Textual app); with `before` (a source tree), the same rows for that tree, measured in turn."""
-    rows: list[tuple[str, list[float], float]] = []
-    trees = [("", None)] + ([(" [before]", before)] if before else [])
+    floor (a bare Textual app); with `baseline` (a git revision), the same rows for that revision's package,
+    measured in turn with this tree's, so both run on one machine under one load."""
+    rows: list[tuple[str, Paint, float]] = []
     with tempfile.TemporaryDirectory() as folder:
+        trees: list[tuple[str, str | None]] = [("", None)]
+        if baseline:
+            from baseline import package_tree, revision_name
+
+            before = package_tree(baseline, Path(folder) / "before")
+            trees.append((f" [before: {revision_name(baseline)}]", str(before)))
         cluster = str(cluster_file(Path(folder)))
-        floor = first_paint_ms([sys.executable, "-c", FLOOR_APP], ("Links",))
+        floor = first_paint_ms(["-c", FLOOR_APP], ("Links",), repeats=repeats)
         rows.append(("floor: bare Textual app, six tabs: first frame", floor[0], GOAL_PAINT_MS))
         for source, label in (("sample:dgx-h100", "sample:dgx-h100"), (cluster, f"{NODES}-host cluster")):
             for suffix, tree in trees:
                 env = {"PYTHONPATH": tree} if tree else {}
-                frame, grid = first_paint_ms([sys.executable, "-m", "linkscope", "open", source], ("Links", "GPU0 "), env)
+                frame, grid = first_paint_ms(["-m", "linkscope", "open", source], ("Links", "GPU0 "), env, repeats=repeats)
                 rows.append((f"open {label}: first frame{suffix}", frame, GOAL_PAINT_MS))
                 rows.append((f"open {label}: grid on screen{suffix}", grid, float("nan")))
     return rows
@@ -280,68 +327,125 @@ async def grid_rows() -> list[tuple[str, list[float]]]:
 
 
 REPLAY_READINGS = 400
-"""Readings of the replayed recording (nearly 7 minutes at 1 s; replayed here at 5 ms each)."""
+REPLAY_INTERVAL_S = 0.3
+"""A replayed recording: 400 readings 0.3 s apart, two minutes of replay (8 GPUs x 18 links each)."""
+REPLAY_FLAT_MIB = 5.0
+"""Growth of resident memory from the first quarter of the replay to 30 s after its end that still counts as flat."""
 
 
-async def replay_memory_mib() -> tuple[float, float, float]:
-    """Resident memory (MiB) of this process once a replay of :data:`REPLAY_READINGS` readings (8 GPUs x 18 links) has
-    shown a quarter of them, at its end, and after 300 more frames (the tables' rows are replaced, never added to)."""
+async def replay_memory_mib(readings: int, interval_s: float) -> list[tuple[str, float]]:
+    """Resident memory (MiB) of this process at each eighth of a replay of `readings` readings `interval_s` apart
+    and 30 s after its end (the tables' rows are replaced, never added to), and the replay's wall seconds."""
     import psutil
 
     from linkscope.topo.model.recording import CounterSample, GpuCounters, LinkCounters, Recording
     from linkscope.tui.tabs.monitor import MonitorView
 
-    interval = 0.005
-    samples = tuple(CounterSample(number * interval, tuple(
+    samples = tuple(CounterSample(number * interval_s, tuple(
         GpuCounters(index=index, nvlink_tx_gbps=100.0 + number % 7, nvlink_rx_gbps=90.0,
                     links=tuple(LinkCounters(link, 5.5, 5.0) for link in range(18)),
                     nvlink_errors=(("replay", number // 100),), pcie_tx_gbps=1.0, pcie_rx_gbps=2.0,
                     pcie_gen_current=5, pcie_width_current=16) for index in range(8)))
-        for number in range(REPLAY_READINGS))
-    recording = Recording("dgx-h100", "2026-11-27T00:00:00+00:00", interval, samples)
+        for number in range(readings))
+    recording = Recording("dgx-h100", "2026-11-27T00:00:00+00:00", interval_s, samples)
     snapshot = dataclasses.replace(load_sample("dgx-h100"), recording=recording, source="rec.json")
     process = psutil.Process()
     app = build_app(snapshot=snapshot, initial_tab="monitor")
-    marks: list[float] = []
+    marks: list[tuple[str, float]] = []
     async with app.run_test(size=(120, 40)) as pilot:
         view = app.query_one(MonitorView)
-        for target in (REPLAY_READINGS // 4, REPLAY_READINGS - 1):
-            while view._replay_at < target:
-                await pilot.pause(0.02)
-            marks.append(process.memory_info().rss / 2**20)
-        for _ in range(300):
-            await pilot.pause(0.005)
-        marks.append(process.memory_info().rss / 2**20)
-    return marks[0], marks[1], marks[2]
+        started = time.monotonic()
+        for target in [readings * eighth // 8 for eighth in range(1, 9)]:
+            while view._replay_at < target - 1:
+                await pilot.pause(0.05)
+            marks.append((f"{target}", process.memory_info().rss / 2**20))
+        replay_s = time.monotonic() - started
+        await pilot.pause(30)
+        marks.append(("+30 s", process.memory_info().rss / 2**20))
+    return [*marks, ("replay s", replay_s)]
+
+
+def replay_rows(baseline: str | None) -> list[tuple[str, list[tuple[str, float]]]]:
+    """The replay's memory marks, each tree in a process of its own (this one and `baseline`, side by side, so
+    both replay under the same load and nothing else the benchmark did sits in their memory)."""
+    with tempfile.TemporaryDirectory() as folder:
+        trees: list[tuple[str, Path | None]] = [("after: this tree", None)]
+        if baseline:
+            from baseline import package_tree, revision_name
+
+            trees.append((f"before: {revision_name(baseline)}", package_tree(baseline, Path(folder) / "before")))
+        from baseline import env_for
+
+        script = str(Path(__file__).resolve())
+        workers = [(label, subprocess.Popen([sys.executable, script, "--replay-worker"], stdout=subprocess.PIPE, text=True,
+                                            env=env_for(tree), cwd=tree or Path(script).parent.parent))
+                   for label, tree in trees]
+        rows = []
+        for label, worker in workers:
+            out, _ = worker.communicate()
+            if worker.returncode != 0:
+                raise SystemExit(f"the replay of {label} failed (status {worker.returncode})")
+            rows.append((label, [(name, float(value)) for name, value in json.loads(out)]))
+    return rows
+
+
+def print_replay(rows: list[tuple[str, list[tuple[str, float]]]]) -> None:
+    """One line per tree: resident MiB at each eighth of the replay and after it, growth, and the verdict."""
+    names = [name for name, _ in rows[0][1] if name != "replay s"]
+    print(f"\nMonitor replay of {REPLAY_READINGS} readings every {REPLAY_INTERVAL_S:g} s "
+          f"({REPLAY_READINGS * REPLAY_INTERVAL_S / 60:.0f} min), resident MiB after reading N, in a process of its own:")
+    print(f"{'tree':<32} " + " ".join(f"{name:>6}" for name in names) + f" {'growth':>7} {'replay s':>9}  flat")
+    for label, marks in rows:
+        values = dict(marks)
+        quarter = values[names[1]]
+        growth = max(values[name] for name in names[1:]) - quarter
+        flat = "yes" if growth < REPLAY_FLAT_MIB else "NO"
+        print(f"{label:<32} " + " ".join(f"{values[name]:6.1f}" for name in names)
+              + f" {growth:+7.1f} {values['replay s']:9.0f}  {flat} (< {REPLAY_FLAT_MIB:g} MiB from reading "
+              f"{names[1]} on)")
+
+
+def print_paint(rows: list[tuple[str, Paint, float]]) -> None:
+    """The first-frame table: wall and CPU medians, the worst wall, the goal judged on CPU."""
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; median of "
+          f"{len(rows[0][1][0])} starts in a 120x40 tmux pane")
+    print(f"{'first frame, whole process':<66} {'wall ms':>8} {'CPU ms':>7} {'max wall':>9} {'goal ms':>8}  ok (CPU)")
+    for name, (wall, cpu), goal in rows:
+        ok = "-" if goal != goal else "yes" if statistics.median(cpu) <= goal else "NO"
+        cpu_ms = f"{statistics.median(cpu):.0f}" if goal == goal else "-"  # the CPU clock stops at the first frame
+        print(f"{name:<66} {statistics.median(wall):8.0f} {cpu_ms:>7} {max(wall):9.0f} {goal:8.0f}  {ok}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Measure and print the table."""
+    """Measure and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", metavar="DIR", help="also time the first frame of the source tree DIR (an older "
-                        "checkout laid out as the installed package), in turn with this one")
-    parser.add_argument("--only", choices=("paint", "app"), help="only the first-frame rows, or only the in-app rows")
+    parser.add_argument("--baseline", default="main", metavar="REV",
+                        help="git revision whose first frames and replay are measured as `before` (default main; "
+                        "'' for this tree alone)")
+    parser.add_argument("--only", choices=("paint", "app", "replay"),
+                        help="only the first-frame rows, only the in-app rows, or only the replay's memory")
+    parser.add_argument("--repeats", type=int, default=5, help="starts per first-frame row (default 5)")
+    parser.add_argument("--replay-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    results: list[tuple[str, list[float], float]] = []
-    if args.only != "app":
+    if args.replay_worker:
+        print(json.dumps(asyncio.run(replay_memory_mib(REPLAY_READINGS, REPLAY_INTERVAL_S))))
+        return 0
+    if args.only in (None, "paint"):
         if shutil.which("tmux"):
-            results += paint_rows(args.before)
+            print_paint(paint_rows(args.baseline or None, args.repeats))
         else:
             print("tmux not found: first-paint rows skipped")
-    if args.only != "paint":
-        results += [(name, times, GOAL_UPDATE_MS) for name, times in asyncio.run(cluster_rows())]
+    if args.only in (None, "app"):
+        results = [(name, times, GOAL_UPDATE_MS) for name, times in asyncio.run(cluster_rows())]
         results += [(name, times, GOAL_UPDATE_MS) for name, times in asyncio.run(odd_cluster_rows())]
         results += [(name, times, GOAL_UPDATE_MS) for name, times in asyncio.run(grid_rows())]
-    print(f"{'measurement':<58} {'median ms':>10} {'max ms':>9} {'goal ms':>8}  ok")
-    for name, times, goal in results:
-        median, worst = statistics.median(times), max(times)
-        ok = "-" if goal != goal else "yes" if median < goal else "NO"
-        print(f"{name:<58} {median:>10.1f} {worst:>9.1f} {goal:>8.0f}  {ok}")
-    if args.only != "paint":
-        at_100, at_end, after = asyncio.run(replay_memory_mib())
-        flat = "yes" if max(at_end, after) - at_100 < 5 else "NO"
-        print(f"\nMonitor replay of {REPLAY_READINGS} readings, resident MiB: a quarter in {at_100:.1f}, at the end "
-              f"{at_end:.1f}, 300 frames later {after:.1f}; flat (< 5 MiB growth): {flat}")
+        print(f"\n{'in the app':<58} {'median ms':>10} {'max ms':>9} {'goal ms':>8}  ok")
+        for name, times, goal in results:
+            median, worst = statistics.median(times), max(times)
+            ok = "-" if goal != goal else "yes" if median < goal else "NO"
+            print(f"{name:<58} {median:>10.1f} {worst:>9.1f} {goal:>8.0f}  {ok}")
+    if args.only in (None, "replay"):
+        print_replay(replay_rows(args.baseline or None))
     return 0
 
 

@@ -58,6 +58,18 @@ def test_cli_parser_and_show_path_do_not_import_textual_or_torch() -> None:
         assert heavy not in packages, f"building the CLI parser imported {heavy}"
 
 
+def test_the_app_paints_before_it_imports_what_its_tabs_need() -> None:
+    """`linkscope open SOURCE` builds the app from the command line, the app module and its services alone: the
+    tabs' modules, and the readers, checks and cost model they import, load after the first frame."""
+    modules = _modules_after("from linkscope.cli import build_parser; build_parser('open')\n"
+                             "from linkscope.commands import open_cmd\n"
+                             "from linkscope.tui.app import build_app; build_app('sample:dgx-h100')")
+    assert "linkscope.tui.app" in modules
+    early = sorted(name for name in modules if name.startswith(("linkscope.tui.tabs", "linkscope.probes")) or (
+        name.startswith("linkscope.topo.") and name.split(".")[2] not in ("common", "model")))
+    assert not early, f"imported before the first frame: {early}"
+
+
 def _imports_of(path: pathlib.Path) -> set[str]:
     tree = ast.parse(path.read_text())
     names: set[str] = set()

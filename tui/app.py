@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib
 from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
@@ -124,6 +125,10 @@ class LinkscopeApp(App[None]):
         from linkscope.tui.tabs.steps import StepsView
         from linkscope.tui.tabs.topology import TopologyView
 
+        # what the first workers run (the checker the Ranks tab calls, the health rules), imported here with the
+        # views, on this thread: no two workers then import the same modules at once
+        for module in ("linkscope.topo.checks.check", "linkscope.tui.host_health"):
+            importlib.import_module(module)
         views = {
             "links": LinksView().data_bind(LinkscopeApp.nccl, LinkscopeApp.nccl_graphs, LinkscopeApp.host_index,
                                            LinkscopeApp.health, LinkscopeApp.snapshot),

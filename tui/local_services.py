@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from linkscope.topo.checks.check import check_layout
-from linkscope.topo.checks.report import CheckReport
-from linkscope.topo.checks.request import CheckRequest
-from linkscope.topo.model.measurements import Measurements
-from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.services import BenchPlan, BenchProgress, BenchRequest, LayoutForm, LiveFeed, Unavailable
+
+if TYPE_CHECKING:  # each service imports what it runs when first called: the app paints before they load
+    from linkscope.topo.checks.report import CheckReport
+    from linkscope.topo.model.measurements import Measurements
+    from linkscope.topo.model.snapshot import Snapshot
 
 
 class LocalServices:
@@ -63,6 +64,9 @@ class LocalServices:
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
         """Call `topo.checks.check.check_layout`."""
+        from linkscope.topo.checks.check import check_layout
+        from linkscope.topo.checks.request import CheckRequest
+
         request = CheckRequest(
             sizes=form.sizes,
             order=form.order,

@@ -11,10 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from linkscope.files import check_measured_on, load_measurements, with_measurements
 from linkscope.options import add_force_flag, add_source_argument
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.formats.source import load_source
 
 TAB_NAMES = ("links", "topology", "ranks", "bench", "monitor", "steps")
 
@@ -77,8 +75,14 @@ def run(args: argparse.Namespace) -> int:
     # that other options build on, or one that cannot reach a terminal anyway, is loaded here
     in_app = (source is not None and args.measurements is None and getattr(args, "nccl_log", None) is None
               and terminal_problem() is None)
-    snapshot = load_source(source) if source is not None and not in_app else None
+    snapshot = None
+    if source is not None and not in_app:
+        from linkscope.topo.formats.source import load_source
+
+        snapshot = load_source(source)
     if args.measurements is not None:
+        from linkscope.files import check_measured_on, load_measurements, with_measurements
+
         if snapshot is None:
             raise InputError("--measurements: name the SOURCE they were measured on (e.g. a `linkscope probe -o` file)")
         measurements = load_measurements(args.measurements)

@@ -16,6 +16,7 @@ from linkscope.topo.checks.request import CheckRequest, model_for, volume_assump
 from linkscope.topo.checks.rules import RULES
 from linkscope.topo.checks.suggest import suggest_layout
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.memo import remember_last
 from linkscope.topo.cost.calibrate import calibrate
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
@@ -23,6 +24,7 @@ from linkscope.topo.cost.step import step_costs
 from linkscope.topo.layout.groups import build_groups, order_needs
 from linkscope.topo.layout.placement import (
     LayoutMismatch,
+    Placement,
     cluster_hosts,
     place_from_rank_map,
     place_ranks,
@@ -30,8 +32,19 @@ from linkscope.topo.layout.placement import (
 from linkscope.topo.layout.spec import resolve_layout
 from linkscope.topo.layout.volumes import step_traffic
 from linkscope.topo.model.findings import SEVERITIES
+from linkscope.topo.model.host import Host
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
+
+DEFAULT_COST_MODEL = CostModel()
+"""The cost model of a check that names none (one object, so checks of one snapshot share their pricing)."""
+
+
+@remember_last
+def _hosts_pricer(hosts: tuple[Host, ...], host_class: tuple[int, ...], cost_model: CostModel) -> GroupPricer:
+    """A pricer of these hosts whose memos (hops, rings, group shapes: they depend on the hosts, not on the ranks)
+    the next check of the same hosts reuses: the app re-checks one snapshot on every edit of its Ranks form."""
+    return GroupPricer(Placement(hosts, host_class, (), (), ""), cost_model)
 
 
 def check_layout(
@@ -68,7 +81,7 @@ def check_layout(
         finding = LayoutFinding("layout-mismatch", "error", "", mismatch.ranks, mismatch.message,
                           fix="make the rank map / visible devices match the GPUs the machine has")
         return CheckReport(groups, (), (finding,), None, layout)
-    cost_model = request.cost_model or CostModel()
+    cost_model = request.cost_model or DEFAULT_COST_MODEL
     if measurements is not None:
         cost_model = calibrate(cost_model, measurements, hosts[0])
     assumptions = (*assumptions, volume_assumptions(spec, layout))
@@ -77,7 +90,7 @@ def check_layout(
     if layout.order:
         assumptions = (*assumptions, f"these groups are what {order_needs(layout)} builds")
     traffic = step_traffic(spec, {**dict(layout.sizes), "vpp": layout.vpp}, layout.gradient_groups())
-    pricer = GroupPricer(placement, cost_model)
+    pricer = _hosts_pricer(placement.hosts, placement.host_class, cost_model).rebind(placement)
     context = LayoutContext(snapshot, request, spec, hosts, capacity, cost_model, layout, groups, placement, pricer,
                             traffic, {})
     costs = step_costs(groups, pricer, traffic, context.links)

@@ -53,12 +53,13 @@ class LayoutContext:
     def group_times_s(self, dim: str) -> list[float | None]:
         """`dim`'s time per step on each of its groups, priced once per distinct link set."""
         if dim not in self._group_times:
-            memo: dict[GroupLinks, float | None] = {}
+            memo: dict[int, float | None] = {}  # the pricer hands groups of one shape one GroupLinks object
             times = []
             for links in self.links(dim):
-                if links not in memo:
-                    memo[links] = self.dim_time_s(dim, links)
-                times.append(memo[links])
+                key = id(links)
+                if key not in memo:
+                    memo[key] = self.dim_time_s(dim, links)
+                times.append(memo[key])
             self._group_times[dim] = times
         return self._group_times[dim]
 

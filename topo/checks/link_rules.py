@@ -66,16 +66,20 @@ def tp_slow_link(ctx: LayoutContext) -> list[LayoutFinding]:
     links = ctx.links("tp")
     slow: list[int] = []
     best_by_class = {}
+    judged: dict[tuple[int, int], bool] = {}  # (host class, id of the GroupLinks): groups of one shape judge alike
     for index, item in enumerate(links):
         if item.nodes > 1:
             continue
         node = ctx.placement.node_of_rank[ctx.groups["tp"][index][0]]
         host_class = ctx.placement.host_class[node]
-        if host_class not in best_by_class:
-            best_by_class[host_class] = best_partition(ctx.pricer, host_class, tp)
-        partition = best_by_class[host_class]
-        best_gbps = partition.bottleneck_gbps if partition is not None else math.inf
-        if ring_is_slow(ctx.placement.hosts[node], item.intra_class, item.intra_gbps, best_gbps):
+        key = (host_class, id(item))
+        if key not in judged:
+            if host_class not in best_by_class:
+                best_by_class[host_class] = best_partition(ctx.pricer, host_class, tp)
+            partition = best_by_class[host_class]
+            best_gbps = partition.bottleneck_gbps if partition is not None else math.inf
+            judged[key] = ring_is_slow(ctx.placement.hosts[node], item.intra_class, item.intra_gbps, best_gbps)
+        if judged[key]:
             slow.append(index)
     if not slow:
         return []

@@ -10,26 +10,42 @@ from dataclasses import replace
 
 from linkscope.topo.layout.spec import DIMENSIONS, TRAINING_SCRIPT_ORDERS, Layout
 
+Axes = tuple[tuple[int, bool], ...]
+"""A grid's axes larger than one, fastest first: (size, whether groups run along it)."""
 
-def _masked_groups(shape: Sequence[int], mask: Sequence[bool]) -> list[list[int]]:
+
+def _masked_groups(shape: Sequence[int], mask: Sequence[bool], built: dict[Axes, list[list[int]]]) -> list[list[int]]:
     """Groups of a grid whose axis 0 varies fastest: the ranks that differ only along the masked axes.
 
-    Inside a group the first masked axis varies fastest; groups come in ascending order of first rank.
+    Inside a group the first masked axis varies fastest; groups come in ascending order of first rank. Grids
+    alike once their axes of one are left out (the dense and the expert grid without experts) build the same
+    groups, so `built` hands back the ones built before (shared, as the mesh's etp and tp are).
     """
+    axes = tuple((size, masked) for size, masked in zip(shape, mask, strict=True) if size > 1)
+    if axes in built:
+        return built[axes]
     members, bases = [0], [0]
     stride = 1
-    for size, masked in zip(shape, mask, strict=True):
+    for size, masked in axes:
         if masked:
             members = [member + step * stride for step in range(size) for member in members]
         else:
             bases = [base + step * stride for step in range(size) for base in bases]
         stride *= size
-    return [[base + member for member in members] for base in bases]
+    step = members[1] if len(members) > 1 else 1
+    if members == list(range(0, step * len(members), step)):  # one masked axis (or contiguous ones): ranges, at C speed
+        span = step * len(members)
+        groups = [[base] for base in bases] if span == 1 else [list(range(base, base + span, step)) for base in bases]
+    else:
+        groups = [[base + member for member in members] for base in bases]
+    built[axes] = groups
+    return groups
 
 
-def _grid_groups(names: Sequence[str], sizes: dict[str, int], wanted: Sequence[str]) -> list[list[int]]:
+def _grid_groups(names: Sequence[str], sizes: dict[str, int], wanted: Sequence[str],
+                 built: dict[Axes, list[list[int]]]) -> list[list[int]]:
     """Groups of the grid `names` (first fastest) along the axes `wanted`."""
-    return _masked_groups([sizes[name] for name in names], [name in wanted for name in names])
+    return _masked_groups([sizes[name] for name in names], [name in wanted for name in names], built)
 
 
 def dense_sizes(layout: Layout) -> dict[str, int]:
@@ -53,13 +69,14 @@ def build_groups(layout: Layout) -> dict[str, list[list[int]]]:
         return _mesh_groups(layout)
     order = layout.full_order
     dense, expert = dense_sizes(layout), expert_sizes(layout)
-    groups = {dim: _grid_groups(order, dense, (dim,)) for dim in ("tp", "cp", "dp", "pp")}
-    groups["ep"] = _grid_groups(order, expert, ("ep",))
+    built: dict[Axes, list[list[int]]] = {}
+    groups = {dim: _grid_groups(order, dense, (dim,), built) for dim in ("tp", "cp", "dp", "pp")}
+    groups["ep"] = _grid_groups(order, expert, ("ep",), built)
     result = {dim: groups[dim] for dim in DIMENSIONS}
-    result["etp"] = _grid_groups(order, expert, ("tp",))
-    result["edp"] = _grid_groups(order, expert, ("dp",))
+    result["etp"] = _grid_groups(order, expert, ("tp",), built)
+    result["edp"] = _grid_groups(order, expert, ("dp",), built)
     if layout.size("cp") > 1:
-        result["dp_cp"] = _grid_groups(order, dense, ("cp", "dp"))
+        result["dp_cp"] = _grid_groups(order, dense, ("cp", "dp"), built)
     count = layout.optimizer_instances
     if count > 1:
         for name, whole in (("dp_cp", result.get("dp_cp", result["dp"])), ("edp", result["edp"])):
@@ -72,9 +89,10 @@ def build_groups(layout: Layout) -> dict[str, list[list[int]]]:
 def _mesh_groups(layout: Layout) -> dict[str, list[list[int]]]:
     fastest_first = list(reversed(layout.mesh))
     shape = [dim.size for dim in fastest_first]
+    built: dict[Axes, list[list[int]]] = {}
 
     def along(wanted: set[str]) -> list[list[int]]:
-        return _masked_groups(shape, [dim.name in wanted for dim in fastest_first])
+        return _masked_groups(shape, [dim.name in wanted for dim in fastest_first], built)
 
     def role_dims(*roles: str) -> set[str]:
         return {dim.name for dim in layout.mesh if dim.role in roles}

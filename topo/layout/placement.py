@@ -16,6 +16,7 @@ from typing import Literal, get_args
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_LAYOUT_RANKS
+from linkscope.topo.common.memo import remember_last
 from linkscope.topo.common.numbers import is_integer, parse_int
 from linkscope.topo.machine.cluster import domain_hosts, is_domain, nvlink_domains
 from linkscope.topo.model.host import Host
@@ -71,8 +72,11 @@ class Placement:
         return tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True))
 
 
+@remember_last
 def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tuple[int, ...]]:
-    """The cluster's hosts and their identity classes: one host repeated `nodes` times, or every host."""
+    """The cluster's hosts and their identity classes: one host repeated `nodes` times, or every host (those of
+    the last snapshot kept: the app re-checks one snapshot on every edit, and classifying 1,024 hosts costs more
+    than placing their ranks)."""
     if nodes < 1:
         raise InputError(f"--nodes: must be at least 1, got {nodes}")
     if nodes > MAX_LAYOUT_RANKS:

@@ -10,6 +10,7 @@ import pytest
 from linkscope.topo.checks.check import check_layout
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.layout.placement import Distribution
 from linkscope.topo.model.host import LinkKind
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
@@ -32,9 +33,10 @@ def _repaired(snapshot: Snapshot, hostname: str) -> Snapshot:
         if host.hostname == hostname else host for host in snapshot.hosts))
 
 
-def _tp_cost_s(snapshot: Snapshot, sizes: tuple[tuple[str, int], ...]) -> float:
-    report = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=len(snapshot.hosts)))
-    return next(cost.time_s for cost in report.costs if cost.dim == "tp")
+def _cost_s(snapshot: Snapshot, sizes: tuple[tuple[str, int], ...], dim: str = "tp",
+            distribution: Distribution = "block") -> float:
+    report = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=len(snapshot.hosts), distribution=distribution))
+    return next(cost.time_s for cost in report.costs if cost.dim == dim)
 
 
 @pytest.mark.parametrize("sizes", [(("tp", 8),), (("tp", 4), ("pp", 2)), (("tp", 2), ("pp", 4))])
@@ -44,12 +46,12 @@ def test_links_up_figure_is_the_job_checked_again_with_that_host_repaired(sizes:
     """With one odd host the repair removes the slow group; with three, repairing one leaves the others slow (0%)."""
     snapshot = _cluster(12, odd_every)
     report = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=len(snapshot.hosts)))
-    current_s = _tp_cost_s(snapshot, sizes)
+    current_s = _cost_s(snapshot, sizes)
     findings = [finding for finding in report.findings if finding.code == "nvlink-fewer-links"]
     assert len(findings) == len(range(1, 12, odd_every))
     for finding in findings:
         hostname = f"gpu{finding.ranks[0] // 8:03d}"  # block placement, 8 GPUs a host
-        expected = round((1 - _tp_cost_s(_repaired(snapshot, hostname), sizes) / current_s) * 100)
+        expected = round((1 - _cost_s(_repaired(snapshot, hostname), sizes) / current_s) * 100)
         assert f"would take {expected}% less time" in finding.message, (hostname, finding.message)
     if odd_every == 12:
         assert "would take 0% less" not in findings[0].message
@@ -72,3 +74,43 @@ def test_a_check_prices_each_group_once_however_many_hosts_are_odd(monkeypatch: 
         counts.append(calls["count"])
     assert counts[1] <= 2.2 * counts[0], counts
     assert counts[0] <= 3 * 48 * 8, counts  # a few pricings per rank, not one per rank and odd host
+
+
+@pytest.mark.parametrize("distribution", ["block", "cyclic"])
+@pytest.mark.parametrize("sizes", [(("tp", 4), ("pp", 2)), (("tp", 2),), (("pp", 3),)])
+def test_each_findings_figures_are_those_of_its_job_priced_on_its_own(sizes: tuple[tuple[str, int], ...],
+                                                                      distribution: Distribution) -> None:
+    """Every odd host's finding, priced on the pricing the check shares between findings, gives the figures of
+    pricing that finding's job separately: the check's own cost of the dimension, and the cost of the same job on
+    the cluster with that host repaired (TP groups inside a host or across hosts, DP groups across every host).
+    Host 1 is worse than the other odd hosts, so repairing it leaves theirs as the slowest groups."""
+    snapshot = _cluster(15, 4)  # hosts 1, 5, 9 and 13 odd
+    worse = snapshot.hosts[1]
+    worse = dataclasses.replace(worse, links=tuple(dataclasses.replace(link, nvlink_count=12)
+                                                   if link.kind is LinkKind.NVLINK and link.nvlink_count == 16 else link
+                                                   for link in worse.links))
+    snapshot = dataclasses.replace(snapshot, hosts=(snapshot.hosts[0], worse, *snapshot.hosts[2:]))
+    request = CheckRequest(sizes=sizes, nodes=len(snapshot.hosts), distribution=distribution)
+    report = check_layout(snapshot, request)
+    findings = [finding for finding in report.findings if finding.code == "nvlink-fewer-links"]
+    hostnames = [report.hostnames[report.placement[finding.ranks[0]][0]] for finding in findings]
+    assert sorted(hostnames) == [f"gpu{number:03d}" for number in (1, 5, 9, 13)]
+    for finding, hostname in zip(findings, hostnames, strict=True):
+        current = _cost_s(snapshot, sizes, finding.dim, distribution)
+        assert finding.cost_s == pytest.approx(current, rel=1e-12)
+        alone = _cost_s(_repaired(snapshot, hostname), sizes, finding.dim, distribution)
+        assert finding.best_cost_s == pytest.approx(alone, rel=1e-12), (hostname, finding.dim)
+        if distribution == "block":  # (cyclic: the groups span hosts, and the network sets their pace)
+            assert (alone < current) == (hostname == "gpu001"), hostname
+
+
+def test_a_check_after_another_layout_is_the_check_of_a_fresh_snapshot() -> None:
+    """What one check keeps for the next (the cluster's classes, the pricing of its hosts, their health) changes no
+    figure: an edit of the layout reports what checking a new copy of the snapshot reports."""
+    snapshot = _cluster(24, 5)
+    edits = [(("tp", 8), ("pp", 2)), (("tp", 4), ("pp", 4)), (("tp", 2), ("pp", 3)), (("pp", 2),)]
+    for sizes in edits:
+        check_layout(snapshot, CheckRequest(sizes=edits[0], nodes=24))
+        again = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=24)).to_json()
+        fresh = check_layout(dataclasses.replace(snapshot), CheckRequest(sizes=sizes, nodes=24)).to_json()
+        assert again == fresh
