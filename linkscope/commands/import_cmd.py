@@ -50,6 +50,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
     from linkscope.files import check_measured_on, load_measurements, open_output, write_measurements
+    from linkscope.render.expected import asked_rows
     from linkscope.topo.model.codec import to_jsonable
     from linkscope.topo.model.snapshot import SCHEMA_VERSION
 
@@ -75,19 +76,14 @@ def run(args: argparse.Namespace) -> int:
         if against is not None:
             payload["expected_on"] = against.source
             payload["expected"] = [row.to_json() for row in expected.all()]
-            payload["judged"] = judged_counts(_asked(expected))
+            payload["judged"] = judged_counts(asked_rows(expected))
             payload["placement"] = placement_lines(expected.all())
         say(json_text(payload), block=True)
     else:
         _print(measurements, expected, against.source if against is not None else None)
     if against is None:
         return 0
-    return findings_status(severities(_asked(expected)), args.fail_on)
-
-
-def _asked(expected: RowExpectations) -> list[Any]:
-    """Every row the model was asked about, None where it could not price one."""
-    return [*expected.collectives, *expected.peer_copies, *expected.host_copies]
+    return findings_status(severities(asked_rows(expected)), args.fail_on)
 
 
 def _print(measurements: Measurements, expected: RowExpectations, against: str | None) -> None:
@@ -96,7 +92,7 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
     from rich.text import Text
 
     from linkscope.render.console import table_console
-    from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
+    from linkscope.render.expected import add_expected_columns, asked_rows, expected_cells, print_verdict_summary
     from linkscope.topo.common.sizes import format_size_bytes
     from linkscope.topo.model.provenance import describe
 
@@ -147,7 +143,7 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         console.print(_copies_table("host <-> GPU copies", ("GPU", "direction", "GB/s"), copies,
                                     expected.host_copies if compare else None))
     if against is not None:
-        print_verdict_summary(console, _asked(expected), against)
+        print_verdict_summary(console, asked_rows(expected), against)
     else:
         console.print(Text("note: --expect SOURCE (or --attach) compares every row with what that machine should deliver"))
     for note in measurements.notes:

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_seconds, format_share
-from linkscope.topo.cost.collectives import collective_cost
-from linkscope.topo.cost.expect import LimitedBy, limited_by, link_path
-from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
 from linkscope.topo.layout.measured import MeasuredPlacement
@@ -30,7 +27,7 @@ from linkscope.topo.machine.links import DEGRADED_FRACTION
 from linkscope.topo.model.busbw import BUS_FACTOR_OPS, bus_factor
 from linkscope.topo.model.findings import SEVERITIES, Finding
 from linkscope.topo.model.provenance import same_gpu_model
-from linkscope.topo.trace.pricing import group_ranks, why_not_priced
+from linkscope.topo.trace.pricing import Expected, Pricer, group_ranks, placed_pricer, why_not_priced
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
@@ -47,24 +44,6 @@ EVERY_MEMBER_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all
 CLOCK_SKEW_US = 1_000.0
 """How far the clocks of different hosts may disagree (NTP keeps them within about a millisecond); traces of
 one host share its clock."""
-
-
-@dataclass(frozen=True)
-class Expected:
-    """What the cost model expects for one collective on the links its group crosses."""
-
-    time_us: float
-    link: str
-    half_bandwidth_bytes: float
-    """Message size at which the link spends as long on latency as on bytes (alpha x beta)."""
-    limited_by: LimitedBy = "unknown"
-    """Which part of the group's path sets the expectation (as `import --expect` says it)."""
-    path: tuple[str, ...] = ()
-    """The link tokens of the group's path, e.g. `("NV18", "NET 8x mlx5_0 400 Gb/s")`."""
-
-
-Pricer = Callable[[str, int, tuple[int, ...]], tuple[Expected | None, str | None]]
-"""(op, size_bytes, group ranks) -> the expectation, or None and why the call could not be priced."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +220,7 @@ def analyse(traces: Sequence[RankTrace], placed: MeasuredPlacement | None = None
     InputError when the traces cannot be one job's: a rank twice, or different world sizes.
     """
     _check_one_job(traces)
-    pricer = _pricer(placed, model or CostModel()) if placed is not None else None
+    pricer = placed_pricer(placed, model or CostModel()) if placed is not None else None
     rows = tuple(_row(trace, call, pricer) for trace in traces for call in trace.collectives)
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
@@ -460,28 +439,3 @@ def _size(size_bytes: int | None) -> str:
 
 def _round(value: float | None) -> float | None:
     return round(value, 3) if value is not None and math.isfinite(value) else None
-
-
-def _pricer(placed: MeasuredPlacement, model: CostModel) -> Pricer:
-    """A :data:`Pricer` over the job's ranks as placed on the machine: the group's links, priced by the cost model
-    as `linkscope estimate` prices them; every call says why when the ranks could not be placed."""
-    placement = placed.placement
-    if placement is None:
-        unplaced = f"the job's ranks are not placed on the machine ({placed.basis})"
-        return lambda op, size_bytes, ranks: (None, unplaced)
-    groups = GroupPricer(placement, model)
-    world = placement.world_size
-
-    def price(op: str, size_bytes: int, ranks: tuple[int, ...]) -> tuple[Expected | None, str | None]:
-        if any(rank < 0 or rank >= world for rank in ranks) or len(set(ranks)) != len(ranks):
-            return None, f"its group's ranks are not all among the job's {world} placed ranks"
-        links = groups.links(ranks)
-        cost = collective_cost(op, links, size_bytes)
-        if links.bottleneck_class == "NET":
-            alpha_us, gbps = links.net_alpha_us, links.node_net_gbps
-        else:
-            alpha_us, gbps = links.intra_alpha_us, links.intra_gbps
-        half = alpha_us * 1e-6 * gbps * 1e9 if math.isfinite(gbps) else 0.0
-        return Expected(cost.time_s * 1e6, links.bottleneck_label, half, limited_by(links), link_path(links)), None
-
-    return price
