@@ -59,7 +59,18 @@ def place_measured(ranks: int, snapshot: Snapshot, hosts: Sequence[str] = (), gp
     and `gpus_per_host` the most ranks it shows on one host; both count only when they cover every rank (said as
     `from {evidence}`; else as `{named_by} no hosts`). `nodes` is how many hosts the user says the run used
     (`--nodes`), `distribution` how ranks were dealt to them and `devices` the CUDA devices each host gave the run
-    (CUDA_VISIBLE_DEVICES)."""
+    (CUDA_VISIBLE_DEVICES). Kept on the (immutable) snapshot per question, so the rows of one file, which mostly
+    share their ranks, are placed once."""
+    key = (ranks, tuple(hosts), gpus_per_host, nodes, distribution, None if devices is None else tuple(devices),
+           evidence, named_by)
+    placed: dict[object, MeasuredPlacement] = snapshot.__dict__.setdefault("_measured_placements", {})
+    if key not in placed:
+        placed[key] = _place(ranks, snapshot, hosts, gpus_per_host, nodes, distribution, devices, evidence, named_by)
+    return placed[key]
+
+
+def _place(ranks: int, snapshot: Snapshot, hosts: Sequence[str], gpus_per_host: int | None, nodes: int | None,
+           distribution: Distribution, devices: Sequence[int] | None, evidence: str, named_by: str) -> MeasuredPlacement:
     domains = domain_hosts(snapshot) if snapshot.hosts else ()
     if not domains or not domains[0].gpus:
         return MeasuredPlacement(ranks, None, basis="the SOURCE has no GPUs")
