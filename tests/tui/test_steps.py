@@ -4,6 +4,7 @@ reached, and the status line says why calls were not priced."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from rich.text import Text
@@ -101,3 +102,31 @@ async def test_steps_that_price_nothing_never_read_clean() -> None:
         summary = " ".join(str(app.query_one("#steps-summary", Static).render()).split())
         assert "6 call(s), 0 priced against their links" in summary and "collectives-not-judged" in summary
         assert "No findings" not in summary
+
+
+@async_test
+async def test_enter_draws_the_ring_where_the_traces_hosts_put_the_ranks(tmp_path: Path) -> None:
+    """Four ranks whose traces say two hosts (ranks 0-1 on node-a, 2-3 on node-b): the all_reduce's ring drawn on
+    Links leaves the first host twice (the one placement `trace --source` prices on), where ranks dealt 8 to a
+    DGX H100 host would keep it inside one."""
+    from support.trace import TraceBuilder
+
+    paths = []
+    for rank, host in enumerate(["node-a", "node-a", "node-b", "node-b"]):
+        builder = TraceBuilder(rank=rank, world_size=4, host=host)
+        builder.step(1, 0, 50_000)
+        builder.collective("allreduce", 64 << 20, launch_us=30_000, start_us=30_100, duration_us=10_000)
+        paths.append(str(builder.write(tmp_path / f"rank{rank}.json")))
+    app = build_app(snapshot=load_sample("dgx-h100"), initial_tab="steps", trace_paths=tuple(paths))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_idle(app)
+        summary = " ".join(str(app.query_one("#steps-summary", Static).render()).split())
+        assert "placed: 4 ranks: 2 hosts x 2 GPUs from the traces' hosts" in summary
+        app.query_one("#steps-table", DataTable).focus()
+        await pilot.press("enter")
+        await wait_idle(app)
+        from linkscope.tui.tabs.links import LinksView
+
+        ring = app.query_one(LinksView).ring
+        assert ring is not None and ring.off_node_hops == 2 and len(ring.hops) == 1
+        assert "ring drawn on the Links tab" in str(app.query_one("#steps-status", Static).render())

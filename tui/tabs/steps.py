@@ -161,15 +161,15 @@ class StepsView(Vertical):
         ranks = sorted({t.rank for t in report.traces if t.rank is not None})
         summary = Text(printable(f"{len(report.traces)} trace(s), ranks {rank_ranges(ranks) or '?'}"
                                  + _hosts_said(report)))
+        if report.straggler is not None:
+            s = report.straggler
+            summary.append(printable(f"; last to arrive: rank {s.rank}" + (f" ({s.host})" if s.host else "")
+                                     + f", {s.last_arrivals} of {s.matched_calls} calls"), style="bold")
         if report.placed is not None:
             summary.append(printable(f"\nplaced: {report.placed.line}"))
         summary.append(f"\njudged: {_judged_said(report)}")
         if (assumed := report.assumed_groups_note()) is not None:
             summary.append(f"\nnote: {assumed}", style="bold")
-        if report.straggler is not None:
-            s = report.straggler
-            summary.append(printable(f"; last to arrive: rank {s.rank}" + (f" ({s.host})" if s.host else "")
-                                     + f", {s.last_arrivals} of {s.matched_calls} calls"), style="bold")
         for finding in report.findings:
             summary.append(f"\n{finding.severity} {finding.code}: ", style="bold")
             summary.append(printable(finding.message))
