@@ -23,7 +23,7 @@ from linkscope.job_options import (
     cost_model_from_args,
     model_from_args,
 )
-from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, findings_status
+from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, asked_rows, findings_status
 from linkscope.source import open_gpu_source
 from linkscope.topo.checks.check import check_layout
 from linkscope.topo.checks.report import CheckReport, LayoutFinding
@@ -128,8 +128,6 @@ def run(args: argparse.Namespace) -> int:
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
     asked: list[Expected | None] = []
     if measurements is not None:
-        from linkscope.render.expected import asked_rows
-
         asked = asked_rows(row_expectations(measurements, snapshot, request.cost_model))
         if not judged_counts(asked)["judged"]:  # measurements of which nothing was judged: never a clean verdict
             report = replace(report, findings=(*report.findings, LayoutFinding(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag, findings_status
+from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag, asked_rows, findings_status
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
 from linkscope.topo.cost.expect import RowExpectations, judged_counts, placement_lines, row_expectations, severities
@@ -50,7 +50,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, then print tables or JSON, and write -o."""
     from linkscope.files import check_measured_on, load_measurements, open_output, write_measurements
-    from linkscope.render.expected import asked_rows
     from linkscope.topo.model.codec import to_jsonable
     from linkscope.topo.model.snapshot import SCHEMA_VERSION
 
@@ -92,7 +91,7 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
     from rich.text import Text
 
     from linkscope.render.console import table_console
-    from linkscope.render.expected import add_expected_columns, asked_rows, expected_cells, print_verdict_summary
+    from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
     from linkscope.topo.common.sizes import format_size_bytes
     from linkscope.topo.model.provenance import describe
 

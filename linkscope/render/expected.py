@@ -11,19 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.topo.common.units import format_gbps
-from linkscope.topo.cost.expect import Expected, RowExpectations, placement_lines, summary, worst_rows
+from linkscope.topo.cost.expect import Expected, placement_lines, summary, worst_rows
 
 VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold red",
                                   "faster than model": "bold magenta"}
 
 EXPECTED_COLUMNS: tuple[str, ...] = ("expect", "ratio", "verdict")
 """The columns a result table adds for its expectation."""
-
-
-def asked_rows(expected: RowExpectations) -> list[Expected | None]:
-    """Every row the model was asked about, in order (collectives, peer copies, host copies), None where it could
-    not price one: what `judged` counts and `--fail-on` weighs."""
-    return [*expected.collectives, *expected.peer_copies, *expected.host_copies]
 
 
 def expected_cells(expected: Expected | None) -> tuple[str, str, Text]:

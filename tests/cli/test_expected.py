@@ -51,6 +51,8 @@ def test_show_of_a_snapshot_carrying_measurements(tmp_path: pathlib.Path, capsys
     assert cli_main(["show", str(box), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert {row["link"] for row in shown["measurements"]["expected"]} == {"NV16", "NV18"}
+    assert shown["measurements"]["judged"]["judged"] == 56  # the 8 x 7 pairs of the nvbandwidth matrix, by hand
+    assert shown["measurements"]["placement"] == []  # peer copies: no ranks to place
     assert cli_main(["show", "sample:dgx-h100", "--json"]) == 0
     assert "measurements" not in json.loads(capsys.readouterr().out)
 

@@ -39,6 +39,10 @@ def _doctor(as_json: bool) -> int:
     return _cli(["doctor", str(THREE_GPUS), "--measurements", str(RUN_2X8), "--force"], as_json)
 
 
+def _show(as_json: bool) -> int:
+    return _cli(["show", str(THREE_GPUS), "--measurements", str(RUN_2X8), "--force"], as_json)
+
+
 def _check(as_json: bool) -> int:
     return _cli(["check", str(THREE_GPUS), "--dp", "3", "--measurements", str(RUN_2X8), "--force"], as_json)
 
@@ -84,6 +88,7 @@ JUDGING: dict[str, tuple[Callable[[bool], int], Callable[[dict[str, Any]], int]]
     "import --expect": (_import, lambda payload: payload["judged"]["judged"]),
     "doctor --measurements": (_doctor, lambda payload: payload["judged"]["measurements"]["judged"]),
     "check --measurements": (_check, lambda payload: payload["judged"]["judged"]),
+    "show --measurements": (_show, lambda payload: payload["measurements"]["judged"]["judged"]),
     "trace --source": (_trace, lambda payload: payload["judged"]["priced"]),
     "nccl-log": (_nccl_log, lambda payload: payload["judged"]["connections"]),
     "bench collectives": (_bench_collectives, lambda payload: payload["judged"]["judged"]),
