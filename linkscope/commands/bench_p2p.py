@@ -131,8 +131,8 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
              *(host_expected(row, placed) for row in host_rows)]
     if args.json:
         rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,
-                 "ratio": u.ratio, "verdict": u.verdict, "bidir_ratio": b.ratio}
-                for row, u, b in zip(result["peer"], uni, bi, strict=True)]
+                 "ratio": u.ratio, "verdict": judged.verdict, "bidir_ratio": b.ratio}
+                for row, u, b, judged in zip(result["peer"], uni, bi, asked, strict=False)]
         payload = {
             "devices": result["devices"],
             "peer": rows,

@@ -93,10 +93,10 @@ def print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: 
     pairs = Table(title="peer copies (GB/s, us) against the expected link speed")
     for column in ("pair", "link", "uni", "expect", "ratio", "verdict", "bi", "ratio", "lat", "p2p", "data"):
         pairs.add_column(column, justify="left" if column in ("pair", "link", "data", "verdict") else "right", no_wrap=True)
-    for copy, u, b in zip(copies, uni, bi, strict=True):
+    for copy, u, b, judged in zip(copies, uni, bi, asked, strict=False):  # `asked`: the pairs first, then host copies
         pairs.add_row(f"{copy.src}->{copy.dst}", Text(u.link_token or "?"), f"{copy.unidir_gbps:.1f}",
                       f"{u.expected.typical_gbps:.1f}" if u.expected else "-", f"{u.ratio:.2f}" if u.ratio else "-",
-                      verdict_text(u.verdict),
+                      verdict_text(judged.verdict),
                       f"{copy.bidir_gbps:.1f}", f"{b.ratio:.2f}" if b.ratio else "-", f"{copy.latency_us:.2f}",
                       {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
                       Text("ok" if copy.verified else "CORRUPTED", style="" if copy.verified else "bold red"))

@@ -300,6 +300,18 @@ def test_p2p_report_says_how_gpus_were_matched_what_was_judged_and_fails_on_its_
     capsys.readouterr()
 
 
+def test_p2p_copies_too_small_to_judge_get_a_ratio_but_no_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """1 MiB copies (under the 32 MiB judged): the JSON rows keep their ratio, their verdict is null as `judged`
+    counts them, and the 43% pair raises nothing."""
+    small = _fake_result()
+    for row in small["peer"]:  # type: ignore[attr-defined]
+        row["size_bytes"] = 1 << 20
+    assert _report(small, as_json=True) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["verdict"] for row in data["peer"]] == [None, None] and data["peer"][1]["ratio"] is not None
+    assert data["judged"]["judged"] == 0 and data["findings"] == []
+
+
 class _FakeNvml:
     """Just enough of pynvml for the preflight: GPU 0 idle, GPU 1 busy with 2 processes and 1 GiB free."""
 
