@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import enum
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from linkscope.topo.model.findings import SEVERITIES, Severity, reaches
+
+if TYPE_CHECKING:
+    from linkscope.topo.cost.expect import Expected, RowExpectations
 
 
 class ExitStatus(enum.IntEnum):
@@ -41,6 +45,12 @@ def verdicts_status(verdicts: Iterable[str | None], fail_on: Severity) -> ExitSt
     from linkscope.topo.cost.expect import VERDICT_SEVERITY
 
     return findings_status((VERDICT_SEVERITY[each] for each in verdicts if each in VERDICT_SEVERITY), fail_on)
+
+
+def asked_rows(expected: RowExpectations) -> list[Expected | None]:
+    """Every row the model was asked about, in order (collectives, peer copies, host copies), None where it could
+    not price one: what `judged` counts and `--fail-on` weighs."""
+    return [*expected.collectives, *expected.peer_copies, *expected.host_copies]
 
 
 def difference_severity(worse: bool | None) -> Severity:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from linkscope.topo.cost.expect import Verdict, copy_judged, is_below, speed_ratio, verdict
+from linkscope.topo.cost.expect import VERDICTS, Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
 from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
 from linkscope.topo.model.measurements import Measurements, PeerCopy
@@ -88,6 +88,20 @@ class GridCell:
         if show_expected and self.expected is not None:
             return f"{self.expected.typical_gbps:.0f}"
         return self.token
+
+
+def judged_said(cells: list[list[GridCell]]) -> str:
+    """How many measured GPU pairs of the grid were judged, per verdict (`56 pairs judged: 56 ok`), or that none was
+    (copies too small to judge, or none placed on this host's GPUs): never a clean verdict when nothing was judged.
+    Copies are placed on the host's GPUs by the device numbers the measurements give."""
+    measured = [cell for row in cells for cell in row if cell.measured_gbps is not None and cell.row != cell.col]
+    verdicts = [cell.verdict for cell in measured if cell.verdict is not None]
+    if not verdicts:
+        why = "copies too small to judge" if measured else "no copy placed on this host's GPUs"
+        return f"NOTHING JUDGED ({why})"
+    counts = ", ".join(f"{verdicts.count(name)} {name}" for name in VERDICTS if verdicts.count(name))
+    left = len(measured) - len(verdicts)
+    return f"{len(verdicts)} pair(s) judged by GPU index: {counts}" + (f"; {left} not judged" if left else "")
 
 
 def _largest_copies(measurements: Measurements | None, hostname: str) -> dict[tuple[int, int], PeerCopy]:

@@ -13,7 +13,7 @@ from linkscope.commands.bench_run import (
     run_guarded,
     write_output,
 )
-from linkscope.options import ExitStatus
+from linkscope.options import ExitStatus, findings_status, verdicts_status
 from linkscope.render.bench_tables import print_collectives, print_reuse
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
@@ -25,6 +25,8 @@ from linkscope.topo.common.text import say
 if TYPE_CHECKING:
     from linkscope.probes.bench.results import CollectiveSweep
     from linkscope.probes.bench.runner import BenchOutcome
+    from linkscope.topo.cost.expect import Expected
+    from linkscope.topo.model.findings import Severity
 
 
 def register_collectives(sub: Any) -> None:
@@ -40,8 +42,10 @@ def register_collectives(sub: Any) -> None:
         "    -m linkscope.probes.bench.worker collectives [options] -o FILE",
         epilog="example:\n  linkscope bench collectives --backend gloo --nproc 4 --ops all_reduce,all_gather "
         "--max-bytes 4M --layout tp=2,dp=2 --json\n\n"
-        "exit status: 0 every result right (and on GPUs no group slow), 1 a wrong result or a slow group on GPUs, "
-        "2 bad input or a failed run, 130 interrupted",
+        "exit status: 0 every result right and nothing at or above --fail-on, 1 a wrong result (an error), a "
+        "straggler group on GPUs (a warning) or a row's verdict at or above --fail-on (far below: error; slow, "
+        "faster than model: warning; a row not judged raises nothing, and `judged` in --json counts them), 2 bad "
+        "input or a failed run, 130 interrupted",
     )
     add_collective_arguments(parser)
     parser.add_argument("--nproc", type=whole_number(0, MAX_GPUS_PER_HOST), default=None, metavar="N",
@@ -97,7 +101,7 @@ def report_collectives(args: argparse.Namespace, measurements: Any, sweep: Colle
     from dataclasses import replace
 
     from linkscope.probes.bench.results import stragglers
-    from linkscope.topo.cost.expect import row_expectations
+    from linkscope.topo.cost.expect import judged_counts, placement_lines, row_expectations
 
     notes = list(sweep.notes)
     slow_groups = stragglers(sweep.rows)
@@ -110,7 +114,7 @@ def report_collectives(args: argparse.Namespace, measurements: Any, sweep: Colle
         notes.append("one rank: nothing crosses a link, so no figure is judged; the times are the calls' own cost "
                      "(an in-place all_reduce does nothing; out-of-place ops copy locally), and busbw follows "
                      "nccl-tests' factors (broadcast and reduce keep algbw)")
-    expected: list[Any] = [None] * len(sweep.rows)
+    expected: list[Expected | None] = [None] * len(sweep.rows)
     if snapshot is not None:
         if args.expect is None and measurements.identity is not None:
             names = " / ".join(sorted({gpu.name for gpu in snapshot.host.gpus if gpu.name})) or None
@@ -118,11 +122,14 @@ def report_collectives(args: argparse.Namespace, measurements: Any, sweep: Colle
         expected = list(row_expectations(measurements, snapshot).collectives)
     rows = [{**row.to_json(), "expected_busbw_gbps": each.expected_gbps if each else None,
              "ratio": each.ratio if each else None, "verdict": each.verdict if each else None,
-             "link": each.link if each else None}
+             "link": each.link if each else None, "limited_by": each.limited_by if each else None,
+             "path": list(each.path) if each else None}
             for row, each in zip(sweep.rows, expected, strict=True)]
     if args.json:
         say(json_text({"rows": rows, "group_setup_ms": dict(sweep.setup_ms),
-                         "stragglers": [slow.to_json() for slow in slow_groups], "notes": notes}), block=True)
+                         "stragglers": [slow.to_json() for slow in slow_groups], "notes": notes,
+                         "judged": judged_counts(expected),
+                         "placement": placement_lines([each for each in expected if each is not None])}), block=True)
     else:
         print_collectives(sweep.rows, sweep.setup_ms, slow_groups, notes, expected,
                           snapshot.source if snapshot is not None else None)
@@ -134,7 +141,13 @@ def report_collectives(args: argparse.Namespace, measurements: Any, sweep: Colle
     on_gpus = bool(measurements.collectives) and measurements.collectives[0].backend == "nccl"
     if slow_groups and on_gpus:
         say(f"linkscope: {len(slow_groups)} straggler group(s): a group well below its fastest peer", stderr=True)
-    return ExitStatus.FINDINGS if wrong or (slow_groups and on_gpus) else ExitStatus.OK
+    found: list[Severity] = []
+    if wrong:
+        found.append("error")
+    if slow_groups and on_gpus:
+        found.append("warning")
+    return max(findings_status(found, args.fail_on),
+               verdicts_status((each.verdict for each in expected if each is not None), args.fail_on))
 
 
 def run_reuse(args: argparse.Namespace, spec: Any, cancel: Any) -> int:

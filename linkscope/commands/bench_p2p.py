@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from linkscope.commands.bench_run import add_run_options, check_output_options, measure_then_report, run_guarded, write_output
-from linkscope.options import ExitStatus
+from linkscope.options import ExitStatus, findings_status, verdicts_status
 from linkscope.render.bench_tables import print_p2p
 from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
@@ -30,8 +30,9 @@ def register_p2p(sub: Any) -> None:
         "Findings (exit 1): corrupted data; NVLink pairs without peer access; a pair, or a copy from the GPU's own "
         "NUMA node, below 75% of what its link typically delivers (copies of 32 MiB and more).",
         epilog="example:\n  linkscope bench p2p --pairs 0-1,1-0 --bytes 256M --json\n\n"
-        "exit status: 0 every copy as fast as its link should be, 1 a problem found (listed on stderr), 2 bad input "
-        "or nothing could be measured, 130 interrupted",
+        "exit status: 0 nothing at or above --fail-on, 1 a problem (listed on stderr: corrupted data an error, a slow "
+        "copy or missing peer access a warning) or a verdict (far below: error; slow, faster than model: warning) at "
+        "or above --fail-on, 2 bad input or nothing could be measured, 130 interrupted",
     )
     parser.add_argument("--pairs", default=None, metavar="PAIRS",
                         help="ordered pairs SRC-DST, comma-separated (default: every ordered pair)")
@@ -91,7 +92,17 @@ def run_p2p(args: argparse.Namespace) -> int:
 def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, Any]) -> int:
     from dataclasses import replace
 
-    from linkscope.probes.bench.p2p_report import copy_findings, matrix, pair_cells, positions_by_bus_id, vs_local
+    from linkscope.probes.bench.p2p_report import (
+        copy_findings,
+        host_expected,
+        matched_line,
+        matrix,
+        pair_cells,
+        pair_expected,
+        positions_by_bus_id,
+        vs_local,
+    )
+    from linkscope.topo.cost.expect import judged_counts, placement_lines
 
     copies = measurements.peer_copies
     notes = list(result["notes"])
@@ -104,7 +115,10 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
         notes.append(f"no expected link speeds: {exc}")
     host = snapshot.host if snapshot is not None and snapshot.hosts else None
     positions = positions_by_bus_id(host, [d["pci_bus_id"] for d in result["devices"]]) if host else []
-    host_rows = [_with_verdict({**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"]), "vs_local": ratio})
+    count = len(result["devices"])
+    placed = matched_line(positions, count, snapshot.source) if host is not None and snapshot is not None else ""
+    host_rows = [_with_verdict({**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"]), "vs_local": ratio},
+                               placed)
                  for row, ratio in zip(result["host"], vs_local(result["host"]), strict=True)]
     pageable_rows = [_unjudged({**row, "expected_gbps": _pcie_typical(host, positions, row["gpu"])})
                      for row in result.get("pageable", [])]
@@ -112,12 +126,13 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
     uni = pair_cells(copies, host, positions)
     bi = pair_cells(copies, host, positions, bidir=True)
     measurements = replace(measurements, notes=tuple(notes))
-    count = len(result["devices"])
     findings = copy_findings(uni, copies, host_rows, result.get("refused", []))
+    asked = [*(pair_expected(u, copy, placed) for u, copy in zip(uni, copies, strict=True)),
+             *(host_expected(row, placed) for row in host_rows)]
     if args.json:
         rows = [{**row, "link": u.link_token, "expected_unidir_gbps": u.expected.typical_gbps if u.expected else None,
-                 "ratio": u.ratio, "verdict": u.verdict, "bidir_ratio": b.ratio}
-                for row, u, b in zip(result["peer"], uni, bi, strict=True)]
+                 "ratio": u.ratio, "verdict": judged.verdict, "bidir_ratio": b.ratio}
+                for row, u, b, judged in zip(result["peer"], uni, bi, asked, strict=False)]
         payload = {
             "devices": result["devices"],
             "peer": rows,
@@ -129,6 +144,8 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
             },
             "findings": [finding.to_json() for finding in findings],
             "notes": notes,
+            "judged": judged_counts(asked),
+            "placement": placement_lines(asked),
         }
         if pageable_rows:
             payload["pageable"] = pageable_rows
@@ -137,7 +154,7 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
         say(json_text(payload), block=True)
     else:
         print_p2p({**result, "host": host_rows, "pageable": pageable_rows, "local_copies": local_rows}, copies, uni, bi,
-                   findings, notes)
+                   findings, notes, asked, snapshot.source if host is not None and snapshot is not None else None)
     write_output(args, measurements)
     if not copies and not result["host"] and not pageable_rows and not local_rows:
         say("linkscope: error: bench p2p: nothing could be measured (see the findings)", stderr=True)
@@ -146,17 +163,16 @@ def report_p2p(args: argparse.Namespace, measurements: Any, result: dict[str, An
         listed = ", ".join(f"{finding.code} {finding.path}" for finding in findings[:6])
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
         say(f"linkscope: bench p2p found {len(findings)} problem(s): {listed}{more}", stderr=True)
-        return ExitStatus.FINDINGS
-    return ExitStatus.OK
+    return max(findings_status((finding.severity for finding in findings), args.fail_on),
+               verdicts_status((row.verdict for row in asked), args.fail_on))
 
 
-def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
+def _with_verdict(row: dict[str, Any], placed: str) -> dict[str, Any]:
     """A host-copy row with `ratio` (GB/s over expected) and its `verdict` (local copies of judged size only)."""
-    from linkscope.topo.cost.expect import copy_judged, speed_ratio, verdict
+    from linkscope.probes.bench.p2p_report import host_expected
 
-    ratio = speed_ratio(row["gbps"], row["expected_gbps"])
-    judged = row["local"] and copy_judged(row.get("size_bytes"))
-    return {**row, "ratio": ratio, "verdict": verdict(ratio) if judged else None}
+    expected = host_expected(row, placed)
+    return {**row, "ratio": expected.ratio, "verdict": expected.verdict}
 
 
 def _unjudged(row: dict[str, Any]) -> dict[str, Any]:

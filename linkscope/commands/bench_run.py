@@ -8,7 +8,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from linkscope.options import ExitStatus, add_force_flag, add_json_flag, add_output_flag
+from linkscope.options import ExitStatus, add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.numbers import seconds
 from linkscope.topo.common.text import printable, say
@@ -22,11 +22,14 @@ ResultT = TypeVar("ResultT")
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect", default=None, metavar="SOURCE",
                         help="snapshot to take the expected figures from (default: probe this machine); every result "
-                        "is shown next to it with its ratio and verdict (ok, slow below 75%%, far below 50%%)")
+                        "is shown next to it with its ratio and verdict (ok, slow below 75%%, far below 50%%, faster than model "
+                        "above 125%%), its ranks placed once (said in one line)")
     parser.add_argument("--timeout", type=seconds(), default=900.0, metavar="SECONDS",
                         help="deadline for the whole run in seconds (default 900)")
     add_force_flag(parser, "run on GPUs that have other processes or little free memory; "
                         "--attach to a snapshot of a different kind of machine")
+    add_fail_on_flag(parser, "exit 1 when a verdict or finding is at or above this severity (far below, wrong data: "
+                     "error; slow, faster than model, stragglers: warning; default warning)")
     add_json_flag(parser, "print JSON instead of tables")
     add_output_flag(parser, "write Measurements JSON to FILE")
     parser.add_argument("--attach", default=None, metavar="SOURCE",

@@ -4,12 +4,15 @@ Exit status: 0 no finding at or above `--fail-on` (default warning), 1 there is 
 The JSON form (`--json`) is a public contract: `groups` (per dimension, lists of ranks) and
 `findings` (each `code`, `severity`, `dim`, `ranks`, `message`, plus `link`, `cost_s`,
 `best_cost_s`, `fix`), with `layout`, `placement`, `costs` and `suggestion` alongside, and `calibration`
-(what fitting the model to the measurements changed, :mod:`topo.cost.calibration_report`) when measurements were used.
+(what fitting the model to the measurements changed, :mod:`topo.cost.calibration_report`), `judged` (their rows
+judged against the model, as `import --expect` counts them) and `measured_placement` (where their ranks were placed)
+when measurements were used; measurements of which nothing was judged are a `measurements-not-judged` warning.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from linkscope.files import check_measured_on, load_measurements
@@ -20,14 +23,15 @@ from linkscope.job_options import (
     cost_model_from_args,
     model_from_args,
 )
-from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, findings_status
+from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_source_argument, asked_rows, findings_status
 from linkscope.source import open_gpu_source
 from linkscope.topo.checks.check import check_layout
-from linkscope.topo.checks.report import CheckReport
+from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
+from linkscope.topo.cost.expect import Expected, judged_counts, placement_lines, row_expectations, summary
 from linkscope.topo.layout.placement import parse_visible_devices
 from linkscope.topo.layout.spec import DEFAULT_ORDER, DIMENSIONS, parse_mesh, parse_mesh_roles
 
@@ -122,26 +126,39 @@ def run(args: argparse.Namespace) -> int:
 
         changes = calibration_changes(measurements, snapshot, request.cost_model)
     report = check_layout(snapshot, request, measurements, suggest=args.suggest)
+    asked: list[Expected | None] = []
+    if measurements is not None:
+        asked = asked_rows(row_expectations(measurements, snapshot, request.cost_model))
+        if not judged_counts(asked)["judged"]:  # measurements of which nothing was judged: never a clean verdict
+            report = replace(report, findings=(*report.findings, LayoutFinding(
+                "measurements-not-judged", "warning", "", (), f"the measurements were not judged: {summary(asked)}")))
     if args.json:
         large = report.layout is not None and report.layout.world_size > 4096
         payload = report.to_json()
         if measurements is not None:
             payload["calibration"] = [change.to_json() for change in changes]
+            payload["judged"] = judged_counts(asked)
+            payload["measured_placement"] = placement_lines([row for row in asked if row is not None])
         say(json_text(payload, indent=None, compact=large), block=True)
     else:
-        _print(report, args.suggest, [change.message for change in changes])
+        _print(report, args.suggest, [change.message for change in changes], asked if measurements is not None else None,
+               snapshot.source)
     return findings_status((finding.severity for finding in report.findings), args.fail_on)
 
 
-def _print(report: CheckReport, suggested: bool, calibration: list[str]) -> None:
+def _print(report: CheckReport, suggested: bool, calibration: list[str], asked: list[Expected | None] | None,
+           against: str) -> None:
     from rich.text import Text
 
     from linkscope.render.check_view import check_view
     from linkscope.render.console import console as safe_console
+    from linkscope.render.expected import print_verdict_summary
 
     console = safe_console()
     console.print(check_view(report))
     if suggested and report.suggestion is None:
         console.print("\nSuggestion: none: no order, distribution or device permutation beats this layout by more than 1%.")
+    if asked is not None:  # the measurements, as import --expect judges them: where they were placed, what was judged
+        print_verdict_summary(console, asked, against)
     for line in calibration:
         console.print(Text(f"calibration: {line}"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag, findings_status
+from linkscope.options import add_fail_on_flag, add_force_flag, add_json_flag, add_output_flag, asked_rows, findings_status
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
 from linkscope.topo.cost.expect import RowExpectations, judged_counts, placement_lines, row_expectations, severities
@@ -75,19 +75,14 @@ def run(args: argparse.Namespace) -> int:
         if against is not None:
             payload["expected_on"] = against.source
             payload["expected"] = [row.to_json() for row in expected.all()]
-            payload["judged"] = judged_counts(_asked(expected))
+            payload["judged"] = judged_counts(asked_rows(expected))
             payload["placement"] = placement_lines(expected.all())
         say(json_text(payload), block=True)
     else:
         _print(measurements, expected, against.source if against is not None else None)
     if against is None:
         return 0
-    return findings_status(severities(_asked(expected)), args.fail_on)
-
-
-def _asked(expected: RowExpectations) -> list[Any]:
-    """Every row the model was asked about, None where it could not price one."""
-    return [*expected.collectives, *expected.peer_copies, *expected.host_copies]
+    return findings_status(severities(asked_rows(expected)), args.fail_on)
 
 
 def _print(measurements: Measurements, expected: RowExpectations, against: str | None) -> None:
@@ -147,7 +142,7 @@ def _print(measurements: Measurements, expected: RowExpectations, against: str |
         console.print(_copies_table("host <-> GPU copies", ("GPU", "direction", "GB/s"), copies,
                                     expected.host_copies if compare else None))
     if against is not None:
-        print_verdict_summary(console, _asked(expected), against)
+        print_verdict_summary(console, asked_rows(expected), against)
     else:
         console.print(Text("note: --expect SOURCE (or --attach) compares every row with what that machine should deliver"))
     for note in measurements.notes:

@@ -3,7 +3,8 @@
 The JSON form is a public contract (README, "linkscope show --json"): one object with the first
 host's `hostname`, `gpus`, `matrix`, `nics`, `gpu_nic`, `cpu_affinity`, `numa_affinity`, plus
 `source`, `gaps` and `hosts` (every host of the snapshot in that same per-host form), and `measurements`
-(`source`, `identity`, `expected`: every row next to what the model expects) when the snapshot carries some.
+(`source`, `identity`, `expected`: every row next to what the model expects, `judged` and `placement` as `import
+--expect` gives them) when the snapshot carries some.
 """
 
 from __future__ import annotations
@@ -108,14 +109,18 @@ def show_json(snapshot: Snapshot) -> dict[str, Any]:
 
 def measurements_json(snapshot: Snapshot) -> dict[str, Any] | None:
     """The `measurements` object of `show --json`: source, identity and every row next to its expectation."""
-    from linkscope.topo.cost.expect import expectations
+    from linkscope.options import asked_rows
+    from linkscope.topo.cost.expect import judged_counts, placement_lines, row_expectations
     from linkscope.topo.model.codec import to_jsonable
 
     measurements = snapshot.measurements
     if measurements is None:
         return None
+    asked = asked_rows(row_expectations(measurements, snapshot))
+    rows = [row for row in asked if row is not None]
     return {"source": measurements.source, "identity": to_jsonable(measurements.identity),
-            "expected": [row.to_json() for row in expectations(measurements, snapshot)]}
+            "expected": [row.to_json() for row in rows], "judged": judged_counts(asked),
+            "placement": placement_lines(rows)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -149,14 +154,16 @@ def _print_measurements(console: Any, snapshot: Snapshot) -> None:
     """The snapshot's measurements that are large enough to judge, next to their expectations."""
     from rich.text import Text
 
+    from linkscope.options import asked_rows
     from linkscope.render.expected import expected_table, print_verdict_summary
-    from linkscope.topo.cost.expect import expectations
+    from linkscope.topo.cost.expect import row_expectations
     from linkscope.topo.model.provenance import describe
 
     assert snapshot.measurements is not None
-    rows = expectations(snapshot.measurements, snapshot)
+    asked = asked_rows(row_expectations(snapshot.measurements, snapshot))
+    rows = [row for row in asked if row is not None]
     console.print(Text(f"\nMeasurements: {snapshot.measurements.source}, measured on {describe(snapshot.measurements.identity)}"))
     judged = [row for row in rows if row.verdict is not None]
     if judged:
         console.print(expected_table(judged, "measured against expected (rows large enough to judge)"))
-    print_verdict_summary(console, rows, snapshot.source or "this machine")
+    print_verdict_summary(console, asked, snapshot.source or "this machine")

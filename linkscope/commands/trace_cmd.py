@@ -12,7 +12,7 @@ from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS, MAX_STEP_ROWS
 from linkscope.topo.common.numbers import decimal_number, whole_number
 from linkscope.topo.common.text import say
 from linkscope.topo.model.provenance import gpu_names
-from linkscope.topo.trace.files import machine_pricer, trace_paths
+from linkscope.topo.trace.files import place_traces, trace_paths
 from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILE_BYTES, PARALLEL_MIN_SPARE_CPUS, read_traces
 from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
 
@@ -30,8 +30,9 @@ def register(subparsers: Any) -> None:
             "collective call: op, bytes, process group, duration on the GPU (the NCCL kernel) or the CPU (gloo), "
             "algbw and busbw as nccl-tests computes them. For each ProfilerStep: step time, compute, communication, "
             "and exposed communication (not overlapped by any computation). With several ranks: the rank that "
-            "arrived last at the collectives everyone waited on. With --source: each call priced on the links its "
-            "group crosses, and measured against expected."
+            "arrived last at the collectives everyone waited on. With --source: the job's ranks placed once on SOURCE "
+            "(from the traces' hosts, --nodes, or assumed; said in one line and as `placement` in JSON), each call "
+            "priced on the links its group crosses as `estimate` prices it, and measured against expected."
         ),
         epilog=(
             "examples:\n"
@@ -47,7 +48,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--source", default=None, metavar="SOURCE",
                         help="the machine the job ran on (snapshot, topo text, sample:NAME), to price each collective")
     parser.add_argument("--nodes", type=whole_number(1, MAX_HOSTS), default=None, metavar="N",
-                        help="with --source of one host: how many such nodes the job used (default: enough for its ranks)")
+                        help="with --source of one host: how many such nodes the job used (default: the traces' hosts when "
+                             "every rank's trace names one, else assumed: one host when the ranks fit, else whole hosts; "
+                             "the placement is said in one line)")
     parser.add_argument("--distribution", choices=("block", "cyclic"), default="block",
                         help="how ranks were placed on nodes: torchrun block order or Slurm cyclic (default block)")
     parser.add_argument("--visible-devices", default=None, metavar="LIST", help="CUDA_VISIBLE_DEVICES of the job, e.g. 0,2,1,3")
@@ -79,15 +82,18 @@ def run(args: argparse.Namespace) -> int:
     paths = trace_paths(args.traces)
     with progress_bar(len(paths), "reading traces", enabled=not args.json) as update:
         traces = read_traces(paths, args.jobs, on_read=update)
-    pricer = None
+    placed = None
     machine_gpus: tuple[str, ...] = ()
     if args.source:
         from linkscope.source import open_source
 
         snapshot = open_source(args.source)
-        pricer = machine_pricer(snapshot, traces, args.nodes, args.distribution, args.visible_devices)
+        placed = place_traces(snapshot, traces, args.nodes, args.distribution, args.visible_devices)
+        if placed.placement is None and placement_flags:  # what the user said cannot be: bad usage, not a verdict
+            raise InputError(f"{'/'.join(placement_flags)}: the job's {placed.ranks} ranks cannot be placed on "
+                             f"{snapshot.source}: {placed.basis}")
         machine_gpus = gpu_names(snapshot)
-    report = analyse(traces, pricer, args.exposed_share, machine_gpus)
+    report = analyse(traces, placed, args.exposed_share, machine_gpus)
     if args.json:
         from linkscope.topo.common.jsonio import json_text
 
@@ -95,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from linkscope.render.trace_view import print_trace_report
 
-        print_trace_report(report, priced=pricer is not None, all_steps=args.all_steps)
+        print_trace_report(report, all_steps=args.all_steps)
     return findings_status((finding.severity for finding in report.findings), args.fail_on)
 
 

@@ -26,6 +26,7 @@ def print_collectives(rows: Sequence[SweepRow], setup_ms: Sequence[tuple[str, fl
     """`bench collectives`: a row per (group, op, size), its expected figures against `against`, and stragglers."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     from linkscope.render.console import table_console
     from linkscope.render.expected import add_expected_columns, expected_cells, print_verdict_summary
@@ -46,7 +47,10 @@ def print_collectives(rows: Sequence[SweepRow], setup_ms: Sequence[tuple[str, fl
     console = table_console()
     console.print(table)
     if against is not None:
-        print_verdict_summary(console, [each for each in expected if each is not None], against)
+        print_verdict_summary(console, expected, against)
+    elif rows:  # no machine to judge against (gloo, or no snapshot): never a clean verdict
+        console.print(Text(f"NOTHING JUDGED: {len(rows)} row(s), no GPU machine to judge them against (see the notes)",
+                           style="bold yellow"))
     groups = {row.group: list(row.ranks) for row in rows if row.group != "world"}
     if groups:
         console.print("groups: " + ", ".join(f"{label} {ranks}" for label, ranks in groups.items()), highlight=False)
@@ -61,12 +65,16 @@ def print_collectives(rows: Sequence[SweepRow], setup_ms: Sequence[tuple[str, fl
         console.print(f"note: {note}", highlight=False, markup=False)
 
 
-def print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: Any, notes: list[str]) -> None:
+def print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: Any, notes: list[str],
+              asked: Sequence[Expected], against: str | None) -> None:
+    """`bench p2p`: matrices, peer copies and host copies against their links' figures; how the GPUs were matched
+    to `against` and what was judged (:func:`linkscope.render.expected.print_verdict_summary`), findings, notes."""
     from rich.table import Table
     from rich.text import Text
 
     from linkscope.probes.bench.p2p_report import matrix
     from linkscope.render.console import table_console
+    from linkscope.render.expected import print_verdict_summary
     from linkscope.topo.common.sizes import format_size_bytes
 
     console = table_console()
@@ -85,10 +93,10 @@ def print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: 
     pairs = Table(title="peer copies (GB/s, us) against the expected link speed")
     for column in ("pair", "link", "uni", "expect", "ratio", "verdict", "bi", "ratio", "lat", "p2p", "data"):
         pairs.add_column(column, justify="left" if column in ("pair", "link", "data", "verdict") else "right", no_wrap=True)
-    for copy, u, b in zip(copies, uni, bi, strict=True):
+    for copy, u, b, judged in zip(copies, uni, bi, asked, strict=False):  # `asked`: the pairs first, then host copies
         pairs.add_row(f"{copy.src}->{copy.dst}", Text(u.link_token or "?"), f"{copy.unidir_gbps:.1f}",
                       f"{u.expected.typical_gbps:.1f}" if u.expected else "-", f"{u.ratio:.2f}" if u.ratio else "-",
-                      verdict_text(u.verdict),
+                      verdict_text(judged.verdict),
                       f"{copy.bidir_gbps:.1f}", f"{b.ratio:.2f}" if b.ratio else "-", f"{copy.latency_us:.2f}",
                       {True: "yes", False: "no", None: "?"}[copy.p2p_enabled],
                       Text("ok" if copy.verified else "CORRUPTED", style="" if copy.verified else "bold red"))
@@ -126,6 +134,8 @@ def print_p2p(result: dict[str, Any], copies: Any, uni: Any, bi: Any, findings: 
         console.print(local)
     for device in result["devices"]:
         console.print(Text(f"GPU {device['index']}: {device['name']} {device['pci_bus_id'] or ''}"))
+    if asked:
+        print_verdict_summary(console, asked, against or "no machine (see the notes)")
     for finding in findings:
         console.print(Text(f"{finding.severity}: {finding.message}", style="bold red" if finding.severity == "error" else "bold"))
     for note in notes:

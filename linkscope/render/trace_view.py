@@ -21,10 +21,12 @@ WORST_STEPS = 5
 """Longest steps a summarised steps table names."""
 
 
-def print_trace_report(report: TraceReport, priced: bool, all_steps: bool = False) -> None:
+def print_trace_report(report: TraceReport, all_steps: bool = False) -> None:
     """Print the report for people; every string from a trace goes through `printable`. More steps than
-    MAX_STEP_ROWS are summarised (the first, the worst, percentiles) unless `all_steps`."""
+    MAX_STEP_ROWS are summarised (the first, the worst, percentiles) unless `all_steps`. Priced on a machine, the
+    report says where the job's ranks were placed, in one line."""
     console = table_console()
+    priced = report.placed is not None
     for trace in report.traces:
         who = f"rank {trace.rank} of {trace.world_size}" if trace.rank is not None else "rank unknown"
         details = ", ".join(part for part in (trace.backend, f"NCCL {trace.nccl_version}" if trace.nccl_version else None,
@@ -37,6 +39,8 @@ def print_trace_report(report: TraceReport, priced: bool, all_steps: bool = Fals
                                      + f", {counted(len(trace.steps), 'step')}")))
     if len(report.hosts) > 1:
         console.print(Text("note: traces from several hosts: waits across hosts are as exact as the hosts' clocks"))
+    if report.placed is not None:
+        console.print(Text(printable(f"placed: {report.placed.line}")))
     if report.steps:
         console.print(_steps_table(report, all_steps))
     rows = report.slowest(TOP_COLLECTIVES) if priced else []
@@ -47,20 +51,16 @@ def print_trace_report(report: TraceReport, priced: bool, all_steps: bool = Fals
             console.print(Text(f"no collective judged against its links: {report.why_unpriced()}"))
         if report.collectives:
             console.print(_collectives_table(_longest(report.collectives), priced=False))
-    assumed = sum(1 for row in report.collectives if row.group_assumed)
-    if assumed:
-        console.print(Text(f"note: {assumed} call(s) name neither their process group nor its size: priced as the "
-                           "whole job (assumed)"))
+    if (assumed := report.assumed_groups_note()) is not None:
+        console.print(Text(f"note: {assumed}"))
     if report.straggler is not None:
         s = report.straggler
         where = ", ".join(part for part in (f"GPU {s.device}" if s.device is not None else "", s.host or "") if part)
         console.print(Text(printable(
             f"last to arrive: rank {s.rank}{' (' + where + ')' if where else ''}, last at {s.last_arrivals} of "
             f"{s.matched_calls} matched calls; the earliest rank waited {s.others_waited_us / 1e3:.1f} ms for it")))
-    if not report.findings and (report.steps or any(row.expected is not None for row in report.collectives)):
-        console.print(Text("No findings."))
-    elif not report.findings:
-        console.print(Text("NOTHING JUDGED: no step and no call priced against its links", style="bold yellow"))
+    if (verdict := report.verdict_line()) is not None:
+        console.print(Text(verdict, style="" if verdict == "No findings." else "bold yellow"))
     for finding in report.findings:
         console.print(Text(f"{finding.severity}: {finding.code}: ", style="bold") + Text(printable(finding.message)))
 

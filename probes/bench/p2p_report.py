@@ -12,7 +12,7 @@ from typing import Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.units import format_gbps
-from linkscope.topo.cost.expect import Verdict, copy_judged, is_below, speed_ratio, verdict
+from linkscope.topo.cost.expect import Expected, Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LinkSpeed, link_speed
 from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Host, LinkKind, parse_link_token
@@ -116,6 +116,31 @@ def pair_cells(copies: Sequence[PeerCopy], host: Host | None, positions: Sequenc
                 token = link.token
         cells.append(PairCell(copy.src, copy.dst, measured, expected, token))
     return cells
+
+
+def matched_line(positions: Sequence[int | None], count: int, against: str) -> str:
+    """Where the measured GPUs were placed, in one line: CUDA devices matched to the snapshot's GPUs by PCI bus id."""
+    found = sum(1 for position in positions if position is not None)
+    if not found:
+        return f"{count} GPU(s): none matched to {against}'s GPUs by PCI bus id, so no copy is priced"
+    return f"{count} GPU(s): {found} matched to {against}'s GPUs by PCI bus id"
+
+
+def pair_expected(cell: PairCell, copy: PeerCopy, placed: str = "") -> Expected:
+    """A pair's unidirectional copy as a row next to its link's figure, judged when large enough
+    (:func:`topo.cost.expect.copy_judged`); `placed` is the line that says how its GPUs were matched."""
+    return Expected("peer", f"GPU{copy.src}->GPU{copy.dst}", "unidir", cell.measured_gbps or 0.0,
+                    cell.expected.typical_gbps if cell.expected is not None else None, cell.link_token or "?",
+                    judged=cell.measured_gbps is not None and copy_judged(copy.size_bytes),
+                    size_bytes=copy.size_bytes or 0, placement=placed)
+
+
+def host_expected(row: dict[str, Any], placed: str = "") -> Expected:
+    """A host<->GPU copy row (`gpu`, `direction`, `numa_node`, `local`, `gbps`, `expected_gbps`) next to its PCIe
+    link's figure; judged only from the GPU's own NUMA node and when large enough."""
+    return Expected("host", f"GPU{row['gpu']} {row['direction']} NUMA {row['numa_node']}", "host copy", row["gbps"],
+                    row["expected_gbps"], "PCIe", judged=bool(row["local"]) and copy_judged(row.get("size_bytes")),
+                    size_bytes=row.get("size_bytes") or 0, placement=placed, limited_by="pcie")
 
 
 def matrix(count: int, values: dict[tuple[int, int], float | None]) -> list[list[float | None]]:

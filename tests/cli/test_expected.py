@@ -51,6 +51,8 @@ def test_show_of_a_snapshot_carrying_measurements(tmp_path: pathlib.Path, capsys
     assert cli_main(["show", str(box), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert {row["link"] for row in shown["measurements"]["expected"]} == {"NV16", "NV18"}
+    assert shown["measurements"]["judged"]["judged"] == 56  # the 8 x 7 pairs of the nvbandwidth matrix, by hand
+    assert shown["measurements"]["placement"] == []  # peer copies: no ranks to place
     assert cli_main(["show", "sample:dgx-h100", "--json"]) == 0
     assert "measurements" not in json.loads(capsys.readouterr().out)
 
@@ -92,15 +94,22 @@ def test_bench_collectives_report_has_expected_fields(tmp_path: pathlib.Path, ca
     rows = _rows()
     measurements = measurements_from_rows(rows, [], [], identity=bench_identity("linkscope bench collectives nccl",
                                                                                 processes=8))
-    args = argparse.Namespace(expect="sample:dgx-a100", json=True, output=None, attached=None, force=False)
-    assert report_collectives(args, measurements, CollectiveSweep(tuple(rows))) == 0
-    printed = json.loads(capsys.readouterr().out)["rows"]
+    args = argparse.Namespace(expect="sample:dgx-a100", json=True, output=None, attached=None, force=False, fail_on="warning")
+    assert report_collectives(args, measurements, CollectiveSweep(tuple(rows))) == 1  # far below rows: an error
+    payload = json.loads(capsys.readouterr().out)
+    printed = payload["rows"]
+    # the fixture's 8 rows (read by hand: 4 sizes of 128 MiB to 1 GiB, out of and in place) are all large enough to
+    # judge; the 8 processes of one host are placed on its 8 GPUs
+    assert (payload["judged"]["judged"], payload["judged"]["not_judged"]) == (8, 0) and payload["judged"]["far below"]
+    assert payload["placement"][0].startswith("8 ranks: 1 host x 8 GPUs")
+    assert {row["limited_by"] for row in printed} == {"nvlink"}
     expected = expectations(measurements, load_sample("dgx-a100"))
     assert [row["expected_busbw_gbps"] for row in printed] == pytest.approx([row.expected_gbps for row in expected])
     assert printed[0]["verdict"] == "far below" and printed[-1]["verdict"] == "ok" and printed[0]["link"] == "NV12"
     args.json = False
     report_collectives(args, measurements, CollectiveSweep(tuple(rows)))
-    assert "far below" in capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())
+    assert "far below" in text and "placed: 8 ranks: 1 host x 8 GPUs" in text and "8 row(s) judged" in text
 
 
 def test_bench_attach_refuses_another_kind_after_the_run(tmp_path: pathlib.Path) -> None:
@@ -148,3 +157,20 @@ def test_import_that_judges_nothing_says_so_and_exits_1(capsys: pytest.CaptureFi
     assert cli_main(argv) == 1
     assert "NOTHING JUDGED" in " ".join(capsys.readouterr().out.split())
     assert cli_main([*argv, "--fail-on", "error"]) == 0
+
+
+def test_check_measurements_says_where_their_ranks_were_placed_and_what_was_judged(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The 2080 Ti file (read by hand): six tables swept from 8 B to 1 GiB by x2, out of and in place, five of them
+    on 2 ranks of one host (`# Rank 0/1 ... device 0/1`) and one on a single GPU. Rows of 1 MiB and more on 2 ranks
+    are judged: 5 tables x 11 sizes x 2 = 110. check says so as import --expect does: the placement line, the counts
+    (`judged`, `measured_placement` in JSON) and no `measurements-not-judged` finding."""
+    argv = ["check", str(RTX_TOPO), "--tp", "2", "--measurements", str(RTX_NCCL)]
+    cli_main([*argv, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["judged"]["judged"] == 110
+    assert report["measured_placement"] == ["2 ranks: 1 host x 2 GPUs from the rank lines"]
+    assert "measurements-not-judged" not in {finding["code"] for finding in report["findings"]}
+    cli_main(argv)
+    text = " ".join(capsys.readouterr().out.split())
+    assert "placed: 2 ranks: 1 host x 2 GPUs from the rank lines" in text and "110 row(s) judged" in text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.samples import load_sample
@@ -83,3 +83,47 @@ async def test_bench_verdict_on_screen_at_80_columns() -> None:
         table = app.query_one("#bench-table", DataTable)
         verdict_end = sum(column.get_render_width(table) for column in list(table.columns.values())[:6])
         assert verdict_end <= table.size.width
+
+
+RTX_NCCL = FIXTURES / "nccl_tests" / "rtx2080ti-2gpu-pcie-no-p2p-5-collectives.txt"
+
+
+@async_test
+async def test_bench_tab_says_where_the_ranks_were_placed_and_what_was_judged() -> None:
+    """The send_recv file (8 rows of 128 MiB to 1 GiB, read by hand; no `# Rank` lines) on a DGX A100: the tab says the
+    8 ranks were assumed onto the one host and that the 8 rows were judged, as `import --expect` does."""
+    measured = read_measurements(A100_SENDRECV.read_text(), "a100")
+    snapshot = dataclasses.replace(load_sample("dgx-a100"), measurements=measured)
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        said = " ".join(str(app.query_one("#bench-judged", Static).render()).split())
+        assert "placed: 8 ranks: 1 host x 8 GPUs assumed" in said and "8 row(s) judged:" in said
+
+
+@async_test
+async def test_bench_tab_that_judges_nothing_says_so() -> None:
+    """The 2080 Ti file's tables ran 2 ranks on one host (its `# Rank 0/1 ... on autodl-container-xxxxx device 0/1`
+    lines, read by hand); shown on a host of one GPU they cannot be placed, so nothing is judged: the tab says
+    NOTHING JUDGED and why, never a count of ok rows."""
+    measured = read_measurements(RTX_NCCL.read_text(), "rtx")
+    box = load_sample("consumer-2gpu")
+    host = dataclasses.replace(box.host, gpus=box.host.gpus[:1], links=())
+    snapshot = dataclasses.replace(box, hosts=(host,), measurements=measured)
+    app = build_app(snapshot=snapshot, services=FakeServices(), initial_tab="bench")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        said = " ".join(str(app.query_one("#bench-judged", Static).render()).split())
+        assert "NOTHING JUDGED" in said and "not placed" in said and "row(s) judged:" not in said
+
+
+def test_links_title_counts_the_judged_pairs_and_never_reads_clean_on_none() -> None:
+    """Copies between every ordered pair of 8 GPUs at 256 MiB: 56 pairs judged (placed by GPU index); the same pairs
+    at 1 MiB, too small to judge, are NOTHING JUDGED, not ok."""
+    from linkscope.tui.link_cells import gpu_cells, judged_said
+    from support.tui import measured_copies, nvswitch_host
+
+    host = nvswitch_host()
+    assert judged_said(gpu_cells(host, measured_copies())).startswith("56 pair(s) judged by GPU index:")
+    small = judged_said(gpu_cells(host, measured_copies(size_bytes=1 << 20)))
+    assert small == "NOTHING JUDGED (copies too small to judge)"

@@ -5,6 +5,7 @@ their hosts and devices (`# Rank 3 ... on fs-207 device 3 [0x5d]`). Before anyth
 placed once on the SOURCE machine, from what the evidence holds:
 - rank lines (or launcher hosts) that account for every rank: that many hosts x GPUs per host; a run whose
   hosts all fit one multi-host NVLink domain of the snapshot (GB200 NVL72) is one node of that domain;
+- else the hosts the user says (`--nodes`), in torchrun block or Slurm cyclic order;
 - otherwise assumed: every rank on one host (or NVLink domain) of the SOURCE when they fit there, else whole
   hosts of it in torchrun block order.
 What was assumed is said in one line (:attr:`MeasuredPlacement.line`), and the placement is priced by the
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.layout.placement import Placement, cluster_hosts, place_ranks
+from linkscope.topo.layout.placement import Distribution, Placement, cluster_hosts, place_ranks
 from linkscope.topo.machine.cluster import domain_hosts, is_domain
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -39,7 +40,7 @@ class MeasuredPlacement:
     def line(self) -> str:
         """One line for people: `16 ranks: 2 hosts x 8 GPUs from the rank lines`."""
         if self.placement is None:
-            return f"{self.ranks} ranks: not placed ({self.basis})"
+            return f"{self.ranks} rank{'s' if self.ranks != 1 else ''}: not placed ({self.basis})"
         unit = "NVLink domain" if is_domain(self.placement.hosts[0]) else "host"
         plural = "s" if self.nodes != 1 else ""
         return f"{self.ranks} ranks: {self.nodes} {unit}{plural} x {self.gpus_per_node} GPUs {self.basis}"
@@ -51,10 +52,25 @@ class MeasuredPlacement:
                 "line": self.line}
 
 
-def place_measured(ranks: int, snapshot: Snapshot, hosts: Sequence[str] = (),
-                   gpus_per_host: int | None = None) -> MeasuredPlacement:
-    """Place `ranks` measured ranks on `snapshot`. `hosts` are the distinct host names the evidence gives for
-    them and `gpus_per_host` the most ranks it shows on one host; both count only when they cover every rank."""
+def place_measured(ranks: int, snapshot: Snapshot, hosts: Sequence[str] = (), gpus_per_host: int | None = None, *,
+                   nodes: int | None = None, distribution: Distribution = "block", devices: Sequence[int] | None = None,
+                   evidence: str = "the rank lines", named_by: str = "the file names") -> MeasuredPlacement:
+    """Place `ranks` measured ranks on `snapshot`. `hosts` are the distinct host names the evidence gives for them
+    and `gpus_per_host` the most ranks it shows on one host; both count only when they cover every rank (said as
+    `from {evidence}`; else as `{named_by} no hosts`). `nodes` is how many hosts the user says the run used
+    (`--nodes`), `distribution` how ranks were dealt to them and `devices` the CUDA devices each host gave the run
+    (CUDA_VISIBLE_DEVICES). Kept on the (immutable) snapshot per question, so the rows of one file, which mostly
+    share their ranks, are placed once."""
+    key = (ranks, tuple(hosts), gpus_per_host, nodes, distribution, None if devices is None else tuple(devices),
+           evidence, named_by)
+    placed: dict[object, MeasuredPlacement] = snapshot.__dict__.setdefault("_measured_placements", {})
+    if key not in placed:
+        placed[key] = _place(ranks, snapshot, hosts, gpus_per_host, nodes, distribution, devices, evidence, named_by)
+    return placed[key]
+
+
+def _place(ranks: int, snapshot: Snapshot, hosts: Sequence[str], gpus_per_host: int | None, nodes: int | None,
+           distribution: Distribution, devices: Sequence[int] | None, evidence: str, named_by: str) -> MeasuredPlacement:
     domains = domain_hosts(snapshot) if snapshot.hosts else ()
     if not domains or not domains[0].gpus:
         return MeasuredPlacement(ranks, None, basis="the SOURCE has no GPUs")
@@ -64,32 +80,47 @@ def place_measured(ranks: int, snapshot: Snapshot, hosts: Sequence[str] = (),
     multi_host_domain = is_domain(domains[0])
     covered = bool(hosts) and gpus_per_host is not None and len(hosts) * gpus_per_host == ranks
     if covered and gpus_per_host is not None:
+        known: tuple[int, int, str] | None = (len(hosts), gpus_per_host, f"from {evidence}")
+    elif nodes is not None:
+        if nodes > ranks:
+            return MeasuredPlacement(ranks, None, basis=f"--nodes {nodes} is more hosts than the {ranks} ranks")
+        known = (nodes, -(-ranks // nodes), f"from --nodes {nodes}")
+    else:
+        known = None
+    order = "torchrun block order" if distribution == "block" else "Slurm cyclic order"
+    if known is not None:
+        count, per_host, said = known
         if multi_host_domain and ranks <= size:
             nodes, per_node = 1, ranks
-            basis = (f"from the rank lines ({len(hosts)} hosts x {gpus_per_host} GPUs), inside one NVLink domain "
-                     "of the SOURCE")
+            basis = f"{said} ({count} hosts x {per_host} GPUs), inside one NVLink domain of the SOURCE"
         else:
-            nodes, per_node, basis = len(hosts), gpus_per_host, "from the rank lines"
+            nodes, per_node, basis = count, per_host, said
         assumed = False
     else:
-        said = f"the file names {len(hosts)} host(s) for {ranks} ranks" if hosts else "the file names no hosts"
-        if ranks <= size:
+        said = f"{named_by} {len(hosts)} host(s) for {ranks} ranks" if hosts else f"{named_by} no hosts"
+        room = min(size, len(devices)) if devices is not None else size
+        if ranks <= room:
             nodes, per_node = 1, ranks
-        elif ranks % size == 0:
-            nodes, per_node = ranks // size, size
+        elif ranks % room == 0:
+            nodes, per_node = ranks // room, room
         else:
-            return MeasuredPlacement(ranks, None, basis=f"{ranks} ranks do not fill whole {size}-GPU hosts of the "
+            return MeasuredPlacement(ranks, None, basis=f"{ranks} ranks do not fill whole {room}-GPU hosts of the "
                                      f"SOURCE and {said}")
-        basis, assumed = f"assumed ({said}; torchrun block order on the SOURCE)", True
+        basis, assumed = f"assumed ({said}; {order} on the SOURCE)", True
     if per_node > size:
         return MeasuredPlacement(ranks, None, basis=f"{per_node} GPUs per host measured, the SOURCE has {size}")
+    if devices is not None and per_node > len(devices):
+        return MeasuredPlacement(ranks, None, basis=f"{per_node} GPUs per host measured, the visible devices are "
+                                 f"{len(devices)}")
     try:
         cluster, classes = cluster_hosts(snapshot, nodes)
-    except InputError:
+    except InputError as error:
+        if basis.startswith("from --nodes"):  # what the user said does not fit the SOURCE: say so
+            return MeasuredPlacement(ranks, None, basis=str(error))
         cluster, classes = (domains[0],) * nodes, (0,) * nodes
-    devices = [gpu.index for gpu in cluster[0].gpus[:per_node]]
+    used = list(devices[:per_node]) if devices is not None else [gpu.index for gpu in cluster[0].gpus[:per_node]]
     try:
-        placement = place_ranks(cluster, classes, nodes * per_node, "block", devices)
+        placement = place_ranks(cluster, classes, ranks, distribution, used)
     except InputError as error:
         return MeasuredPlacement(ranks, None, basis=str(error))
     return MeasuredPlacement(ranks, placement, nodes, per_node, basis, assumed)

@@ -1,4 +1,4 @@
-"""Open profiler traces as users have them (files, .gz, directories) and price them on a machine;
+"""Open profiler traces as users have them (files, .gz, directories) and place their ranks on a machine;
 shared by `linkscope trace` and the app's Steps tab."""
 
 from __future__ import annotations
@@ -6,18 +6,18 @@ from __future__ import annotations
 import gzip
 import io
 import os
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_TRACE_CHARS
-from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace import read_rank_trace
 from linkscope.topo.formats.trace_events import RankTrace
-from linkscope.topo.layout.placement import Distribution, cluster_hosts, parse_visible_devices, place_ranks
+from linkscope.topo.layout.measured import MeasuredPlacement, place_measured
+from linkscope.topo.layout.placement import Distribution, parse_visible_devices
 from linkscope.topo.model.snapshot import Snapshot
-from linkscope.topo.trace.report import Pricer, placement_pricer
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -58,18 +58,19 @@ def read_trace_file(path: str) -> RankTrace:
             raise InputError(f"{path}: not a readable trace ({type(exc).__name__}: {str(exc)[:100]})") from None
 
 
-def machine_pricer(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | None = None,
-                   distribution: Distribution = "block", visible_devices: str | None = None,
-                   model: CostModel | None = None) -> Pricer:
-    """Price the traces' collectives on `snapshot`: ranks placed as torchrun (block) or Slurm cyclic would,
-    on as many nodes as the ranks need unless `nodes` says."""
+def place_traces(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | None = None,
+                 distribution: Distribution = "block", visible_devices: str | None = None) -> MeasuredPlacement:
+    """Where the traced job's ranks ran on `snapshot` (:func:`topo.layout.measured.place_measured`, the one placement
+    of every measured figure): its world size from `distributedInfo` (or the largest rank a group names), its hosts
+    from the traces when every rank's trace names one, else as `nodes` says or assumed, and said in one line."""
     world = max((t.world_size or 0 for t in traces), default=0)
     world = max(world, 1 + max((r for t in traces for c in t.collectives for r in (c.group_ranks or ())), default=0))
-    if world < 2:  # nothing to place: every call says why it was not priced
-        return lambda op, size_bytes, ranks: None
+    hosts: tuple[str, ...] = ()
+    per_host: int | None = None
+    host_of = {t.rank: t.host for t in traces if t.rank is not None and t.host}
+    if world and set(host_of) == set(range(world)):  # every rank's trace says its host: the hosts are known
+        counts = Counter(host_of.values())
+        hosts, per_host = tuple(counts), max(counts.values())
     visible = parse_visible_devices(visible_devices) if visible_devices else None
-    per_host = len(visible) if visible is not None else max(1, len(snapshot.host.gpus) if snapshot.hosts else 1)
-    count = nodes if nodes is not None else (1 if len(snapshot.hosts) > 1 else -(-world // per_host))
-    hosts, classes = cluster_hosts(snapshot, count)
-    placement = place_ranks(hosts, classes, world, distribution, visible)
-    return placement_pricer(placement, model or CostModel())
+    return place_measured(world, snapshot, hosts, per_host, nodes=nodes, distribution=distribution, devices=visible,
+                          evidence="the traces' hosts", named_by="the traces name")

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_seconds, format_share
-from linkscope.topo.cost.collectives import collective_cost
-from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
-from linkscope.topo.layout.placement import Placement
+from linkscope.topo.layout.measured import MeasuredPlacement
 from linkscope.topo.machine.links import DEGRADED_FRACTION
 from linkscope.topo.model.busbw import BUS_FACTOR_OPS, bus_factor
 from linkscope.topo.model.findings import SEVERITIES, Finding
 from linkscope.topo.model.provenance import same_gpu_model
-from linkscope.topo.trace.pricing import group_ranks, why_not_priced
+from linkscope.topo.trace.pricing import Expected, Pricer, group_ranks, placed_pricer, why_not_priced
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
@@ -46,20 +44,6 @@ EVERY_MEMBER_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all
 CLOCK_SKEW_US = 1_000.0
 """How far the clocks of different hosts may disagree (NTP keeps them within about a millisecond); traces of
 one host share its clock."""
-
-
-@dataclass(frozen=True)
-class Expected:
-    """What the cost model expects for one collective on the links its group crosses."""
-
-    time_us: float
-    link: str
-    half_bandwidth_bytes: float
-    """Message size at which the link spends as long on latency as on bytes (alpha x beta)."""
-
-
-Pricer = Callable[[str, int, tuple[int, ...]], Expected | None]
-"""(op, size_bytes, group ranks) -> expectation, or None when the group cannot be placed."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +78,8 @@ class CollectiveRow:
         }
         if self.expected is not None:
             row |= {"expected_us": round(self.expected.time_us, 3), "link": self.expected.link,
-                    "measured_vs_expected": _round(self.ratio)}
+                    "measured_vs_expected": _round(self.ratio), "limited_by": self.expected.limited_by,
+                    "path": list(self.expected.path)}
         if self.unpriced is not None:
             row["not_priced"] = self.unpriced
         if self.group_assumed:
@@ -166,6 +151,8 @@ class TraceReport:
     straggler: Straggler | None
     findings: tuple[TraceFinding, ...]
     hosts: tuple[str, ...]
+    placed: MeasuredPlacement | None = None
+    """Where the job's ranks were placed on the machine (None when no machine was given)."""
 
     def why_unpriced(self) -> str:
         """Why no call could be judged against its links (for a report priced on a machine that judged none): the
@@ -184,6 +171,22 @@ class TraceReport:
         return {"steps": len(self.steps), "calls": len(self.collectives),
                 "priced": sum(1 for row in self.collectives if row.expected is not None) if priced else None,
                 "not_priced": dict(reasons) if priced else None}
+
+    def assumed_groups_note(self) -> str | None:
+        """For people, when some priced calls name neither their group nor its size (priced as the whole job)."""
+        assumed = sum(1 for row in self.collectives if row.group_assumed)
+        if not assumed:
+            return None
+        return f"{assumed} call(s) name neither their process group nor its size: priced as the whole job (assumed)"
+
+    def verdict_line(self) -> str | None:
+        """`No findings.` only when something was judged (a step, or a call priced against its links); `NOTHING
+        JUDGED` when nothing was; None when there are findings to list."""
+        if self.findings:
+            return None
+        if self.steps or any(row.expected is not None for row in self.collectives):
+            return "No findings."
+        return "NOTHING JUDGED: no step and no call priced against its links"
 
     def slowest(self, count: int = 5) -> list[CollectiveRow]:
         """The priced collectives furthest below what their links allow (large enough to matter)."""
@@ -204,17 +207,20 @@ class TraceReport:
             "steps": [row.to_json() for row in self.steps],
             "straggler": straggler,
             "findings": [finding.to_json() for finding in self.findings],
-            "judged": self.judged(any(row.unpriced is not None or row.expected is not None for row in self.collectives)),
+            "judged": self.judged(self.placed is not None),
+            "placement": self.placed.to_json() if self.placed is not None else None,
         }
 
 
-def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_share: float = EXPOSED_SHARE,
-            machine_gpus: Sequence[str] = ()) -> TraceReport:
-    """Join the traces of one job's ranks: per-call bandwidths and expectations, steps, straggler, findings.
+def analyse(traces: Sequence[RankTrace], placed: MeasuredPlacement | None = None, exposed_share: float = EXPOSED_SHARE,
+            machine_gpus: Sequence[str] = (), model: CostModel | None = None) -> TraceReport:
+    """Join the traces of one job's ranks: per-call bandwidths and expectations (on the machine the ranks were
+    `placed` on, by :func:`topo.trace.files.place_traces`), steps, straggler, findings.
 
     InputError when the traces cannot be one job's: a rank twice, or different world sizes.
     """
     _check_one_job(traces)
+    pricer = placed_pricer(placed, model or CostModel()) if placed is not None else None
     rows = tuple(_row(trace, call, pricer) for trace in traces for call in trace.collectives)
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
@@ -224,7 +230,7 @@ def analyse(traces: Sequence[RankTrace], pricer: Pricer | None = None, exposed_s
                        *_small_message_findings(rows), *_other_gpu_findings(traces, machine_gpus if pricer else ())),
                       key=lambda finding: -SEVERITIES.index(finding.severity))  # most severe first, stable within
     hosts = tuple(sorted({t.host for t in traces if t.host}))
-    return TraceReport(tuple(traces), rows, steps, straggler, tuple(findings), hosts)
+    return TraceReport(tuple(traces), rows, steps, straggler, tuple(findings), hosts, placed)
 
 
 def _check_one_job(traces: Sequence[RankTrace]) -> None:
@@ -256,8 +262,7 @@ def _row(trace: RankTrace, call: TraceCollective, pricer: Pricer | None) -> Coll
     reason = why_not_priced(call, ranks)
     expected = None
     if reason is None and ranks is not None and call.size_bytes:
-        expected = pricer(call.op, call.size_bytes, ranks)
-        reason = None if expected is not None else "its group could not be placed on the machine"
+        expected, reason = pricer(call.op, call.size_bytes, ranks)
     return CollectiveRow(trace.rank, call, algbw, busbw, expected, reason, assumed and expected is not None)
 
 
@@ -434,23 +439,3 @@ def _size(size_bytes: int | None) -> str:
 
 def _round(value: float | None) -> float | None:
     return round(value, 3) if value is not None and math.isfinite(value) else None
-
-
-def placement_pricer(placement: Placement, model: CostModel) -> Pricer:
-    """A :data:`Pricer` over ranks placed on a machine: the group's links, priced by the cost model."""
-    groups = GroupPricer(placement, model)
-    world = len(placement.node_of_rank)
-
-    def price(op: str, size_bytes: int, ranks: tuple[int, ...]) -> Expected | None:
-        if any(rank < 0 or rank >= world for rank in ranks) or len(set(ranks)) != len(ranks):
-            return None
-        links = groups.links(ranks)
-        cost = collective_cost(op, links, size_bytes)
-        if links.bottleneck_class == "NET":
-            alpha_us, gbps = links.net_alpha_us, links.node_net_gbps
-        else:
-            alpha_us, gbps = links.intra_alpha_us, links.intra_gbps
-        half = alpha_us * 1e-6 * gbps * 1e9 if math.isfinite(gbps) else 0.0
-        return Expected(cost.time_s * 1e6, links.bottleneck_label, half)
-
-    return price

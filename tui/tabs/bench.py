@@ -21,7 +21,7 @@ from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.sizes import format_size_bytes, parse_size_bytes
-from linkscope.topo.cost.expect import Expected, RowExpectations, row_expectations
+from linkscope.topo.cost.expect import Expected, RowExpectations, placement_lines, row_expectations, summary
 from linkscope.topo.model.measurements import CollectiveResult, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import BenchFinished, BenchProgressed, MeasurementsArrived
@@ -67,7 +67,8 @@ def collective_points(results: Iterable[CollectiveResult], op: str) -> tuple[tup
     return tuple(sorted(by_size.items()))
 
 
-VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold reverse red"}
+VERDICT_STYLES: dict[str, str] = {"ok": "", "slow": "bold yellow", "far below": "bold reverse red",
+                                  "faster than model": "bold magenta"}
 """How each verdict of :func:`topo.cost.expect.verdict` is shown in the table."""
 
 
@@ -87,6 +88,20 @@ def expected_points(rows: Iterable[tuple[int | None, Expected | None]]) -> tuple
         if size is not None and expected is not None and expected.expected_gbps is not None:
             by_size.setdefault(size, []).append(expected.expected_gbps)
     return tuple((size, sum(values) / len(values)) for size, values in sorted(by_size.items()))
+
+
+def judged_line(expected: RowExpectations, rows: int, why_not: str) -> Text:
+    """Where the rows' ranks were placed and how many were judged (as `import --expect` says it), or why none was:
+    never a clean verdict when nothing was judged."""
+    asked = [*expected.collectives, *expected.peer_copies, *expected.host_copies]
+    if not asked:
+        return Text(f"NOTHING JUDGED: {rows} row(s): {why_not}", style="bold yellow") if rows else Text()
+    text = Text()
+    for line in placement_lines([row for row in asked if row is not None]):
+        text.append(f"placed: {line}\n")
+    said = summary(asked)
+    text.append(said, style="bold yellow" if said.startswith("NOTHING JUDGED") else "")
+    return text
 
 
 def _short(name: str, most: int = 48) -> str:
@@ -133,6 +148,7 @@ class BenchView(Vertical):
             yield Button("Run", id="bench-run", compact=True, disabled=True)
             yield Button("Stop", id="bench-stop", compact=True, disabled=True)
         yield Static(id="bench-status", markup=False)
+        yield Static(id="bench-judged", markup=False)
         yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
         with Horizontal(id="bench-body"):
             yield DataTable[Text](id="bench-table", cursor_type="row")
@@ -314,6 +330,10 @@ class BenchView(Vertical):
         expected = RowExpectations()
         if self.snapshot is not None and (self._measures_snapshot or not self._shown_here):  # on the links crossed
             expected = row_expectations(measurements, self.snapshot)
+        why_not = ("a run here measures this machine's CPU processes or another machine than the one on show: no link "
+                   "of it to judge them against" if self.snapshot is not None else "no machine to judge them against")
+        rows = len(measurements.peer_copies) or len(measurements.collectives)
+        self.query_one("#bench-judged", Static).update(judged_line(expected, rows, why_not))
         if measurements.peer_copies:
             peer_expected = expected.peer_copies or (None,) * len(measurements.peer_copies)
             # the judgement first (measured, expected, ratio, verdict): the pane beside the plot is narrow

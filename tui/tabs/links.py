@@ -18,7 +18,7 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.graphs import NcclRing, nccl_rings
 from linkscope.topo.nccl.placement import NcclPlacement
 from linkscope.tui.host_health import HostHealth
-from linkscope.tui.link_cells import GridCell, gpu_cells, nic_cells, nic_order
+from linkscope.tui.link_cells import GridCell, gpu_cells, judged_said, nic_cells, nic_order
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.screens.link_detail import LinkDetailScreen
 from linkscope.tui.text import plain
@@ -118,7 +118,9 @@ class LinksView(Vertical):
                     title.append(f"  {note}", style="bold")
         measurements = self.snapshot.measurements if self.snapshot is not None else None
         if measurements is not None and measurements.peer_copies:
-            title.append(f"  measured: {measurements.source}")
+            said = "" if self.nic_mode else judged_said(cells)
+            title.append_text(plain(f"  measured: {measurements.source}" + (f": {said}" if said else ""),
+                                    "bold" if said.startswith("NOTHING") else ""))
         if self.nccl is not None and not self.nic_mode:
             pairs = sum(1 for row in cells for cell in row if cell.transports and cell.row < cell.col)
             slow = sum(1 for row in cells for cell in row if cell.transport_below_link and cell.row < cell.col)

@@ -24,7 +24,8 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import format_share
-from linkscope.topo.cost.groups import block_order_ring
+from linkscope.topo.cost.groups import GroupPricer
+from linkscope.topo.cost.params import CostModel
 from linkscope.topo.machine.links import DEGRADED_FRACTION
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.trace.report import CollectiveRow, StepRow, TraceReport
@@ -89,6 +90,15 @@ def _hosts_said(report: TraceReport) -> str:
                                                 if naming < len(report.traces) else "")
 
 
+def _judged_said(report: TraceReport) -> str:
+    """What was judged, as `trace --json`'s `judged` counts it: steps, and calls priced against their links."""
+    judged = report.judged(report.placed is not None)
+    said = f"{judged['steps']} rank-step(s), {judged['calls']} call(s)"
+    if judged["priced"] is None:
+        return f"{said}, none priced (no machine)"
+    return f"{said}, {judged['priced']} priced against their links"
+
+
 class StepsView(Vertical):
     """The Steps tab; the app sets `trace_paths` (from `--trace`) and `snapshot`."""
 
@@ -103,8 +113,6 @@ class StepsView(Vertical):
         super().__init__()
         self.trace_paths = trace_paths
         self._rows: list[CollectiveRow] = []
-        self._unpriced_because: str | None = None
-        """Why the traces could not be priced on the snapshot (None: they were, or nothing stood in the way)."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="steps-summary-scroll"):
@@ -130,7 +138,7 @@ class StepsView(Vertical):
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
         from linkscope.topo.model.provenance import gpu_names
-        from linkscope.topo.trace.files import machine_pricer, trace_paths
+        from linkscope.topo.trace.files import place_traces, trace_paths
         from linkscope.topo.trace.pool import read_traces
         from linkscope.topo.trace.report import analyse
 
@@ -141,13 +149,7 @@ class StepsView(Vertical):
                 self.app.call_from_thread(self._summary, Text(f"reading traces: {count} of {len(files)}..."))
 
             traces = read_traces(files, on_read=on_read)
-            try:
-                pricer = machine_pricer(snapshot, traces)
-                self._unpriced_because = None
-            except InputError as exc:  # the traces are still worth reading without prices
-                pricer = None
-                self._unpriced_because = f"cannot place the ranks on this machine: {exc}"
-            report = analyse(traces, pricer, machine_gpus=gpu_names(snapshot))
+            report = analyse(traces, place_traces(snapshot, traces), machine_gpus=gpu_names(snapshot))
         except InputError as exc:
             self.app.call_from_thread(self._summary, plain(f"Cannot read the traces: {printable(str(exc))}", "bold"))
             return
@@ -163,9 +165,16 @@ class StepsView(Vertical):
             s = report.straggler
             summary.append(printable(f"; last to arrive: rank {s.rank}" + (f" ({s.host})" if s.host else "")
                                      + f", {s.last_arrivals} of {s.matched_calls} calls"), style="bold")
+        if report.placed is not None:
+            summary.append(printable(f"\nplaced: {report.placed.line}"))
+        summary.append(f"\njudged: {_judged_said(report)}")
+        if (assumed := report.assumed_groups_note()) is not None:
+            summary.append(f"\nnote: {assumed}", style="bold")
         for finding in report.findings:
             summary.append(f"\n{finding.severity} {finding.code}: ", style="bold")
             summary.append(printable(finding.message))
+        if (verdict := report.verdict_line()) is not None:
+            summary.append(f"\n{verdict}", style="" if verdict == "No findings." else "bold yellow")
         self._summary(summary)
         self.query_one("#step-bars", Static).update(step_bars(report.steps, self.size.width or 80))
         priced = report.slowest(TABLE_ROWS)
@@ -188,11 +197,13 @@ class StepsView(Vertical):
                           plain(format_share(ratio) if ratio is not None else "-",
                                 "bold red" if ratio is not None and ratio < DEGRADED_FRACTION else ""),
                           plain(printable(row.expected.link) if row.expected else "-")]
+            group = rank_ranges(call.group_ranks) if call.group_ranks else str(call.group_size or "?")
             cells += [plain(f"{row.busbw_gbps:.1f}" if row.busbw_gbps is not None else "-"),
-                      plain(rank_ranges(call.group_ranks) if call.group_ranks else call.group_size or "?")]
+                      plain(f"{group} (assumed: whole job)" if row.group_assumed else group,
+                            "italic" if row.group_assumed else "")]
             table.add_row(*cells)
         title = ("furthest below their links" if priced else
-                 f"longest, not priced: {printable(self._unpriced_because or report.why_unpriced())}")
+                 f"longest, not priced: {printable(report.why_unpriced())}")
         self.query_one("#steps-status", Static).update(plain(f"Enter: a call's ring on Links (1). Collectives {title}"))
 
     def on_resize(self) -> None:
@@ -204,18 +215,21 @@ class StepsView(Vertical):
         self.action_show_ring()
 
     def action_show_ring(self) -> None:
-        """Send the chosen collective's group ring to the Links tab (ranks placed in torchrun block order)."""
+        """Send the chosen collective's group ring to the Links tab (its ranks where the report placed them)."""
         table = self.query_one("#steps-table", DataTable)
-        if not self._rows or self.snapshot is None or not self.snapshot.hosts:
+        placed = self.report.placed if self.report is not None else None
+        if not self._rows or placed is None:
             return
         row = self._rows[min(table.cursor_row, len(self._rows) - 1)]
         members = row.call.group_ranks
         if not members:
             self.query_one("#steps-status", Static).update(plain("this call's trace does not name its group's ranks"))
             return
-        per_host = max(1, len(self.snapshot.host.gpus))
-        placement = [(rank // per_host, rank % per_host) for rank in range(max(members) + 1)]
-        overlay = ring_overlay(block_order_ring(self.snapshot, members), placement)
+        if placed.placement is None or max(members) >= placed.placement.world_size:
+            self.query_one("#steps-status", Static).update(plain(printable(f"no ring to draw: {placed.line}")))
+            return
+        ring = GroupPricer(placed.placement, CostModel()).ring_order(members)
+        overlay = ring_overlay(ring, placed.placement.pairs())
         label = f"{row.call.op} group (ranks {rank_ranges(members)})"
         self.post_message(RingChosen(label, overlay.node, overlay.hops, overlay.off_node_hops))
         self.query_one("#steps-status", Static).update(plain(f"{label}: ring drawn on the Links tab (1)"))

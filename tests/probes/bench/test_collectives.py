@@ -325,7 +325,7 @@ def test_a_straggler_on_gpus_is_a_finding_in_json_too(backend: str, status: int,
     rows = [{"op": "all_reduce", "bytes": mib, "dtype": "float32", "group": r.group, "dim": "tp", "ranks": list(r.ranks),
              "time_us": 10.0, "algbw_gbps": r.busbw_gbps, "busbw_gbps": r.busbw_gbps, "wrong": 0} for r in results]
     monkeypatch.setattr(bench_collectives, "expected_on", lambda args, notes: None)
-    args = argparse.Namespace(json=True, expect=None, output=None)
+    args = argparse.Namespace(json=True, expect=None, output=None, fail_on="warning")
     outcome = bench_collectives.report_collectives(args, Measurements("t", collectives=results),
                                                    CollectiveSweep.from_json({"rows": rows}))
     captured = capsys.readouterr()

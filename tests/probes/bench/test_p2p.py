@@ -246,7 +246,7 @@ def _fake_result(verified: bool = True) -> dict[str, object]:
     }
 
 
-def _report(result: dict[str, object], as_json: bool) -> int:
+def _report(result: dict[str, object], as_json: bool, fail_on: str = "warning") -> int:
     import argparse
 
     from linkscope.commands.bench_p2p import report_p2p
@@ -255,7 +255,7 @@ def _report(result: dict[str, object], as_json: bool) -> int:
     copies = tuple(PeerCopy(**row) for row in result["peer"])  # type: ignore[attr-defined]
     measurements = Measurements("linkscope bench p2p", peer_copies=copies,
                                 host_copies=(HostCopy(0, "h2d", 0, 1024, 24.0),))
-    args = argparse.Namespace(expect="sample:consumer-2gpu", json=as_json, output=None)
+    args = argparse.Namespace(expect="sample:consumer-2gpu", json=as_json, output=None, fail_on=fail_on)
     return report_p2p(args, measurements, result)
 
 
@@ -277,6 +277,39 @@ def test_p2p_report_table_and_corruption_is_a_finding(capsys: pytest.CaptureFixt
     assert "CORRUPTED" in captured.out and "unidirectional GB/s" in captured.out and "PHB" in captured.out
     assert "error: 1->0: copied data did not arrive intact" in captured.out
     assert captured.err == "linkscope: bench p2p found 2 problem(s): copy-corrupted 1->0, copy-slow 1->0\n"
+
+
+def test_p2p_report_says_how_gpus_were_matched_what_was_judged_and_fails_on_its_verdicts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Both 256 MiB pairs are judged, the 1 KiB host copy is too small to be (JSON `judged`); the two CUDA devices
+    are matched to the sample's GPUs by bus id (`placement`, and its line in text); a pair only `slow` (15 GB/s of
+    the PHB path's ~23.2: ~65%) is a warning, so --fail-on error lets it pass, and far below (10 GB/s) does not."""
+    assert _report(_fake_result(), as_json=True) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["judged"]["judged"], data["judged"]["not_judged"]) == (2, 1)
+    assert (data["judged"]["ok"], data["judged"]["far below"]) == (1, 1)
+    assert data["placement"] == ["2 GPU(s): 2 matched to sample:consumer-2gpu's GPUs by PCI bus id"]
+    assert _report(_fake_result(), as_json=False, fail_on="error") == 1  # far below is an error
+    text = " ".join(capsys.readouterr().out.split())
+    assert "placed: 2 GPU(s): 2 matched to sample:consumer-2gpu's GPUs by PCI bus id" in text
+    assert "3 row(s) judged" not in text and "2 row(s) judged: 1 ok, 1 far below; 1 not judged" in text
+    slow = _fake_result()
+    slow["peer"][1]["unidir_gbps"] = 15.0  # type: ignore[index]
+    assert _report(slow, as_json=True, fail_on="error") == 0
+    assert _report(slow, as_json=True, fail_on="warning") == 1
+    capsys.readouterr()
+
+
+def test_p2p_copies_too_small_to_judge_get_a_ratio_but_no_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """1 MiB copies (under the 32 MiB judged): the JSON rows keep their ratio, their verdict is null as `judged`
+    counts them, and the 43% pair raises nothing."""
+    small = _fake_result()
+    for row in small["peer"]:  # type: ignore[attr-defined]
+        row["size_bytes"] = 1 << 20
+    assert _report(small, as_json=True) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["verdict"] for row in data["peer"]] == [None, None] and data["peer"][1]["ratio"] is not None
+    assert data["judged"]["judged"] == 0 and data["findings"] == []
 
 
 class _FakeNvml:
