@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 from linkscope.topo.cost.channels import RingSet, disjoint_rings
 from linkscope.topo.cost.collectives import GroupLinks
-from linkscope.topo.cost.params import HOST_MEMORY_GBPS, CostModel, Hop, nvls_algbw_fraction
+from linkscope.topo.cost.params import (
+    HOST_MEMORY_GBPS,
+    NVLS_CHANNELS,
+    NVLS_TREE_CHANNELS,
+    CostModel,
+    Hop,
+    nvls_algbw_fraction,
+)
 from linkscope.topo.layout.placement import Placement, cluster_hosts, place_ranks
 from linkscope.topo.machine.links import nvlink_generation
 from linkscope.topo.machine.rings import Ring, best_chain, best_ring, ring_hops
@@ -156,10 +163,14 @@ class GroupPricer:
         `ring_gbps` (0 where NCCL has no NVLS: no NVSwitch, or NVLink before generation 4)."""
         if not self.switched(host_class):
             return 0.0
+        return nvls_algbw_fraction(self.nvlink_generation(host_class), gpus) * ring_gbps
+
+    def nvlink_generation(self, host_class: int, positions: tuple[int, ...] = (0, 1)) -> int:
+        """The NVLink generation of the first two of `positions` on a host of this class, as their link says, else
+        the slower GPU's (by default the host's first pair: on an NVSwitch box every pair is alike)."""
         host = self.host(host_class)
-        first = host.link(0, 1)
-        generation = first.nvlink_gen or min(nvlink_generation(gpu, first.nvlink_count) for gpu in host.gpus)
-        return nvls_algbw_fraction(generation, gpus) * ring_gbps
+        first = host.link(positions[0], positions[1])
+        return first.nvlink_gen or min(nvlink_generation(host.gpus[gpu], first.nvlink_count) for gpu in positions[:2])
 
     def _intra(self, host_class: int, positions: tuple[int, ...], closed: bool) -> tuple[float, float, str, str, int, list[str]]:
         """(bandwidth, alpha, label, class, rings, hop labels) of the rings a group runs through `positions` of one host."""
@@ -202,12 +213,20 @@ class GroupPricer:
             else:
                 egress = min(egress, *(self._direct_egress(host_class, gpu, positions) for gpu in positions))
         nvls = 0.0 if math.isinf(nvls) else nvls
+        nvls_channels = 0
+        if nvls > 0:
+            generation = min(self.nvlink_generation(host_class) for host_class, _ in distinct)
+            by_generation = NVLS_TREE_CHANNELS if nodes > 1 else NVLS_CHANNELS
+            nvls_channels = by_generation.get(generation, by_generation[max(by_generation)])
         collnet = nodes > 1 and all(bool(self.host(host_class).capabilities.sharp) for host_class, _ in distinct)
-        links = GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                           pair_min_gbps=pair_min, egress_gbps=egress, intra_rings=rings, nvls_gbps=nvls,
-                           links_used=tuple(dict.fromkeys(used)))
         if nodes == 1:
-            return links
+            generation = 0
+            if intra_class == "NV" and gpus_per_node > 1:
+                generation = self.nvlink_generation(distinct[0][0], distinct[0][1])
+            return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
+                              pair_min_gbps=pair_min, egress_gbps=egress, intra_rings=rings, nvls_gbps=nvls,
+                              nvls_channels=nvls_channels, nvlink_generation=generation,
+                              links_used=tuple(dict.fromkeys(used)))
         node_net, rank_net, net_alpha, net_label, rails = math.inf, math.inf, 0.0, "", 1
         for host_class, positions in distinct:
             by_nic: dict[str, list[Hop]] = {}
@@ -228,8 +247,8 @@ class GroupPricer:
             if aggregate < node_net:
                 node_net, rails = aggregate, len(by_nic)
         return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails, rings, nvls, collnet,
-                          tuple(dict.fromkeys(used)))
+                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails, rings, nvls,
+                          nvls_channels=nvls_channels, collnet=collnet, links_used=tuple(dict.fromkeys(used)))
 
     def _direct_egress(self, host_class: int, gpu: int, positions: tuple[int, ...]) -> float:
         """What `gpu` can send to the other `positions` at once on a box without NVSwitch: every direct
