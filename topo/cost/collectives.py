@@ -95,6 +95,11 @@ class GroupLinks:
     """True when the network reduces in the switches (SHARP), so NCCL's CollNet applies across nodes."""
     links_used: tuple[str, ...] = ()
     """The links the group's collectives ride, for people: ring hops and NICs (`NV18`, `mlx5_0 400 Gb/s`)."""
+    net_limit: str = ""
+    """The part of the slowest GPU<->NIC path that sets its rate (:data:`topo.cost.params.NIC_PATH_PARTS`: `network`,
+    `gpu-pcie`, `nic-pcie`, `inter-socket`); empty on one node."""
+    net_assumed: str = ""
+    """What the network figures assume that the snapshot does not say (the NICs' PCIe links, the CPUs), for people."""
 
     @property
     def net_description(self) -> str:

@@ -228,6 +228,7 @@ class GroupPricer:
                               nvls_channels=nvls_channels, nvlink_generation=generation,
                               links_used=tuple(dict.fromkeys(used)))
         node_net, rank_net, net_alpha, net_label, rails = math.inf, math.inf, 0.0, "", 1
+        net_limit, assumed = "", list[str]()
         for host_class, positions in distinct:
             by_nic: dict[str, list[Hop]] = {}
             for gpu in positions:
@@ -241,14 +242,16 @@ class GroupPricer:
                 share = slowest.bandwidth_gbps / sharers
                 net_alpha = max(net_alpha, slowest.alpha_us)
                 used.append(slowest.label)
+                assumed.extend(hop.assumed for hop in hops if hop.assumed)
                 if share < rank_net:
-                    rank_net = share
+                    rank_net, net_limit = share, slowest.limit
                     net_label = slowest.label + (f", shared by {sharers} GPUs" if sharers > 1 else "")
             if aggregate < node_net:
                 node_net, rails = aggregate, len(by_nic)
         return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
                           net_alpha, node_net, rank_net, net_label, pair_min, egress, rails, rings, nvls,
-                          nvls_channels=nvls_channels, collnet=collnet, links_used=tuple(dict.fromkeys(used)))
+                          nvls_channels=nvls_channels, collnet=collnet, links_used=tuple(dict.fromkeys(used)),
+                          net_limit=net_limit, net_assumed="; ".join(dict.fromkeys(assumed)))
 
     def _direct_egress(self, host_class: int, gpu: int, positions: tuple[int, ...]) -> float:
         """What `gpu` can send to the other `positions` at once on a box without NVSwitch: every direct

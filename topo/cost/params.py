@@ -33,7 +33,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.machine.links import PCIE_PATH_FACTOR, gpu_pcie_speed, link_speed, nvlink_generation
+from linkscope.topo.machine.links import (
+    PCIE_PATH_FACTOR,
+    gpu_pcie_speed,
+    link_speed,
+    nic_pcie_speed,
+    nvlink_generation,
+)
 from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
@@ -206,6 +212,23 @@ def nic_efficiency(nic: Nic | None) -> tuple[float, str]:
         return NIC_EFFICIENCY["InfiniBand"], "InfiniBand assumed"
     return NIC_EFFICIENCY[fabric], fabric
 
+INTER_SOCKET_GBPS: dict[str, float] = {
+    "Intel Broadwell": 6.0, "Intel Skylake": 10.0, "Intel Sapphire Rapids": 22.0, "Intel Emerald Rapids": 40.0,
+    "AMD": 16.0, "POWER9": 32.0, "Arm": 6.0,
+}
+"""What a path across the CPUs' socket link carries, by CPU: the figures NCCL itself plans with for a path between
+sockets (src/graph/topo.h BDW_QPI_BW, SKL_QPI_BW, SRP_QPI_BW, ERP_QPI_BW, AMD_BW, P9_BW, ARM_BW; topo.cc
+ncclTopoGetInterCpuBw). A GPU and a NIC on different sockets (`SYS`) reach each other at most at this rate."""
+
+INTER_SOCKET_ASSUMED = "Intel Skylake"
+"""The CPU assumed for a socket crossing when the snapshot names none (its figure is NCCL's for Intel Xeon Scalable
+from Skylake on, below Sapphire Rapids' and AMD's: a cross-socket NIC is not expected to do better)."""
+
+NIC_PATH_PARTS: tuple[str, ...] = ("network", "gpu-pcie", "nic-pcie", "inter-socket")
+"""The parts of a GPU<->NIC path that can set its rate: the NIC's rate on its fabric, the GPU's PCIe link, the NIC's
+PCIe link, the socket link a SYS path crosses."""
+
+
 LINK_CLASSES: tuple[str, ...] = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
 """Link classes of the cost model, fastest first: NVLink, the PCIe path classes, the network."""
 
@@ -222,6 +245,11 @@ class Hop:
     """For people: `NV18`, `SYS`, `mlx5_0 400 Gb/s`."""
     via_host: bool = False
     """True for a PCIe pair without peer-to-peer: every chunk is staged through host memory."""
+    limit: str = ""
+    """For a network hop, the part of the GPU<->NIC path that sets its rate (one of :data:`NIC_PATH_PARTS`);
+    empty for a hop between GPUs."""
+    assumed: str = ""
+    """What the hop's figure assumes that the snapshot does not say (the NIC's PCIe link, the CPU), for people."""
 
 
 @dataclass(frozen=True)
@@ -273,9 +301,12 @@ class CostModel:
 
     def nic_hop(self, host: Host, gpu: int) -> tuple[Hop, str]:
         """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name), as fast as the
-        path allows: the NIC's rate at its fabric's efficiency, less across the CPU (PHB/NODE/SYS) unless PXN relays
-        it, and never faster than the sending GPU's own PCIe link (generation x current width: a GPU trained to
-        x8 halves its rail).
+        narrowest part of the path from the GPU to the wire (:data:`NIC_PATH_PARTS`): the NIC's rate at its fabric's
+        efficiency, the GPU's PCIe link (generation x current width: a GPU trained to x8 halves its rail), the NIC's
+        PCIe link (when the snapshot read it; assumed no narrower otherwise, and said), and across sockets (`SYS`) the
+        socket link (:data:`INTER_SOCKET_GBPS`). A path through the CPU (PHB, NODE, SYS) loses a share of the rest on
+        the way (:data:`topo.machine.links.PCIE_PATH_FACTOR`) unless PXN relays it through an NVLink peer under the
+        NIC's switch.
 
         NICs equally near (same path class and rate) are dealt out in turn to the GPUs that share
         them, as NCCL pairs GPUs with NICs: on a DGX A100 two GPUs and two NICs under one PCIe
@@ -286,24 +317,48 @@ class CostModel:
             share, fabric = nic_efficiency(None)
             gbps = self._scaled("NET", self.default_nic_gbit / 8 * share)
             return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET",
-                       f"network (no NIC known, {self.default_nic_gbit:g} Gb/s, {fabric})"), ""
+                       f"network (no NIC known, {self.default_nic_gbit:g} Gb/s, {fabric})", limit="network",
+                       assumed=f"no NIC in the snapshot: {self.default_nic_gbit:g} Gb/s assumed"), ""
         turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
         name, rate, path, column = nearest[turn % len(nearest)]
-        share, fabric = nic_efficiency(host.nics[column])
-        gbps = rate / 8 * share
+        nic = host.nics[column]
+        share, fabric = nic_efficiency(nic)
         relay = self._pxn_relay(host, gpu, column) if path not in ("PIX", "PXB") else None
-        if self.nic_path_penalty and relay is None:
-            gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
-        narrow = ""
-        gpu_side = gpu_pcie_speed(host, relay if relay is not None else gpu)
-        if self.nic_path_penalty and gpu_side.typical_gbps < gbps:  # the GPU's own PCIe link is the narrower end
-            gbps, narrow = gpu_side.typical_gbps, f", GPU on {gpu_side.basis}"
+        parts, assumed = self._nic_path_parts(host, relay if relay is not None else gpu, nic, rate / 8 * share,
+                                              path if relay is None else "PIX")
+        if self.nic_path_penalty and relay is None:  # through the CPU: every part loses a share, not the socket link
+            loss = PCIE_PATH_FACTOR[LinkKind(path)]
+            parts = [(part_gbps * (1.0 if part == "inter-socket" else loss), part, words) for part_gbps, part, words in parts]
+        gbps, limit, narrow = min(parts)
         gbps = self._scaled("NET", gbps)
+        narrow = f", {narrow}" if narrow else ""
         if relay is not None:
             label = f"{name} {rate:g} Gb/s {fabric} via PXN (GPU {host.gpus[relay].index}){narrow}"
         else:
             label = f"{name} {rate:g} Gb/s {fabric}" + ("" if path in ("PIX", "PXB") else f" via {path}") + narrow
-        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
+        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label, limit=limit, assumed="; ".join(assumed)), name
+
+    def _nic_path_parts(self, host: Host, gpu: int, nic: Nic, network_gbps: float,
+                        path: str) -> tuple[list[tuple[float, str, str]], list[str]]:
+        """(GB/s, part, words for people) of each part of the path from GPU position `gpu` to `nic` that can bound
+        it, the network first, and what was assumed where the snapshot says nothing."""
+        parts: list[tuple[float, str, str]] = [(network_gbps, "network", "")]
+        assumed: list[str] = []
+        if not self.nic_path_penalty:  # the what-if of a NIC under every GPU's switch: the NIC's rate alone
+            return parts, assumed
+        gpu_side = gpu_pcie_speed(host, gpu)
+        parts.append((gpu_side.typical_gbps, "gpu-pcie", f"GPU on {gpu_side.basis}"))
+        nic_side = nic_pcie_speed(nic)
+        if nic_side is None:
+            assumed.append("NIC PCIe links no narrower than the NICs' rates (not read)")
+        else:
+            parts.append((nic_side.typical_gbps, "nic-pcie", f"NIC on {nic_side.basis}"))
+        if path == "SYS":
+            cpu = INTER_SOCKET_ASSUMED
+            parts.append((INTER_SOCKET_GBPS[cpu], "inter-socket",
+                          f"across sockets (~{INTER_SOCKET_GBPS[cpu]:g} GB/s, {cpu} assumed)"))
+            assumed.append(f"a socket link of {cpu} ({INTER_SOCKET_GBPS[cpu]:g} GB/s, NCCL's figure; the CPUs are not named)")
+        return parts, assumed
 
     def _pxn_relay(self, host: Host, gpu: int, column: int) -> int | None:
         """The NVLink peer under the same PCIe switch as NIC `column` (PIX/PXB), through which NCCL's PXN
