@@ -42,7 +42,7 @@ class GroupPricer:
             self._host_of_class.setdefault(cls, placement.hosts[node])
         self._links: dict[Signature, GroupLinks] = {}
         self._hops: dict[tuple[int, int, int], Hop] = {}
-        self._nics: dict[tuple[int, int], tuple[Hop, str]] = {}
+        self._nics: dict[int, list[tuple[Hop, str]]] = {}
         self._sharers: dict[tuple[int, str], int] = {}
         self._rings: dict[tuple[int, tuple[int, ...], bool], Ring] = {}
         self._pair_hops: dict[tuple[int, int, int, int, bool], Hop] = {}
@@ -79,13 +79,11 @@ class GroupPricer:
         return hop
 
     def nic(self, host_class: int, gpu: int) -> tuple[Hop, str]:
-        """The network hop of a GPU position and its NIC's name (memoised)."""
-        key = (host_class, gpu)
-        found = self._nics.get(key)
-        if found is None:
-            found = self.model.nic_hop(self._host_of_class[host_class], gpu)
-            self._nics[key] = found
-        return found
+        """The network hop of a GPU position and its NIC's name (memoised: every GPU of the host class at once)."""
+        hops = self._nics.get(host_class)
+        if hops is None:
+            hops = self._nics[host_class] = self.model.nic_hops(self._host_of_class[host_class])
+        return hops[gpu]
 
     def nic_sharers(self, host_class: int, name: str) -> int:
         """How many GPUs of the host have the NIC `name` as their nearest: they all send through it at once,

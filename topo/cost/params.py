@@ -312,14 +312,23 @@ class CostModel:
         them, as NCCL pairs GPUs with NICs: on a DGX A100 two GPUs and two NICs under one PCIe
         switch get one NIC each, not both the first.
         """
-        nearest = self._nearest_nics(host, gpu)
+        return self._nic_hop(host, gpu, [self._nearest_nics(host, position) for position in range(gpu + 1)])
+
+    def nic_hops(self, host: Host) -> list[tuple[Hop, str]]:
+        """:meth:`nic_hop` of every GPU of `host`, in position order (each GPU's nearest NICs found once)."""
+        nearest = [self._nearest_nics(host, position) for position in range(len(host.gpus))]
+        return [self._nic_hop(host, position, nearest) for position in range(len(host.gpus))]
+
+    def _nic_hop(self, host: Host, gpu: int, nearest_of: list[list[tuple[str, float, str, int]]]) -> tuple[Hop, str]:
+        """:meth:`nic_hop`, given the nearest NICs of GPU positions 0..gpu at least."""
+        nearest = nearest_of[gpu]
         if not nearest:
             share, fabric = nic_efficiency(None)
             gbps = self._scaled("NET", self.default_nic_gbit / 8 * share)
             return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET",
                        f"network (no NIC known, {self.default_nic_gbit:g} Gb/s, {fabric})", limit="network",
                        assumed=f"no NIC in the snapshot: {self.default_nic_gbit:g} Gb/s assumed"), ""
-        turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
+        turn = sum(1 for other in range(gpu) if nearest_of[other] == nearest)
         name, rate, path, column = nearest[turn % len(nearest)]
         nic = host.nics[column]
         share, fabric = nic_efficiency(nic)
