@@ -31,6 +31,11 @@ from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.params import (
     COLLNET_LATENCY_US,
     COLLNET_NET_FRACTION,
+    NVLS_GATHER_FRACTION,
+    NVLS_LATENCY_US,
+    NVLS_NET_LATENCY_US,
+)
+from linkscope.topo.cost.protocols import (
     LL_MAX_BUSBW_GBPS,
     NCCL_PROTOCOLS,
     NVLINK_RING_STEP_LATENCY_US,
@@ -38,9 +43,6 @@ from linkscope.topo.cost.params import (
     NVLS_CHUNK_BYTES,
     NVLS_CHUNK_OVERHEAD_BYTES,
     NVLS_FILL_ROUNDS,
-    NVLS_GATHER_FRACTION,
-    NVLS_LATENCY_US,
-    NVLS_NET_LATENCY_US,
     RING_BASE_LATENCY_US,
     RING_PROTOCOL_BANDWIDTH_SHARE,
     TREE_BASE_LATENCY_US,
@@ -86,7 +88,7 @@ class GroupLinks:
     """NVLS all_reduce algbw inside a node at NCCL's full NVLS chunk; 0 where NVLink SHARP is not available (no NVSwitch,
     pre-Hopper)."""
     nvls_channels: int = 0
-    """NVLS channels NCCL runs for this group (:data:`topo.cost.params.NVLS_CHANNELS`); with the GPUs per node they set
+    """NVLS channels NCCL runs for this group (:data:`topo.cost.protocols.NVLS_CHANNELS`); with the GPUs per node they set
     the chunk NCCL picks for a buffer (:func:`nvls_chunk_bytes`)."""
     nvlink_generation: int = 0
     """The NVLink generation of a ring over NVLink inside one node or NVLink domain, whose collectives are priced per

@@ -15,11 +15,13 @@ from linkscope.topo.cost.channels import RingSet, disjoint_rings
 from linkscope.topo.cost.collectives import GroupLinks
 from linkscope.topo.cost.params import (
     HOST_MEMORY_GBPS,
-    NVLS_CHANNELS,
-    NVLS_TREE_CHANNELS,
     CostModel,
     Hop,
     nvls_algbw_fraction,
+)
+from linkscope.topo.cost.protocols import (
+    NVLS_CHANNELS,
+    NVLS_TREE_CHANNELS,
 )
 from linkscope.topo.layout.placement import Placement, cluster_hosts, place_ranks
 from linkscope.topo.machine.links import nvlink_generation
