@@ -61,7 +61,8 @@ def print_verdict_summary(console: Console, asked: Sequence[Expected | None], ag
     console.print(Text(f"against what the cost model expects on {against}: {summary(asked)}",
                        style="" if judged else "bold yellow"))
     for row in worst_rows(rows):
-        where = f" [limited by {row.limited_by}: {' -> '.join(row.path)}]" if row.path else ""
+        part = f" ({row.limiting_part})" if row.limiting_part not in ("", row.limited_by) else ""
+        where = f" [limited by {row.limited_by}{part}: {' -> '.join(row.path)}]" if row.path else ""
         console.print(Text(f"  {row.verdict}: {row.subject} over {row.link}{where}: {row.metric} "
                            f"{format_gbps(row.measured_gbps, '.3g')}, model {row.expected_gbps:.3g} ({row.ratio:.0%})"
                            + (f"; {row.note}" if row.note else ""),

@@ -95,7 +95,8 @@ def test_on_a_machine_the_json_names_algorithm_channels_and_links(capsys: pytest
     assert {"ring", "tree", "nvls"} <= set(data["algorithms"])
     _, ring, _ = run_cli(["estimate", "all_reduce", "sample:dgx-h100", "--bytes", "8G", "--ranks", "8", "--algo", "ring",
                           "--json"], capsys)
-    assert json.loads(ring)["busbw_gbps"] == pytest.approx(370.7, rel=1e-3)
+    # 18 x 20.6 GB/s less NCCL's Simple ring start (8.4 + 14 x 3.4 us, tuning.cc) over 8 GiB
+    assert json.loads(ring)["busbw_gbps"] == pytest.approx(370.8 * (1 - 0.0012), rel=5e-4)
 
 
 def test_on_a_cube_mesh_the_rings_add_up(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,7 @@
 """The communication cost model and what is priced with it.
 
 - :mod:`topo.cost.params` alpha-beta parameters per link class (defaults with sources, overrides file);
+- :mod:`topo.cost.protocols` NCCL's tuner constants inside an NVLink domain (protocols, the NVLS pipeline);
 - :mod:`topo.cost.collectives` ring / tree / NVLS / hierarchical algorithms and `auto`;
 - :mod:`topo.cost.channels` several rings at once over direct NVLink;
 - :mod:`topo.cost.groups` what each process group rides on a placed cluster (memoised);

@@ -8,7 +8,8 @@ over k nodes of g:
 - tree all_reduce (NCCL: a chain inside each node, a double binary tree between nodes): latency
   `2((g-1) alpha_intra + ceil(log2 k) alpha_net)`, bandwidth term `2B/beta`;
 - NVLS (NVLink SHARP, NVSwitch with NVLink 4+): the switch reduces and multicasts, all_reduce at
-  `B / nvls_gbps` after a fixed 25 us; across nodes NVLS-tree pipelines that with a tree between
+  `B / nvls_gbps` after a fixed 25 us, slower with the smaller chunks NCCL takes for smaller buffers and a pipeline
+  to fill (:func:`nvls_stream_s`); across nodes NVLS-tree pipelines that with a tree between
   nodes over all the node's rails (B per direction on two nodes, 2B beyond);
 - CollNet (SHARP in the network, when the snapshot says so): each node sends its buffer once;
 - hierarchical all_reduce: reduce_scatter inside the node, all_reduce of the B/g shard across
@@ -33,6 +34,19 @@ from linkscope.topo.cost.params import (
     NVLS_GATHER_FRACTION,
     NVLS_LATENCY_US,
     NVLS_NET_LATENCY_US,
+)
+from linkscope.topo.cost.protocols import (
+    LL_MAX_BUSBW_GBPS,
+    NCCL_PROTOCOLS,
+    NVLINK_RING_STEP_LATENCY_US,
+    NVLINK_TREE_STEP_LATENCY_US,
+    NVLS_CHUNK_BYTES,
+    NVLS_CHUNK_OVERHEAD_BYTES,
+    NVLS_FILL_ROUNDS,
+    RING_BASE_LATENCY_US,
+    RING_PROTOCOL_BANDWIDTH_SHARE,
+    TREE_BASE_LATENCY_US,
+    TREE_PROTOCOL_BANDWIDTH_SHARE,
 )
 from linkscope.topo.model.busbw import PRICED_OPS, bus_factor
 
@@ -71,11 +85,23 @@ class GroupLinks:
     """Directed rings (NCCL channels over distinct links) intra_gbps adds up: 1 on NVSwitch and PCIe,
     6 on a DGX-1 hybrid cube mesh."""
     nvls_gbps: float = 0.0
-    """NVLS all_reduce algbw inside a node; 0 where NVLink SHARP is not available (no NVSwitch, pre-Hopper)."""
+    """NVLS all_reduce algbw inside a node at NCCL's full NVLS chunk; 0 where NVLink SHARP is not available (no NVSwitch,
+    pre-Hopper)."""
+    nvls_channels: int = 0
+    """NVLS channels NCCL runs for this group (:data:`topo.cost.protocols.NVLS_CHANNELS`); with the GPUs per node they set
+    the chunk NCCL picks for a buffer (:func:`nvls_chunk_bytes`)."""
+    nvlink_generation: int = 0
+    """The NVLink generation of a ring over NVLink inside one node or NVLink domain, whose collectives are priced per
+    NCCL protocol (:func:`nvlink_ring_time_s`); 0 otherwise (PCIe, several nodes, what-if links)."""
     collnet: bool = False
     """True when the network reduces in the switches (SHARP), so NCCL's CollNet applies across nodes."""
     links_used: tuple[str, ...] = ()
     """The links the group's collectives ride, for people: ring hops and NICs (`NV18`, `mlx5_0 400 Gb/s`)."""
+    net_limit: str = ""
+    """The part of the slowest GPU<->NIC path that sets its rate (:data:`topo.cost.params.NIC_PATH_PARTS`: `network`,
+    `gpu-pcie`, `nic-pcie`, `inter-socket`); empty on one node."""
+    net_assumed: str = ""
+    """What the network figures assume that the snapshot does not say (the NICs' PCIe links, the CPUs), for people."""
 
     @property
     def net_description(self) -> str:
@@ -163,6 +189,8 @@ def ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
     n = links.ranks
     if n <= 1:
         return 0.0
+    if links.nvlink_generation and op in ("all_reduce", "all_gather", "reduce_scatter"):
+        return nvlink_ring_time_s(op, links, size_bytes)
     if op == "all_reduce":
         return 2 * (n - 1) * _step_s(links, size_bytes / n)
     if op in ("all_gather", "reduce_scatter"):
@@ -177,11 +205,42 @@ def ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
     raise ValueError(op)
 
 
+def nvlink_ring_time_s(op: str, links: GroupLinks, size_bytes: int) -> float:
+    """A ring collective over NVLink inside one node (or NVLink domain) as NCCL's tuner prices it: the cheapest of its
+    protocols, each a fixed cost, a cost per ring step and a share of the ring's bandwidth (src/graph/tuning.cc). LL
+    is quick to start but carries half the bandwidth, capped; LL128 and Simple take 41-56 us to start on 8 GPUs and
+    carry most or all of it. Without this a ring over NVLink priced at 1 us a step is twice as fast as real rings from
+    1 to 64 MiB (8x H100 on AWS p5, 8 GB200 GPUs over MNNVL: real files in tests/fixtures/real/nccl_tests/)."""
+    n = links.ranks
+    steps = 2 * (n - 1) if op == "all_reduce" else n - 1
+    return _nvlink_protocols_s(links, steps, size_bytes * steps / n)
+
+
+def _nvlink_protocols_s(links: GroupLinks, steps: int, bus_bytes: float, tree: bool = False) -> float:
+    """The cheapest NCCL protocol's time for `steps` steps over NVLink moving `bus_bytes` per GPU at the ring's busbw
+    (ring or, with `tree`, the chain of a one-node tree and its shares)."""
+    base = TREE_BASE_LATENCY_US if tree else RING_BASE_LATENCY_US
+    per_step = NVLINK_TREE_STEP_LATENCY_US if tree else NVLINK_RING_STEP_LATENCY_US
+    shares = TREE_PROTOCOL_BANDWIDTH_SHARE if tree else RING_PROTOCOL_BANDWIDTH_SHARE
+    ll_cap = LL_MAX_BUSBW_GBPS.get(links.nvlink_generation, LL_MAX_BUSBW_GBPS[max(LL_MAX_BUSBW_GBPS)])
+    best = math.inf
+    for protocol in NCCL_PROTOCOLS:
+        busbw = links.intra_gbps * shares[protocol]
+        if protocol == "LL":
+            busbw = min(busbw, ll_cap)
+        latency_us = base[protocol] + steps * per_step[protocol]
+        best = min(best, latency_us * 1e-6 + bus_bytes / (busbw * 1e9))
+    return best
+
+
 def tree_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
-    """The tree algorithm's time (all_reduce and broadcast only; None where NCCL has no tree)."""
+    """The tree algorithm's time (all_reduce and broadcast only; None where NCCL has no tree). Inside one NVLink node
+    an all_reduce's tree is a chain up and down, priced per NCCL protocol as the ring is (:func:`nvlink_ring_time_s`)."""
     n = links.ranks
     if n <= 1 or op not in ("all_reduce", "broadcast"):
         return None
+    if links.nvlink_generation and op == "all_reduce":
+        return _nvlink_protocols_s(links, 2 * (n - 1), 2 * size_bytes, tree=True)
     depth_alpha_us = (links.gpus_per_node - 1) * links.intra_alpha_us
     if links.nodes > 1:
         depth_alpha_us += math.ceil(math.log2(links.nodes)) * links.net_alpha_us
@@ -189,6 +248,35 @@ def tree_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
     if op == "all_reduce":
         return 2 * depth_alpha_us * 1e-6 + 2 * size_bytes / beta
     return depth_alpha_us * 1e-6 + size_bytes / beta
+
+
+def nvls_chunk_bytes(size_bytes: int, concurrent_ops: int, tree: bool = False, nodes: int = 1) -> int:
+    """The NVLS chunk NCCL uses for a buffer of `size_bytes` when `concurrent_ops` (channels x GPUs of the NVLink
+    domain) chunks are in flight: 128 KiB, halved while the buffer holds too few rounds of them (src/enqueue.cc,
+    NCCL_ALGO_NVLS and NCCL_ALGO_NVLS_TREE branches; NVLS-tree chunks are at most 64 KiB from 4 nodes up, nvls.cc)."""
+    chunk = NVLS_CHUNK_BYTES
+    if tree:
+        chunk = min(chunk, 64 * 1024 if nodes >= 4 else chunk)
+        for rounds, floor in ((16, 128 * 1024), (4, 64 * 1024), (1, 32 * 1024)):
+            if size_bytes < rounds * concurrent_ops * chunk and chunk > floor:
+                chunk = floor
+        return chunk
+    for rounds, floor in ((64, 64 * 1024), (8, 32 * 1024), (2, 16 * 1024)):
+        if size_bytes < rounds * concurrent_ops * chunk and chunk > floor:
+            chunk = floor
+    return chunk
+
+
+def nvls_stream_s(links: GroupLinks, size_bytes: int, tree: bool = False) -> float:
+    """The time the NVLS channels take to stream `size_bytes` through the switch: the chunk NCCL picks for the size
+    runs at its share of the full-chunk rate (:data:`NVLS_CHUNK_OVERHEAD_BYTES`), and the pipeline fills and drains
+    :data:`NVLS_FILL_ROUNDS` rounds of chunks. This is how NVLS reaches its peak with size: ~70% of it at 512 MiB over
+    72 GPUs, whose rounds are nine times those of 8."""
+    ops = max(1, links.nvls_channels) * links.gpus_per_node
+    chunk = nvls_chunk_bytes(size_bytes, ops, tree, links.nodes)
+    share = chunk / (chunk + NVLS_CHUNK_OVERHEAD_BYTES) * (NVLS_CHUNK_BYTES + NVLS_CHUNK_OVERHEAD_BYTES) / NVLS_CHUNK_BYTES
+    streamed = size_bytes + NVLS_FILL_ROUNDS * ops * chunk if links.nvls_channels else size_bytes
+    return streamed / (links.nvls_gbps * share * 1e9)
 
 
 def nvls_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
@@ -203,7 +291,7 @@ def nvls_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | None:
     if k > 1 and not (links.collnet and op == "all_reduce"):
         return None
     if op == "all_reduce":
-        time = size_bytes / (links.nvls_gbps * 1e9)
+        time = nvls_stream_s(links, size_bytes)
     else:
         time = size_bytes * (g - 1) / g / (NVLS_GATHER_FRACTION * links.intra_gbps * 1e9)
     latency_us = NVLS_LATENCY_US
@@ -222,7 +310,7 @@ def nvls_tree_time_s(op: str, links: GroupLinks, size_bytes: int) -> float | Non
     if links.nvls_gbps <= 0 or g < 2 or k < 2 or op != "all_reduce":
         return None
     net_bytes = size_bytes * (1 if k == 2 else 2)
-    time = max(size_bytes / (links.nvls_gbps * 1e9), net_bytes / (links.node_net_gbps * 1e9))
+    time = max(nvls_stream_s(links, size_bytes, tree=True), net_bytes / (links.node_net_gbps * 1e9))
     latency_us = NVLS_LATENCY_US + 2 * math.ceil(math.log2(k)) * NVLS_NET_LATENCY_US
     return latency_us * 1e-6 + time
 

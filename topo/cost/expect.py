@@ -121,6 +121,9 @@ class Expected:
     """Bytes the row moved (its buffer or copy size; 0 when the tool did not say)."""
     placement: str = ""
     """How a collective's ranks were placed, in one line (`16 ranks: 2 hosts x 8 GPUs from the rank lines`)."""
+    limiting_part: str = ""
+    """For a row its network path limits, the part of the GPU<->NIC path that sets the rate: `network` (the NIC),
+    `gpu-pcie` or `nic-pcie` (that end's PCIe link), `inter-socket` (a SYS path's socket link); empty otherwise."""
 
     @property
     def ratio(self) -> float | None:
@@ -137,7 +140,8 @@ class Expected:
         return {"kind": self.kind, "subject": self.subject, "metric": self.metric, "link": self.link,
                 "measured_gbps": self.measured_gbps, "expected_gbps": self.expected_gbps, "ratio": self.ratio,
                 "verdict": self.verdict, "expected_time_us": self.expected_time_us, "note": self.note or None,
-                "limited_by": self.limited_by, "path": list(self.path), "placement": self.placement or None}
+                "limited_by": self.limited_by, "path": list(self.path), "placement": self.placement or None,
+                "limiting_part": self.limiting_part or None}
 
 
 def host_of(snapshot: Snapshot, hostname: str | None) -> Host:
@@ -229,16 +233,27 @@ def collective_placement(result: CollectiveResult, snapshot: Snapshot, gpus_per_
 _LINK_TOKEN = re.compile(r"^(NV\d+|PIX|PXB|PHB|NODE|SYS)$")
 
 
+NIC_PATH_PCIE_PARTS = ("gpu-pcie", "nic-pcie", "inter-socket")
+"""GPU<->NIC path parts that are PCIe (either end's link, or the CPUs' socket link a SYS path crosses)."""
+
+
 def limited_by(links: GroupLinks, via_host: bool = False) -> LimitedBy:
-    """Which part of a group's path sets its expectation: across nodes the network path (unless a slower PCIe hop
-    inside a node is), inside one the ring's slowest link (shared memory where PCIe has no peer-to-peer)."""
+    """Which part of a group's path sets its expectation: across nodes the network path (the NIC, or the PCIe side of
+    the GPU<->NIC path when that is narrower: `links.net_limit`), unless a slower PCIe hop inside a node is; inside
+    one the ring's slowest link (shared memory where PCIe has no peer-to-peer)."""
     if links.bottleneck_class == "NET":
-        return "network"
+        return "pcie" if links.net_limit in NIC_PATH_PCIE_PARTS else "network"
     if via_host:
         return "shm"
     if links.intra_class == "NV":
         return "nvlink"
     return "pcie" if links.intra_class in ("PIX", "PXB", "PHB", "NODE", "SYS") else "unknown"
+
+
+def limiting_part(links: GroupLinks) -> str:
+    """For a group its network path limits, the part of the GPU<->NIC path that sets the rate (`network`, `gpu-pcie`,
+    `nic-pcie`, `inter-socket`); empty when its links inside a node limit it."""
+    return links.net_limit if links.bottleneck_class == "NET" else ""
 
 
 def link_path(links: GroupLinks) -> tuple[str, ...]:
@@ -297,10 +312,13 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
         notes.append("no P2P between these GPUs: NCCL stages through host memory")
     if network := _network_note(result, links):
         notes.append(network)
+    part = limiting_part(links)
+    if part and links.net_assumed:
+        notes.append(f"assumed: {links.net_assumed}")
     row = Expected("collective", subject, "busbw", result.busbw_gbps, cost.busbw_gbps, links.bottleneck_label,
                    judged=judged, expected_time_us=cost.time_s * 1e6, note="; ".join(notes),
                    limited_by=limited_by(links, via_host), path=link_path(links), placement=placed.line,
-                   size_bytes=result.size_bytes)
+                   size_bytes=result.size_bytes, limiting_part=part)
     if row.verdict == "faster than model":
         row = replace(row, note=f"{row.note}; faster than the model: the model or the assumed placement is wrong "
                                 f"({placed.line})")

@@ -19,7 +19,7 @@ from typing import Any
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.units import format_gbps, format_seconds
 from linkscope.topo.cost.collectives import Cost, GroupLinks, collective_cost, uniform_links
-from linkscope.topo.cost.expect import SLOW_FRACTION, Verdict, limited_by, link_path, verdict
+from linkscope.topo.cost.expect import SLOW_FRACTION, Verdict, limited_by, limiting_part, link_path, verdict
 from linkscope.topo.model.busbw import bus_factor
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|µs|ns)?\s*\Z")
@@ -89,7 +89,8 @@ class Fit:
         return {"scenario": self.scenario.name, "link": link_name(self.scenario.links), "algo": self.cost.algo,
                 "predicted_s": self.cost.time_s, "speed_ratio": self.speed_ratio, "verdict": self.verdict, "fits": self.fits,
                 "bottleneck_gbps": self.bottleneck_gbps, "implied_gbps": self.implied_gbps,
-                "limited_by": limited_by(self.scenario.links), "path": list(link_path(self.scenario.links))}
+                "limited_by": limited_by(self.scenario.links), "path": list(link_path(self.scenario.links)),
+                "limiting_part": limiting_part(self.scenario.links) or None}
 
 
 def _bottleneck_gbps(links: GroupLinks) -> float:

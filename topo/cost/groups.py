@@ -13,7 +13,16 @@ from collections.abc import Sequence
 
 from linkscope.topo.cost.channels import RingSet, disjoint_rings
 from linkscope.topo.cost.collectives import GroupLinks
-from linkscope.topo.cost.params import HOST_MEMORY_GBPS, CostModel, Hop, nvls_algbw_fraction
+from linkscope.topo.cost.params import (
+    HOST_MEMORY_GBPS,
+    CostModel,
+    Hop,
+    nvls_algbw_fraction,
+)
+from linkscope.topo.cost.protocols import (
+    NVLS_CHANNELS,
+    NVLS_TREE_CHANNELS,
+)
 from linkscope.topo.layout.placement import Placement, cluster_hosts, place_ranks
 from linkscope.topo.machine.links import nvlink_generation
 from linkscope.topo.machine.rings import Ring, best_chain, best_ring, ring_hops
@@ -35,7 +44,7 @@ class GroupPricer:
             self._host_of_class.setdefault(cls, placement.hosts[node])
         self._links: dict[Signature, GroupLinks] = {}
         self._hops: dict[tuple[int, int, int], Hop] = {}
-        self._nics: dict[tuple[int, int], tuple[Hop, str]] = {}
+        self._nics: dict[int, list[tuple[Hop, str]]] = {}
         self._sharers: dict[tuple[int, str], int] = {}
         self._rings: dict[tuple[int, tuple[int, ...], bool], Ring] = {}
         self._pair_hops: dict[tuple[int, int, int, int, bool], Hop] = {}
@@ -72,13 +81,11 @@ class GroupPricer:
         return hop
 
     def nic(self, host_class: int, gpu: int) -> tuple[Hop, str]:
-        """The network hop of a GPU position and its NIC's name (memoised)."""
-        key = (host_class, gpu)
-        found = self._nics.get(key)
-        if found is None:
-            found = self.model.nic_hop(self._host_of_class[host_class], gpu)
-            self._nics[key] = found
-        return found
+        """The network hop of a GPU position and its NIC's name (memoised: every GPU of the host class at once)."""
+        hops = self._nics.get(host_class)
+        if hops is None:
+            hops = self._nics[host_class] = self.model.nic_hops(self._host_of_class[host_class])
+        return hops[gpu]
 
     def nic_sharers(self, host_class: int, name: str) -> int:
         """How many GPUs of the host have the NIC `name` as their nearest: they all send through it at once,
@@ -156,10 +163,14 @@ class GroupPricer:
         `ring_gbps` (0 where NCCL has no NVLS: no NVSwitch, or NVLink before generation 4)."""
         if not self.switched(host_class):
             return 0.0
+        return nvls_algbw_fraction(self.nvlink_generation(host_class), gpus) * ring_gbps
+
+    def nvlink_generation(self, host_class: int, positions: tuple[int, ...] = (0, 1)) -> int:
+        """The NVLink generation of the first two of `positions` on a host of this class, as their link says, else
+        the slower GPU's (by default the host's first pair: on an NVSwitch box every pair is alike)."""
         host = self.host(host_class)
-        first = host.link(0, 1)
-        generation = first.nvlink_gen or min(nvlink_generation(gpu, first.nvlink_count) for gpu in host.gpus)
-        return nvls_algbw_fraction(generation, gpus) * ring_gbps
+        first = host.link(positions[0], positions[1])
+        return first.nvlink_gen or min(nvlink_generation(host.gpus[gpu], first.nvlink_count) for gpu in positions[:2])
 
     def _intra(self, host_class: int, positions: tuple[int, ...], closed: bool) -> tuple[float, float, str, str, int, list[str]]:
         """(bandwidth, alpha, label, class, rings, hop labels) of the rings a group runs through `positions` of one host."""
@@ -202,13 +213,22 @@ class GroupPricer:
             else:
                 egress = min(egress, *(self._direct_egress(host_class, gpu, positions) for gpu in positions))
         nvls = 0.0 if math.isinf(nvls) else nvls
+        nvls_channels = 0
+        if nvls > 0:
+            generation = min(self.nvlink_generation(host_class) for host_class, _ in distinct)
+            by_generation = NVLS_TREE_CHANNELS if nodes > 1 else NVLS_CHANNELS
+            nvls_channels = by_generation.get(generation, by_generation[max(by_generation)])
         collnet = nodes > 1 and all(bool(self.host(host_class).capabilities.sharp) for host_class, _ in distinct)
-        links = GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                           pair_min_gbps=pair_min, egress_gbps=egress, intra_rings=rings, nvls_gbps=nvls,
-                           links_used=tuple(dict.fromkeys(used)))
         if nodes == 1:
-            return links
+            generation = 0
+            if intra_class == "NV" and gpus_per_node > 1:
+                generation = self.nvlink_generation(distinct[0][0], distinct[0][1])
+            return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
+                              pair_min_gbps=pair_min, egress_gbps=egress, intra_rings=rings, nvls_gbps=nvls,
+                              nvls_channels=nvls_channels, nvlink_generation=generation,
+                              links_used=tuple(dict.fromkeys(used)))
         node_net, rank_net, net_alpha, net_label, rails = math.inf, math.inf, 0.0, "", 1
+        net_limit, assumed = "", list[str]()
         for host_class, positions in distinct:
             by_nic: dict[str, list[Hop]] = {}
             for gpu in positions:
@@ -222,14 +242,16 @@ class GroupPricer:
                 share = slowest.bandwidth_gbps / sharers
                 net_alpha = max(net_alpha, slowest.alpha_us)
                 used.append(slowest.label)
+                assumed.extend(hop.assumed for hop in hops if hop.assumed)
                 if share < rank_net:
-                    rank_net = share
+                    rank_net, net_limit = share, slowest.limit
                     net_label = slowest.label + (f", shared by {sharers} GPUs" if sharers > 1 else "")
             if aggregate < node_net:
                 node_net, rails = aggregate, len(by_nic)
         return GroupLinks(count, nodes, gpus_per_node, intra_alpha, intra_gbps, intra_label, intra_class,
-                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails, rings, nvls, collnet,
-                          tuple(dict.fromkeys(used)))
+                          net_alpha, node_net, rank_net, net_label, pair_min, egress, rails, rings, nvls,
+                          nvls_channels=nvls_channels, collnet=collnet, links_used=tuple(dict.fromkeys(used)),
+                          net_limit=net_limit, net_assumed="; ".join(dict.fromkeys(assumed)))
 
     def _direct_egress(self, host_class: int, gpu: int, positions: tuple[int, ...]) -> float:
         """What `gpu` can send to the other `positions` at once on a box without NVSwitch: every direct

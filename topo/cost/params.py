@@ -33,7 +33,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.machine.links import PCIE_PATH_FACTOR, gpu_pcie_speed, link_speed, nvlink_generation
+from linkscope.topo.common.units import format_gbps
+from linkscope.topo.machine.links import (
+    PCIE_PATH_FACTOR,
+    gpu_pcie_speed,
+    link_speed,
+    nic_pcie_speed,
+    nvlink_generation,
+)
 from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
 
 NCCL_NVLINK_RING_GBPS_PER_LINK: dict[int, float] = {2: 20.0, 3: 20.0, 4: 20.6, 5: 40.0}
@@ -54,19 +61,26 @@ NVIDIA/nccl #1455): no gain from 2 to 4 GPUs (365-370 GB/s alike), then 420, 440
 
 
 def nvls_algbw_fraction(generation: int, gpus: int) -> float:
-    """NVLS all_reduce algbw as a share of the GPU's NCCL NVLink ring bandwidth, for `gpus` GPUs of one node
+    """NVLS all_reduce algbw as a share of the GPU's NCCL NVLink ring bandwidth, for `gpus` GPUs of one NVLink domain
     (0 where NCCL has no NVLS). At 8 GPUs :data:`NVLS_ALLREDUCE_FRACTION`; below, the gain over the ring shrinks as
     :data:`NVLS_BUSBW_GAIN_H100` measured it, to none at 4 GPUs and fewer (the same shape is assumed for NVLink 5,
-    whose gain at 8 is published, not below). A fraction f means busbw = f x ring x 2(g-1)/g."""
+    whose gain at 8 is published, not below). A fraction f means busbw = f x ring x 2(g-1)/g.
+
+    Beyond 8 GPUs (a multi-node NVLink domain such as GB200 NVL72) the algbw stays at the 8-GPU figure: the switch
+    reduces and multicasts, so each GPU sends and receives its buffer once whatever the group's size, and busbw grows
+    with 2(g-1)/g (8 GB200 GPUs over MNNVL and 72 in one rack both reach ~438 GB/s algbw with 64 KiB NVLS chunks, the
+    size-to-time slopes of the real files tests/fixtures/real/nccl_tests/gb200-nvl72-{2node-8gpu,full-rack-72rank}*)."""
     fraction = NVLS_ALLREDUCE_FRACTION.get(generation)
     if fraction is None:
         fraction = NVLS_ALLREDUCE_FRACTION[max(NVLS_ALLREDUCE_FRACTION)] if generation > 5 else 0.0
     if fraction == 0.0 or gpus < 2:
         return 0.0
+    gpus = min(gpus, 8)
     full_gain = fraction * 2 * 7 / 8  # busbw over the ring's at 8 GPUs: 1.295 on NVLink 4, 1.17 on NVLink 5
-    h100 = NVLS_BUSBW_GAIN_H100[min(gpus, 8)]
+    h100 = NVLS_BUSBW_GAIN_H100[gpus]
     gain = 1 + (h100 - 1) * (full_gain - 1) / (NVLS_BUSBW_GAIN_H100[8] - 1)
     return gain / (2 * (gpus - 1) / gpus)
+
 
 NVLS_GATHER_FRACTION = 0.85
 """NVLS all_gather / reduce_scatter algbw as a share of the ring bandwidth (NCCL's Hopper NVLS
@@ -148,6 +162,23 @@ def nic_efficiency(nic: Nic | None) -> tuple[float, str]:
         return NIC_EFFICIENCY["InfiniBand"], "InfiniBand assumed"
     return NIC_EFFICIENCY[fabric], fabric
 
+INTER_SOCKET_GBPS: dict[str, float] = {
+    "Intel Broadwell": 6.0, "Intel Skylake": 10.0, "Intel Sapphire Rapids": 22.0, "Intel Emerald Rapids": 40.0,
+    "AMD": 16.0, "POWER9": 32.0, "Arm": 6.0,
+}
+"""What a path across the CPUs' socket link carries, by CPU: the figures NCCL itself plans with for a path between
+sockets (src/graph/topo.h BDW_QPI_BW, SKL_QPI_BW, SRP_QPI_BW, ERP_QPI_BW, AMD_BW, P9_BW, ARM_BW; topo.cc
+ncclTopoGetInterCpuBw). A GPU and a NIC on different sockets (`SYS`) reach each other at most at this rate."""
+
+INTER_SOCKET_ASSUMED = "Intel Skylake"
+"""The CPU assumed for a socket crossing when the snapshot names none (its figure is NCCL's for Intel Xeon Scalable
+from Skylake on, below Sapphire Rapids' and AMD's: a cross-socket NIC is not expected to do better)."""
+
+NIC_PATH_PARTS: tuple[str, ...] = ("network", "gpu-pcie", "nic-pcie", "inter-socket")
+"""The parts of a GPU<->NIC path that can set its rate: the NIC's rate on its fabric, the GPU's PCIe link, the NIC's
+PCIe link, the socket link a SYS path crosses."""
+
+
 LINK_CLASSES: tuple[str, ...] = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
 """Link classes of the cost model, fastest first: NVLink, the PCIe path classes, the network."""
 
@@ -164,6 +195,11 @@ class Hop:
     """For people: `NV18`, `SYS`, `mlx5_0 400 Gb/s`."""
     via_host: bool = False
     """True for a PCIe pair without peer-to-peer: every chunk is staged through host memory."""
+    limit: str = ""
+    """For a network hop, the part of the GPU<->NIC path that sets its rate (one of :data:`NIC_PATH_PARTS`);
+    empty for a hop between GPUs."""
+    assumed: str = ""
+    """What the hop's figure assumes that the snapshot does not say (the NIC's PCIe link, the CPU), for people."""
 
 
 @dataclass(frozen=True)
@@ -215,37 +251,73 @@ class CostModel:
 
     def nic_hop(self, host: Host, gpu: int) -> tuple[Hop, str]:
         """The network hop of GPU position `gpu`: its nearest active NIC (and that NIC's name), as fast as the
-        path allows: the NIC's rate at its fabric's efficiency, less across the CPU (PHB/NODE/SYS) unless PXN relays
-        it, and never faster than the sending GPU's own PCIe link (generation x current width: a GPU trained to
-        x8 halves its rail).
+        narrowest part of the path from the GPU to the wire (:data:`NIC_PATH_PARTS`): the NIC's rate at its fabric's
+        efficiency, the GPU's PCIe link (generation x current width: a GPU trained to x8 halves its rail), the NIC's
+        PCIe link (when the snapshot read it; assumed no narrower otherwise, and said), and across sockets (`SYS`) the
+        socket link (:data:`INTER_SOCKET_GBPS`). A path through the CPU (PHB, NODE, SYS) loses a share of the rest on
+        the way (:data:`topo.machine.links.PCIE_PATH_FACTOR`) unless PXN relays it through an NVLink peer under the
+        NIC's switch.
 
         NICs equally near (same path class and rate) are dealt out in turn to the GPUs that share
         them, as NCCL pairs GPUs with NICs: on a DGX A100 two GPUs and two NICs under one PCIe
         switch get one NIC each, not both the first.
         """
-        nearest = self._nearest_nics(host, gpu)
+        return self._nic_hop(host, gpu, [self._nearest_nics(host, position) for position in range(gpu + 1)])
+
+    def nic_hops(self, host: Host) -> list[tuple[Hop, str]]:
+        """:meth:`nic_hop` of every GPU of `host`, in position order (each GPU's nearest NICs found once)."""
+        nearest = [self._nearest_nics(host, position) for position in range(len(host.gpus))]
+        return [self._nic_hop(host, position, nearest) for position in range(len(host.gpus))]
+
+    def _nic_hop(self, host: Host, gpu: int, nearest_of: list[list[tuple[str, float, str, int]]]) -> tuple[Hop, str]:
+        """:meth:`nic_hop`, given the nearest NICs of GPU positions 0..gpu at least."""
+        nearest = nearest_of[gpu]
         if not nearest:
             share, fabric = nic_efficiency(None)
             gbps = self._scaled("NET", self.default_nic_gbit / 8 * share)
             return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET",
-                       f"network (no NIC known, {self.default_nic_gbit:g} Gb/s, {fabric})"), ""
-        turn = sum(1 for other in range(gpu) if self._nearest_nics(host, other) == nearest)
+                       f"network (no NIC known, {self.default_nic_gbit:g} Gb/s, {fabric})", limit="network",
+                       assumed=f"no NIC in the snapshot: {self.default_nic_gbit:g} Gb/s assumed"), ""
+        turn = sum(1 for other in range(gpu) if nearest_of[other] == nearest)
         name, rate, path, column = nearest[turn % len(nearest)]
-        share, fabric = nic_efficiency(host.nics[column])
-        gbps = rate / 8 * share
+        nic = host.nics[column]
+        share, fabric = nic_efficiency(nic)
         relay = self._pxn_relay(host, gpu, column) if path not in ("PIX", "PXB") else None
-        if self.nic_path_penalty and relay is None:
-            gbps *= PCIE_PATH_FACTOR[LinkKind(path)]
-        narrow = ""
-        gpu_side = gpu_pcie_speed(host, relay if relay is not None else gpu)
-        if self.nic_path_penalty and gpu_side.typical_gbps < gbps:  # the GPU's own PCIe link is the narrower end
-            gbps, narrow = gpu_side.typical_gbps, f", GPU on {gpu_side.basis}"
+        parts, assumed = self._nic_path_parts(host, relay if relay is not None else gpu, nic, rate / 8 * share,
+                                              path if relay is None else "PIX")
+        if self.nic_path_penalty and relay is None:  # through the CPU: every part loses a share, not the socket link
+            loss = PCIE_PATH_FACTOR[LinkKind(path)]
+            parts = [(part_gbps * (1.0 if part == "inter-socket" else loss), part, words) for part_gbps, part, words in parts]
+        gbps, limit, narrow = min(parts)
         gbps = self._scaled("NET", gbps)
+        narrow = f", {narrow}" if narrow else ""
         if relay is not None:
             label = f"{name} {rate:g} Gb/s {fabric} via PXN (GPU {host.gpus[relay].index}){narrow}"
         else:
             label = f"{name} {rate:g} Gb/s {fabric}" + ("" if path in ("PIX", "PXB") else f" via {path}") + narrow
-        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label), name
+        return Hop(self.alpha_us.get("NET", 5.0), gbps, "NET", label, limit=limit, assumed="; ".join(assumed)), name
+
+    def _nic_path_parts(self, host: Host, gpu: int, nic: Nic, network_gbps: float,
+                        path: str) -> tuple[list[tuple[float, str, str]], list[str]]:
+        """(GB/s, part, words for people) of each part of the path from GPU position `gpu` to `nic` that can bound
+        it, the network first, and what was assumed where the snapshot says nothing."""
+        parts: list[tuple[float, str, str]] = [(network_gbps, "network", "")]
+        assumed: list[str] = []
+        if not self.nic_path_penalty:  # the what-if of a NIC under every GPU's switch: the NIC's rate alone
+            return parts, assumed
+        gpu_side = gpu_pcie_speed(host, gpu)
+        parts.append((gpu_side.typical_gbps, "gpu-pcie", f"GPU on {gpu_side.basis}"))
+        nic_side = nic_pcie_speed(nic)
+        if nic_side is None:
+            assumed.append("NIC PCIe links no narrower than the NICs' rates (not read)")
+        else:
+            parts.append((nic_side.typical_gbps, "nic-pcie", f"NIC on {nic_side.basis}"))
+        if path == "SYS":
+            cpu = INTER_SOCKET_ASSUMED
+            socket = format_gbps(INTER_SOCKET_GBPS[cpu])
+            parts.append((INTER_SOCKET_GBPS[cpu], "inter-socket", f"across sockets (~{socket}, {cpu} assumed)"))
+            assumed.append(f"a socket link of {cpu} ({socket}, NCCL's figure; the CPUs are not named)")
+        return parts, assumed
 
     def _pxn_relay(self, host: Host, gpu: int, column: int) -> int | None:
         """The NVLink peer under the same PCIe switch as NIC `column` (PIX/PXB), through which NCCL's PXN

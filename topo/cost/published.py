@@ -23,6 +23,7 @@ from linkscope.topo.formats.source import load_source, read_text_file
 from linkscope.topo.layout.placement import Placement
 from linkscope.topo.machine.cluster import domain_hosts
 from linkscope.topo.model.host import Host, LinkKind, Nic, P2PStatus
+from linkscope.topo.model.snapshot import Snapshot
 
 TOLERANCE = 0.20
 """Predicted busbw within this share of the published figure."""
@@ -170,6 +171,16 @@ def _change(host: Host, change: str) -> Host:
         links = tuple(link if link.kind is LinkKind.NVLINK else dataclasses.replace(link, p2p=none) for link in host.links)
         return dataclasses.replace(host, links=links)
     raise ValueError(f"unknown change {change!r}")
+
+
+def with_changes(snapshot: Snapshot, changes: tuple[str, ...]) -> Snapshot:
+    """`snapshot` with the differences a source states (see Published.changes) applied to every host."""
+    hosts = []
+    for host in snapshot.hosts:
+        for change in changes:
+            host = _change(host, change)
+        hosts.append(host)
+    return dataclasses.replace(snapshot, hosts=tuple(hosts))
 
 
 def _on_fabric(nic: Nic, position: int, fabric: str) -> Nic:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from linkscope.topo.model.host import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Link, LinkKind, parse_link_token
+from linkscope.topo.model.host import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Link, LinkKind, Nic, parse_link_token
 
 NVLINK_GBPS_PER_LINK: dict[int, float] = {2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
 """Spec bandwidth of one NVLink per direction, by generation (V100 6x25=150, A100 12x25=300,
@@ -130,6 +130,17 @@ def pcie_speed(gpu: Gpu | None, nvlink_gen: int | None = None) -> LinkSpeed:
         width = gpu.pcie_width_current
     spec = PCIE_X16_GBPS.get(generation, PCIE_X16_GBPS[4]) * width / 16
     return LinkSpeed(spec, spec * PCIE_TYPICAL_FRACTION, f"PCIe Gen{generation} x{width}")
+
+
+def nic_pcie_speed(nic: Nic) -> LinkSpeed | None:
+    """Bandwidth of a NIC's own PCIe link at its maximum generation and width (sysfs `max_link_speed` /
+    `max_link_width`, NCCL's `link_speed` / `link_width`); None when the snapshot did not read its generation
+    (x16 assumed when only the width is missing)."""
+    if nic.pcie_gen_max is None:
+        return None
+    width = nic.pcie_width_max or 16
+    spec = PCIE_X16_GBPS.get(nic.pcie_gen_max, PCIE_X16_GBPS[4]) * width / 16
+    return LinkSpeed(spec, spec * PCIE_TYPICAL_FRACTION, f"PCIe Gen{nic.pcie_gen_max} x{width}")
 
 
 def link_speed(host: Host, link: Link) -> LinkSpeed:

@@ -54,10 +54,11 @@ def test_tp_crosses_node_when_the_order_strides_it() -> None:
 def test_best_alternative_waits_for_the_slowest_group_of_the_fix() -> None:
     """Degraded DGX H100, tp 2 strided across 2 nodes. Putting tp first gives pairs (0,1) on NV18 but (2,3) on
     NV16 (16 x 20.6 = 329.6 GB/s); the step waits for (2,3), so the best alternative is priced on it:
-    8b preset, dp 8 -> 64 micro-batches, 4 x 32 x 64 = 8192 all_reduces of 64 MiB, each 2 x (1 us + 32 MiB / 329.6 GB/s)."""
+    8b preset, dp 8 -> 64 micro-batches, 4 x 32 x 64 = 8192 all_reduces of 64 MiB, each NCCL's Simple ring of 2:
+    8.4 us + 2 x 3.4 us (tuning.cc) + 2 x 32 MiB / 329.6 GB/s."""
     report = _check("dgx-h100-degraded", sizes=(("tp", 2),), nodes=2, order="dp-tp-pp")
     finding = _finding(report, "tp-crosses-node")
-    expected = 8192 * 2 * (1e-6 + (64 * 2**20 / 2) / 329.6e9)  # 1.684 s (the NV18 pair alone: 1.498 s)
+    expected = 8192 * (8.4e-6 + 2 * 3.4e-6 + 2 * (64 * 2**20 / 2) / 329.6e9)  # 1.792 s (the NV18 pair alone: 1.607 s)
     assert finding.best_cost_s == pytest.approx(expected)
     fixed = _check("dgx-h100-degraded", sizes=(("tp", 2),), nodes=2, order="tp-dp-pp")
     assert next(cost for cost in fixed.costs if cost.dim == "tp").time_s == pytest.approx(expected)
@@ -175,10 +176,13 @@ def test_layout_mismatch_two_ranks_on_one_gpu() -> None:
 
 
 def test_suggestion_puts_tp_first() -> None:
+    """TP 8 strided over 2 nodes rides 4 rails per node; TP first keeps it on NV18. The gain is what NCCL's own
+    latencies leave it: a ring of 8 over NVLink takes 41-56 us to start with LL128/Simple (tuning.cc), about what
+    2 network steps add across the nodes, so the gain is the bandwidth's, not a 1 us-per-hop latency's."""
     report = _check("dgx-h100", suggest=True, sizes=(("tp", 8),), nodes=2, order="dp-tp-pp")
     assert report.suggestion is not None
     assert report.suggestion.flags == ("--order tp-dp-pp",)
-    assert report.suggestion.speedup > 1.5
+    assert report.suggestion.speedup > 1.1
 
 
 def test_no_suggestion_when_the_layout_is_already_best() -> None:

@@ -87,7 +87,8 @@ def test_nvls_wins_large_all_reduce_on_hopper_and_rings_win_small() -> None:
     assert large.algbw_gbps == pytest.approx(275, rel=0.02)
     assert collective_cost("all_reduce", links, 64 * 1024).algo == "ring"
     assert collective_cost("all_gather", links, 8 * GIB).algo == "ring", "NVLS all_gather is slower than a ring"
-    assert collective_cost("all_reduce", links, 8 * GIB, "ring").busbw_gbps == pytest.approx(370.7, rel=1e-3)
+    # NCCL's Simple protocol starts a ring of 8 in 8.4 + 14 x 3.4 = 56 us (tuning.cc): 0.1% of 8 GiB at 370.8 GB/s
+    assert collective_cost("all_reduce", links, 8 * GIB, "ring").busbw_gbps == pytest.approx(370.8 * (1 - 0.0012), rel=5e-4)
 
 
 def test_no_nvls_before_hopper_nor_on_uniform_links() -> None:
