@@ -49,10 +49,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
-    from linkscope.topo.nccl.checks import judged_counts, nccl_findings, not_placed_finding, report_json
+    from linkscope.topo.nccl.checks import implied_hosts, judged_counts, nccl_findings, not_placed_finding, report_json
 
     log = read_nccl_log_file(args.file)
-    findings = nccl_findings(log)
+    hosts = implied_hosts(log)
+    findings = nccl_findings(log, hosts)
     placement = None
     if args.snapshot is not None:
         from linkscope.topo.formats.source import load_source
@@ -64,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
         unmatched = not_placed_finding(log, len(placement.edges), args.snapshot)
         findings += (unmatched,) if unmatched is not None else ()
     if args.json:
-        report = report_json(log, findings)
-        report["judged"] = judged_counts(log, len(placement.edges) if placement is not None else None)
+        report = report_json(log, findings, hosts)
+        report["judged"] = judged_counts(log, len(placement.edges) if placement is not None else None, hosts)
         if placement is not None:
             report["placement"] = placement.to_json()
         large = len(log.edges) > JSON_INDENT_LIMIT

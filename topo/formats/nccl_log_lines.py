@@ -69,6 +69,12 @@ TEST_RANK = re.compile(r"#?[ \t]*Rank[ \t]+(\d{1,7})[ \t]+(?:Group[ \t]+\d{1,9}[
 """nccl-tests' `#  Rank  1 Group  0 Pid  26 on HOST device  1 [0x64] NVIDIA H100`: the host of each rank of its run."""
 
 
+def matters_without_nccl(raw: str) -> bool:
+    """Whether a raw line without `NCCL` in it can still matter to the reader: an unreadable line (counted as
+    skipped) or nccl-tests' `#  Rank  1 Group  0 Pid  26 on HOST device  1` (the host of a rank)."""
+    return raw == UNREADABLE or (" Pid " in raw and "Rank" in raw)
+
+
 def parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:
     """(src, dst, channel, side, detail, src bracket, dst bracket) of a connection line, or () when it is none."""
     match = CONNECTION.match(message)

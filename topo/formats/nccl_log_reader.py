@@ -41,6 +41,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     VERSION,
     bracket_fact,
     channel_triple,
+    matters_without_nccl,
     parse_connection,
     transport_class,
 )
@@ -93,12 +94,14 @@ class LogReader:
         """Called once per raw line, in order: a line that starts with NCCL's own prefix and needs no
         cleaning is read here at once; the cleaner gets only the other lines that may matter."""
         self.lines += 1
+        if "NCCL" not in raw:  # most of a log: only an unreadable line or nccl-tests' rank line matters then
+            return matters_without_nccl(raw)
         if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
             leading = LEADING.match(raw)
             if leading is not None:
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
                 return False
-        return "NCCL" in raw or raw == UNREADABLE or ("Rank" in raw and " Pid " in raw)
+        return True
 
     def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
         """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
