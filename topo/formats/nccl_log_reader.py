@@ -39,7 +39,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     TREES,
     UNREADABLE,
     VERSION,
-    bracket_fact,
+    Fact,
     channel_triple,
     matters_without_nccl,
     parse_connection,
@@ -70,7 +70,7 @@ class LogReader:
         self.errors: dict[str, Tally] = {}
         self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
         """(host, pid, comm pointer) -> communicator key."""
-        self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
+        self.parsed: dict[str, tuple[int, int, int, str | None, str, Fact | None, Fact | None] | tuple[()]] = {}
         """Connection messages already parsed (the same line recurs for every new communicator)."""
         self.channel_counts: dict[str, tuple[int | None, ...]] = {}
         self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
@@ -325,30 +325,32 @@ class LogReader:
             if len(self.parsed) < MAX_PARSED_LINES:
                 self.parsed[message] = parsed
         if parsed:
-            src, dst, channel, side, detail, src_bracket, dst_bracket = parsed
-            printer = dst if side == "receive" else src
-            comm = self.comm_of(host, pid, printer, max(src, dst))
+            src, dst, channel, side, detail, src_fact, dst_fact = parsed
+            printer, other = (dst, src) if side == "receive" else (src, dst)
+            comm = self.comm_of(host, pid, printer, src if src > dst else dst)
             key = (comm, src, dst, channel, side, detail)
-            if key in self.edges:
+            edges = self.edges
+            if key in edges:
                 return True
-            if len(self.edges) >= MAX_EDGES:
+            if len(edges) >= MAX_EDGES:
                 self.edges_dropped += 1
                 return True
-            self.rank_entry(comm, dst if printer == src else src)  # the other end is a rank too, wherever it logs
-            entry = self.rank_entry(comm, printer)
+            ranks = self.ranks
+            if (comm, other) not in ranks:  # the other end is a rank too, wherever it logs
+                ranks[(comm, other)] = {}
+            entry = ranks.get((comm, printer))
+            if entry is None:
+                entry = ranks[(comm, printer)] = {}
             if host is not None and "host" not in entry:
                 entry["host"] = host
             if pid is not None and "pid" not in entry:
                 entry["pid"] = pid
             if dev is not None and "cuda_dev" not in entry:
                 entry["cuda_dev"] = dev
-            for rank, bracket in ((src, src_bracket), (dst, dst_bracket)):
-                if bracket is not None:
-                    name, value = bracket_fact(bracket)
-                    entry = self.rank_entry(comm, rank)
-                    if name not in entry:
-                        entry[name] = value
-            self.edges[key] = number
+            for rank, fact in ((src, src_fact), (dst, dst_fact)):
+                if fact is not None and fact[0] not in (entry := ranks[(comm, rank)]):
+                    entry[fact[0]] = fact[1]
+            edges[key] = number
             return True
         collnet = COLLNET.match(message)
         if collnet is not None and transport_class(collnet.group("detail")) is not None:
@@ -409,8 +411,8 @@ class LogReader:
             highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
             if size is None or highest < size:
                 rename[None] = only
-        if not rename:
-            return
+        if not rename or (list(rename) == [None] and not self.has_loose()):
+            return  # nothing to rename: the tables stay as they are
 
         def renamed(key: str | None) -> str | None:
             return rename.get(key, key)
@@ -430,6 +432,11 @@ class LogReader:
                 nranks, nnodes = self.comm_sizes.pop(key)
                 known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
                 self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
+
+    def has_loose(self) -> bool:
+        """Whether any rank, connection, ring or tree is not yet given to a communicator."""
+        return (any(comm is None for comm, _ in self.ranks) or any(key[0] is None for key in self.edges)
+                or any(comm is None for comm, _ in self.rings) or any(key[0] is None for key in self.trees))
 
     def result(self) -> NcclLog:
         self.settle_communicators()
