@@ -21,7 +21,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats import trace_stream
 from linkscope.topo.formats.trace import read_rank_trace
 from linkscope.topo.formats.trace_steps import subtract, union
-from linkscope.topo.formats.trace_stream import read_trace_events
+from linkscope.topo.formats.trace_stream import TraceEvent, event_of, read_trace_events
 from support.paths import FIXTURES, ROOT
 from support.trace import TraceBuilder
 
@@ -205,9 +205,9 @@ def test_streaming_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> N
     text = json.dumps(builder.document(), indent=1)
     whole = read_rank_trace(io.StringIO(text), "t")
     monkeypatch.setattr(trace_stream, "_CHUNK_CHARS", 7)
-    seen: list[dict] = []
-    metadata = read_trace_events(io.StringIO(text), "t", seen.append)
-    assert seen == builder.events and metadata["host_name"] == "node-a"
+    seen: list[TraceEvent] = []
+    metadata = read_trace_events(io.StringIO(text), "t", seen.extend)
+    assert seen == [event_of(event) for event in builder.events] and metadata["host_name"] == "node-a"
     assert read_rank_trace(io.StringIO(text), "t") == whole
 
 
