@@ -94,14 +94,12 @@ class LogReader:
         """Called once per raw line, in order: a line that starts with NCCL's own prefix and needs no
         cleaning is read here at once; the cleaner gets only the other lines that may matter."""
         self.lines += 1
-        if "NCCL" not in raw:  # most of a log: only an unreadable line or nccl-tests' rank line matters then
-            return matters_without_nccl(raw)
-        if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
+        if "NCCL" in raw and raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
             leading = LEADING.match(raw)
             if leading is not None:
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
                 return False
-        return True
+        return "NCCL" in raw or matters_without_nccl(raw)  # most lines of a log do not name NCCL
 
     def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
         """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
@@ -329,18 +327,14 @@ class LogReader:
             printer, other = (dst, src) if side == "receive" else (src, dst)
             comm = self.comm_of(host, pid, printer, src if src > dst else dst)
             key = (comm, src, dst, channel, side, detail)
-            edges = self.edges
-            if key in edges:
+            if key in self.edges:
                 return True
-            if len(edges) >= MAX_EDGES:
+            if len(self.edges) >= MAX_EDGES:
                 self.edges_dropped += 1
                 return True
             ranks = self.ranks
-            if (comm, other) not in ranks:  # the other end is a rank too, wherever it logs
-                ranks[(comm, other)] = {}
-            entry = ranks.get((comm, printer))
-            if entry is None:
-                entry = ranks[(comm, printer)] = {}
+            ranks.setdefault((comm, other), {})  # the other end is a rank too, wherever it logs
+            entry = ranks.setdefault((comm, printer), {})
             if host is not None and "host" not in entry:
                 entry["host"] = host
             if pid is not None and "pid" not in entry:
@@ -350,7 +344,7 @@ class LogReader:
             for rank, fact in ((src, src_fact), (dst, dst_fact)):
                 if fact is not None and fact[0] not in (entry := ranks[(comm, rank)]):
                     entry[fact[0]] = fact[1]
-            edges[key] = number
+            self.edges[key] = number
             return True
         collnet = COLLNET.match(message)
         if collnet is not None and transport_class(collnet.group("detail")) is not None:
@@ -411,7 +405,8 @@ class LogReader:
             highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
             if size is None or highest < size:
                 rename[None] = only
-        if not rename or (list(rename) == [None] and not self.has_loose()):
+        if not rename or (list(rename) == [None] and all(
+                key[0] is not None for table in (self.ranks, self.edges, self.rings, self.trees) for key in table)):
             return  # nothing to rename: the tables stay as they are
 
         def renamed(key: str | None) -> str | None:
@@ -432,11 +427,6 @@ class LogReader:
                 nranks, nnodes = self.comm_sizes.pop(key)
                 known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
                 self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
-
-    def has_loose(self) -> bool:
-        """Whether any rank, connection, ring or tree is not yet given to a communicator."""
-        return (any(comm is None for comm, _ in self.ranks) or any(key[0] is None for key in self.edges)
-                or any(comm is None for comm, _ in self.rings) or any(key[0] is None for key in self.trees))
 
     def result(self) -> NcclLog:
         self.settle_communicators()
