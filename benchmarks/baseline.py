@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,3 +61,15 @@ def worker_output(script: Path, args: list[str], tree: Path | None) -> str:
     if result.returncode != 0:
         raise SystemExit(f"{script.name} {' '.join(args)} failed: {result.stderr.strip()[-500:]}")
     return result.stdout
+
+
+def child_run(command: list[str], env: dict[str, str] | None, cwd: str | None) -> tuple[float, float, float, int, bytes]:
+    """Wall s, CPU s, peak RSS MiB, exit status and stdout of one child process (its own rusage, via wait4)."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall_s = time.perf_counter() - start
+        out.seek(0)
+        return wall_s, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode, out.read()

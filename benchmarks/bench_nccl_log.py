@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 
 GOAL_S = 3.0
@@ -98,18 +96,6 @@ def write_log(path: str, size_bytes: int, nranks: int) -> int:
     return written
 
 
-def child_run(command: list[str], env: dict[str, str] | None, cwd: str | None) -> tuple[float, float, float, int, bytes]:
-    """Wall s, CPU s, peak RSS MiB, exit status and stdout of one child process (its own rusage, via wait4)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        wall_s = time.perf_counter() - start
-        out.seek(0)
-        return wall_s, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode, out.read()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=float, default=100.0)
@@ -118,7 +104,7 @@ def main() -> int:
     parser.add_argument("--baseline", default="main", help="git revision measured as `before` (default main)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from baseline import env_for, package_tree, revision_name
+    from baseline import child_run, env_for, package_tree, revision_name
 
     directory = tempfile.mkdtemp(prefix="nccl-log-bench-")
     path = args.keep or os.path.join(directory, "nccl.log")

@@ -10,6 +10,7 @@ P2P|SHM|NET|NVLS|COLLNET, `detail`, `same_host`) and `findings` (each `code`, `s
 from __future__ import annotations
 
 import argparse
+import gc
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
@@ -49,10 +50,17 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
-    from linkscope.topo.nccl.checks import judged_counts, nccl_findings, not_placed_finding, report_json
+    from linkscope.topo.nccl.checks import implied_hosts, judged_counts, nccl_findings, not_placed_finding, report_json
 
-    log = read_nccl_log_file(args.file)
-    findings = nccl_findings(log)
+    # A large log makes hundreds of thousands of small objects and no reference cycles: the cyclic collector would
+    # rescan them again and again (a fifth of the time), so it rests until the log is read.
+    gc.disable()
+    try:
+        log = read_nccl_log_file(args.file)
+    finally:
+        gc.enable()
+    hosts = implied_hosts(log)
+    findings = nccl_findings(log, hosts)
     placement = None
     if args.snapshot is not None:
         from linkscope.topo.formats.source import load_source
@@ -64,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         unmatched = not_placed_finding(log, len(placement.edges), args.snapshot)
         findings += (unmatched,) if unmatched is not None else ()
     if args.json:
-        report = report_json(log, findings)
-        report["judged"] = judged_counts(log, len(placement.edges) if placement is not None else None)
+        report = report_json(log, findings, hosts)
+        report["judged"] = judged_counts(log, len(placement.edges) if placement is not None else None, hosts)
         if placement is not None:
             report["placement"] = placement.to_json()
         large = len(log.edges) > JSON_INDENT_LIMIT

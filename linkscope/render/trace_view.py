@@ -75,7 +75,9 @@ def _steps_table(report: TraceReport, all_steps: bool) -> Table:
         by_step[row.step].append(row)
     steps = [_step_cells(step, rows) for step, rows in sorted(by_step.items())]
     shown: list[_StepCells] = steps
-    caption = "GPU idle: neither compute nor exposed communication (launch gaps, CPU work, data loading)"
+    caption = ("compute: GPU kernels only; memory copies and memsets are kept apart, as Holistic Trace Analysis "
+               "keeps them. GPU idle: neither compute nor exposed communication (launch gaps, CPU work, data loading, "
+               "memory copies)")
     title = "steps (ms; median over ranks)"
     if not all_steps and len(steps) > MAX_STEP_ROWS:
         shown = _step_summary(steps)

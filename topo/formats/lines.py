@@ -17,6 +17,7 @@ only where the number is the line's own. All patterns are anchored and linear.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -85,15 +86,7 @@ def iter_clean_lines(raw_lines: Iterable[str], keep: Callable[[str], bool] | Non
     that look for one marker in large logs.
     """
     iterator = iter(raw_lines)
-    window: list[str] = []
-    non_empty = 0
-    for raw in iterator:
-        window.append(raw)
-        if raw.strip():
-            non_empty += 1
-            if non_empty >= DETECTION_LINES:
-                break
-    styles = _detect_styles(window)
+    window, styles = _window(iterator)
     number = 0
     for raw in window:
         number += 1
@@ -103,6 +96,46 @@ def iter_clean_lines(raw_lines: Iterable[str], keep: Callable[[str], bool] | Non
         number += 1
         if keep is None or keep(raw):
             yield clean_line(raw, number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
+
+
+Take = Callable[[list[str], int, int], int]
+"""`take(batch, start, before)`: a reader reads what it can of `batch[start:]` itself, in order (`before`: how many
+lines came before `batch[0]`), and returns the index of the first line it leaves to the cleaner, or `len(batch)`."""
+
+
+def iter_clean_batches(batches: Iterable[list[str]], take: Take) -> Iterator[Line]:
+    """:func:`iter_clean_lines` over lists of raw lines (a large log read in chunks): `take` goes through each list
+    in one call and hands over only the lines that need cleaning, one at a time, so the order of lines holds."""
+    iterator = iter(batches)
+    head: list[list[str]] = []
+
+    def head_lines() -> Iterator[str]:
+        for batch in iterator:
+            head.append(batch)
+            yield from batch
+
+    styles = _window(head_lines())[1]
+    before = 0
+    for batch in itertools.chain(head, iterator):
+        start = 0
+        while (start := take(batch, start, before)) < len(batch):
+            number = before + start + 1
+            yield clean_line(batch[start], number, styles.srun_labels, styles.host_labels, _numbered_as(number, styles))
+            start += 1
+        before += len(batch)
+
+
+def _window(iterator: Iterator[str]) -> tuple[list[str], _Styles]:
+    """The first lines of `iterator`, up to its :data:`DETECTION_LINES`-th non-empty one, and the styles they show."""
+    window: list[str] = []
+    non_empty = 0
+    for raw in iterator:
+        window.append(raw)
+        if raw.strip():
+            non_empty += 1
+            if non_empty >= DETECTION_LINES:
+                break
+    return window, _detect_styles(window)
 
 
 def _numbered_as(number: int, styles: _Styles) -> int | None:

@@ -24,6 +24,7 @@ Message formats, as NCCL prints them across versions (facts from its source and 
 """
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
@@ -31,7 +32,7 @@ from typing import BinaryIO
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES, MAX_STDIN_BYTES
-from linkscope.topo.formats.lines import iter_clean_lines
+from linkscope.topo.formats.lines import iter_clean_batches
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
 from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.formats.nccl_log_once import OnceReader
@@ -49,8 +50,8 @@ def read_nccl_log_file(path: str) -> NcclLog:
 
 
 def read_nccl_log_stream(stream: BinaryIO, name: str, max_bytes: int | None = None) -> NcclLog:
-    """Read a log from a binary stream, one line at a time; InputError `name:line: ...` on a binary or empty input."""
-    return read_nccl_log_lines(_decoded_lines(stream, name, max_bytes), name)
+    """Read a log from a binary stream, a chunk at a time; InputError `name:line: ...` on a binary or empty input."""
+    return read_nccl_log_batches(_decoded_batches(stream, name, max_bytes), name)
 
 
 def read_nccl_log_text(text: str, name: str) -> NcclLog:
@@ -61,22 +62,33 @@ def read_nccl_log_text(text: str, name: str) -> NcclLog:
     lines = text.split("\n")
     if len(lines) > 1 and not lines[-1]:
         lines.pop()  # the newline ending the last line starts no new line
-    return read_nccl_log_lines(lines, name)
+    return read_nccl_log_batches([lines], name)
 
 
 def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
     """Read decoded raw lines (a line that is exactly :data:`UNREADABLE` counts as skipped)."""
+    iterator = iter(raw_lines)
+    return read_nccl_log_batches(iter(lambda: list(itertools.islice(iterator, BATCH_LINES)), []), name)
+
+
+def read_nccl_log_batches(batches: Iterable[list[str]], name: str) -> NcclLog:
+    """Read decoded raw lines, given as lists in order."""
     reader = OnceReader(name)
-    for line in iter_clean_lines(raw_lines, keep=reader.keep):
+    for line in iter_clean_batches(batches, reader.take):
         reader.feed(line)
     return reader.result()
 
 
 CHUNK_BYTES = 1 << 20
+BATCH_LINES = 4096
+"""Lines per list when a log comes as single lines."""
 
 
-def _decoded_lines(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterator[str]:
-    """Lines of `stream` as text, read in chunks; undecodable or overlong lines become :data:`UNREADABLE`."""
+def _decoded_batches(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterator[list[str]]:
+    """The lines of `stream` as text, a list per chunk read; undecodable or overlong lines become :data:`UNREADABLE`.
+
+    A chunk of plain ASCII whose lines all fit (the common case) is decoded and split once; any other chunk goes
+    line by line."""
     total = 0
     number = 0
     carry = b""
@@ -91,23 +103,44 @@ def _decoded_lines(stream: BinaryIO, name: str, max_bytes: int | None) -> Iterat
             raise InputError(f"{name}:{line}: binary data (a NUL byte), not a text log")
         if not chunk:
             if carry or overlong:
-                number += 1
-                yield UNREADABLE if overlong else _decode(carry)
+                yield [UNREADABLE if overlong else _decode(carry)]
             return
-        pieces = (carry + chunk).split(b"\n") if carry else chunk.split(b"\n")
-        carry = pieces.pop()
-        for raw in pieces:
-            number += 1
-            if overlong:
-                overlong = False
-                yield UNREADABLE
-            elif len(raw) > MAX_NCCL_LOG_LINE_BYTES:
-                yield UNREADABLE
-            else:
-                yield _decode(raw)
+        data = carry + chunk if carry else chunk
+        whole = _ascii_lines(data) if not overlong else None
+        if whole is not None:
+            lines, carry = whole
+        else:
+            pieces = data.split(b"\n")
+            carry = pieces.pop()
+            lines = []
+            for raw in pieces:
+                if overlong:
+                    overlong = False
+                    lines.append(UNREADABLE)
+                elif len(raw) > MAX_NCCL_LOG_LINE_BYTES:
+                    lines.append(UNREADABLE)
+                else:
+                    lines.append(_decode(raw))
+        number += len(lines)
+        if lines:
+            yield lines
         if len(carry) > MAX_NCCL_LOG_LINE_BYTES:
             carry = b""
             overlong = True
+
+
+def _ascii_lines(data: bytes) -> tuple[list[str], bytes] | None:
+    """The whole lines of `data` and the bytes after the last newline, when those lines are ASCII and none is
+    longer than :data:`MAX_NCCL_LOG_LINE_BYTES` (one decode for the chunk); None otherwise."""
+    end = data.rfind(b"\n") + 1
+    body = data[:end]
+    if not body.isascii():
+        return None
+    lines = body.decode("ascii").split("\n")
+    lines.pop()
+    if len(body) > MAX_NCCL_LOG_LINE_BYTES and max(map(len, lines), default=0) > MAX_NCCL_LOG_LINE_BYTES:
+        return None
+    return lines, data[end:]
 
 
 def _decode(raw: bytes) -> str:

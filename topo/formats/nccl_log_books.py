@@ -33,6 +33,12 @@ class HostBook:
         if key in self.lines or len(self.lines) < MAX_PARSED_LINES:
             self.lines[key] = self.lines.get(key, 0) + 1
 
+    def saw_again(self, counts: dict[tuple[str, int], int]) -> None:
+        """More lines of processes seen before: `counts` per (host, pid)."""
+        for key, count in counts.items():
+            if key in self.lines:
+                self.lines[key] += count
+
     def test_rank(self, rank: int, host: str) -> None:
         """nccl-tests' rank line: `rank` runs on `host`."""
         self.test_hosts.setdefault(rank, host)

@@ -69,16 +69,29 @@ TEST_RANK = re.compile(r"#?[ \t]*Rank[ \t]+(\d{1,7})[ \t]+(?:Group[ \t]+\d{1,9}[
 """nccl-tests' `#  Rank  1 Group  0 Pid  26 on HOST device  1 [0x64] NVIDIA H100`: the host of each rank of its run."""
 
 
-def parse_connection(message: str) -> tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]:
-    """(src, dst, channel, side, detail, src bracket, dst bracket) of a connection line, or () when it is none."""
+def matters_without_nccl(raw: str) -> bool:
+    """Whether a raw line without `NCCL` in it can still matter to the reader: an unreadable line (counted as
+    skipped) or nccl-tests' `#  Rank  1 Group  0 Pid  26 on HOST device  1` (the host of a rank)."""
+    return raw == UNREADABLE or (" Pid " in raw and "Rank" in raw)
+
+
+Fact = tuple[str, object]
+"""What a connection line's bracket says of its rank: ("device_index", 3) or ("bus_id", "1b000")."""
+
+
+def parse_connection(message: str) -> tuple[int, int, int, str | None, str, Fact | None, Fact | None] | tuple[()]:
+    """(src, dst, channel, side, detail, what src's bracket says, what dst's says) of a connection line, or () when
+    it is none."""
     match = CONNECTION.match(message)
     if match is None:
         return ()
-    src, dst = int(match.group("src")), int(match.group("dst"))
-    if max(src, dst) > MAX_NCCL_RANK or transport_class(match.group("detail")) is None:
+    channel, src_text, src_bracket, dst_text, dst_bracket, side, detail = match.groups()
+    src, dst = int(src_text), int(dst_text)
+    if (src if src > dst else dst) > MAX_NCCL_RANK or transport_class(detail) is None:
         return ()
-    return (src, dst, int(match.group("ch")), match.group("side"), match.group("detail").rstrip(),
-            match.group("sb"), match.group("db"))
+    return (src, dst, int(channel), side, detail.rstrip(),
+            bracket_fact(src_bracket) if src_bracket is not None else None,
+            bracket_fact(dst_bracket) if dst_bracket is not None else None)
 
 
 def channel_triple(counts: tuple[int | None, ...]) -> tuple[int | None, int | None, int | None]:
@@ -86,7 +99,7 @@ def channel_triple(counts: tuple[int | None, ...]) -> tuple[int | None, int | No
     return padded[0], padded[1], padded[2]
 
 
-def bracket_fact(bracket: str) -> tuple[str, object]:
+def bracket_fact(bracket: str) -> Fact:
     """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
     if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():
         return "device_index", int(bracket)

@@ -39,8 +39,9 @@ from linkscope.topo.formats.nccl_log_lines import (
     TREES,
     UNREADABLE,
     VERSION,
-    bracket_fact,
+    Fact,
     channel_triple,
+    matters_without_nccl,
     parse_connection,
     transport_class,
 )
@@ -69,7 +70,7 @@ class LogReader:
         self.errors: dict[str, Tally] = {}
         self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
         """(host, pid, comm pointer) -> communicator key."""
-        self.parsed: dict[str, tuple[int, int, int, str | None, str, str | None, str | None] | tuple[()]] = {}
+        self.parsed: dict[str, tuple[int, int, int, str | None, str, Fact | None, Fact | None] | tuple[()]] = {}
         """Connection messages already parsed (the same line recurs for every new communicator)."""
         self.channel_counts: dict[str, tuple[int | None, ...]] = {}
         self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
@@ -93,12 +94,12 @@ class LogReader:
         """Called once per raw line, in order: a line that starts with NCCL's own prefix and needs no
         cleaning is read here at once; the cleaner gets only the other lines that may matter."""
         self.lines += 1
-        if raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
+        if "NCCL" in raw and raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
             leading = LEADING.match(raw)
             if leading is not None:
                 self.feed_prefixed(raw.rstrip(), leading, self.lines)
                 return False
-        return "NCCL" in raw or raw == UNREADABLE or ("Rank" in raw and " Pid " in raw)
+        return "NCCL" in raw or matters_without_nccl(raw)  # most lines of a log do not name NCCL
 
     def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
         """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
@@ -322,29 +323,27 @@ class LogReader:
             if len(self.parsed) < MAX_PARSED_LINES:
                 self.parsed[message] = parsed
         if parsed:
-            src, dst, channel, side, detail, src_bracket, dst_bracket = parsed
-            printer = dst if side == "receive" else src
-            comm = self.comm_of(host, pid, printer, max(src, dst))
+            src, dst, channel, side, detail, src_fact, dst_fact = parsed
+            printer, other = (dst, src) if side == "receive" else (src, dst)
+            comm = self.comm_of(host, pid, printer, src if src > dst else dst)
             key = (comm, src, dst, channel, side, detail)
             if key in self.edges:
                 return True
             if len(self.edges) >= MAX_EDGES:
                 self.edges_dropped += 1
                 return True
-            self.rank_entry(comm, dst if printer == src else src)  # the other end is a rank too, wherever it logs
-            entry = self.rank_entry(comm, printer)
+            ranks = self.ranks
+            ranks.setdefault((comm, other), {})  # the other end is a rank too, wherever it logs
+            entry = ranks.setdefault((comm, printer), {})
             if host is not None and "host" not in entry:
                 entry["host"] = host
             if pid is not None and "pid" not in entry:
                 entry["pid"] = pid
             if dev is not None and "cuda_dev" not in entry:
                 entry["cuda_dev"] = dev
-            for rank, bracket in ((src, src_bracket), (dst, dst_bracket)):
-                if bracket is not None:
-                    name, value = bracket_fact(bracket)
-                    entry = self.rank_entry(comm, rank)
-                    if name not in entry:
-                        entry[name] = value
+            for rank, fact in ((src, src_fact), (dst, dst_fact)):
+                if fact is not None and fact[0] not in (entry := ranks[(comm, rank)]):
+                    entry[fact[0]] = fact[1]
             self.edges[key] = number
             return True
         collnet = COLLNET.match(message)
@@ -406,8 +405,9 @@ class LogReader:
             highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
             if size is None or highest < size:
                 rename[None] = only
-        if not rename:
-            return
+        if not rename or (list(rename) == [None] and all(
+                key[0] is not None for table in (self.ranks, self.edges, self.rings, self.trees) for key in table)):
+            return  # nothing to rename: the tables stay as they are
 
         def renamed(key: str | None) -> str | None:
             return rename.get(key, key)

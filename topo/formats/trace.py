@@ -36,7 +36,7 @@ from linkscope.topo.formats.trace_stream import read_trace_events
 def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS) -> RankTrace:
     """Read one rank's trace from `stream` (text; decompress first); InputError for what is not a trace."""
     collected = TraceEvents()
-    metadata = read_trace_events(stream, name, collected.add, max_chars)
+    metadata = read_trace_events(stream, name, collected.add_all, max_chars)
     info = metadata.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
     groups = _groups(info)

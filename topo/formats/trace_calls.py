@@ -13,6 +13,7 @@ from typing import Any
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_SIZE_BYTES, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import is_integer
 from linkscope.topo.formats.trace_events import NCCL_KERNEL, CpuOp, TraceCollective, TraceEvents, dtype_bytes, op_name
+from linkscope.topo.formats.trace_stream import TraceEvent
 
 
 def int_or_none(value: object, upper: int = MAX_WORLD_RANKS) -> int | None:
@@ -21,14 +22,14 @@ def int_or_none(value: object, upper: int = MAX_WORLD_RANKS) -> int | None:
     return value if type(value) is int and 0 <= value <= upper else None
 
 
-def kernel_collective(kernel: dict[str, Any], collected: TraceEvents, groups: dict[str, tuple[int, ...]],
+def kernel_collective(kernel: TraceEvent, collected: TraceEvents, groups: dict[str, tuple[int, ...]],
                        shared: tuple[int, ...] | None) -> TraceCollective:
-    args = kernel.get("args") if isinstance(kernel.get("args"), dict) else {}
+    args = kernel.args if isinstance(kernel.args, dict) else {}
     assert isinstance(args, dict)
     metadata = args if "Collective name" in args or "In msg nelems" in args else _launching_op_args(args, collected)
-    kernel_op = NCCL_KERNEL.match(kernel["name"])
+    kernel_op = NCCL_KERNEL.match(kernel.name)
     fallback_op = op_name(kernel_op.group(1)) if kernel_op else "unknown"
-    collective = _collective(metadata, fallback_op, float(kernel["ts"]), float(kernel["dur"]), True,
+    collective = _collective(metadata, fallback_op, float(kernel.ts), float(kernel.dur), True,
                              int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared)
     correlation = args.get("correlation")
     launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
@@ -127,7 +128,7 @@ def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
     by_thread: dict[tuple[Any, Any], list[int]] = {}
     for index, (key, _, _) in enumerate(annotated):
         by_thread.setdefault(key, []).append(index)
-    kernels: dict[int, list[dict[str, Any]]] = {}
+    kernels: dict[int, list[TraceEvent]] = {}
     own: list[TraceCollective] = []
     unlaunched = 0
     for kernel in collected.nccl_kernels:
@@ -151,8 +152,8 @@ def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
     return calls + own
 
 
-def kernel_correlation(kernel: dict[str, Any]) -> object:
-    args = kernel.get("args")
+def kernel_correlation(kernel: TraceEvent) -> object:
+    args = kernel.args
     return args.get("correlation") if isinstance(args, dict) else None
 
 
@@ -172,19 +173,19 @@ def _call_at(annotated: list[tuple[tuple[Any, Any], CpuOp, TraceCollective]], in
     return index if moment_us <= annotated[index][1].end_us else None
 
 
-def _timed(call: TraceCollective, kernels: list[dict[str, Any]], collected: TraceEvents) -> TraceCollective:
+def _timed(call: TraceCollective, kernels: list[TraceEvent], collected: TraceEvents) -> TraceCollective:
     """A call timed by the kernels launched inside it: from the first start to the last end, on their device."""
     if not kernels:
         return call
-    start = min(float(kernel["ts"]) for kernel in kernels)
-    end = max(float(kernel["ts"]) + float(kernel["dur"]) for kernel in kernels)
-    args = kernels[0].get("args") if isinstance(kernels[0].get("args"), dict) else {}
+    start = min(float(kernel.ts) for kernel in kernels)
+    end = max(float(kernel.ts) + float(kernel.dur) for kernel in kernels)
+    args = kernels[0].args if isinstance(kernels[0].args, dict) else {}
     assert isinstance(args, dict)
     launches = [collected.launches[correlation][2] for kernel in kernels
                 if isinstance(correlation := kernel_correlation(kernel), int) and correlation in collected.launches]
     op = call.op
     if op == "unknown":
-        kernel_op = NCCL_KERNEL.match(kernels[0]["name"])
+        kernel_op = NCCL_KERNEL.match(kernels[0].name)
         op = op_name(kernel_op.group(1)) if kernel_op else op
     return replace(call, op=op, start_us=start, duration_us=end - start, on_device=True, launch_only=False,
                    device=int_or_none(args.get("device"), MAX_GPUS_PER_HOST),

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
+
+from linkscope.topo.formats.trace_stream import TraceEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,12 @@ _LAUNCH = re.compile(r"(?:cuda|cu)Launch|hip(?:Ext)?(?:Module)?Launch|(?:cuda|hi
 """Runtime calls that launch a kernel: CUDA's, and ROCm's (`hipLaunchKernel`, `hipExtModuleLaunchKernel`, which
 ROCm traces record under the same `cuda_runtime` category)."""
 _STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
-_KEPT_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cpu_op",
-                               "user_annotation"})
+_NUMBER_TYPES = (float, int)
+_LARGEST = 1e300
+"""Times at or beyond this many microseconds are no times (an overflowed or garbage value)."""
+_GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+_RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
+_KEPT_CATEGORIES = _GPU_CATEGORIES | _RUNTIME_CATEGORIES | {"cpu_op", "user_annotation"}
 """Event categories the reader looks at; flows, metadata and the rest are skipped at once."""
 _COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
 
@@ -119,7 +126,7 @@ class CpuOp:
 class TraceEvents:
     metadata_ops: dict[tuple[Any, Any], list[CpuOp]] = field(default_factory=dict)
     launches: dict[int, tuple[Any, Any, float]] = field(default_factory=dict)
-    nccl_kernels: list[dict[str, Any]] = field(default_factory=list)
+    nccl_kernels: list[TraceEvent] = field(default_factory=list)
     gpu_compute: list[tuple[float, float, int | None]] = field(default_factory=list)
     """(start, end, correlation) of every non-NCCL GPU kernel."""
     gpu_copies: list[tuple[float, float, int | None]] = field(default_factory=list)
@@ -129,41 +136,46 @@ class TraceEvents:
     cpu_compute: list[tuple[float, float]] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)
 
-    def add(self, event: dict[str, Any]) -> None:
-        category = event.get("cat")
-        if category not in _KEPT_CATEGORIES or event.get("ph") != "X":
-            return
-        name = event.get("name")
-        raw_start, raw_duration = event.get("ts"), event.get("dur")
-        if not isinstance(name, str) or not is_number(raw_start) or not is_number(raw_duration) or raw_duration < 0:
-            return
-        args = event.get("args")
-        args = args if isinstance(args, dict) else {}
-        start = float(raw_start)
-        end = start + float(raw_duration)
-        if category in ("kernel", "gpu_memcpy", "gpu_memset"):
-            if category == "kernel" and NCCL_KERNEL.match(name):
-                self.nccl_kernels.append(event)
-            else:
-                correlation = args.get("correlation")
-                kept = self.gpu_compute if category == "kernel" else self.gpu_copies
-                kept.append((start, end, correlation if isinstance(correlation, int) else None))
-        elif category == "cuda_runtime" or category == "cuda_driver":
-            correlation = args.get("correlation")
-            if isinstance(correlation, int) and _LAUNCH.match(name):
-                self.launches[correlation] = (event.get("pid"), event.get("tid"), start)
-        else:  # cpu_op, user_annotation
+    def add_all(self, events: Iterable[TraceEvent]) -> None:
+        """Keep what `events` say of collectives, steps and GPU work (a chunk's events in one call: this loop is
+        most of the time spent reading a trace after the decoding)."""
+        for event in events:
+            category = event.cat
+            if category not in _KEPT_CATEGORIES or event.ph != "X":
+                continue
+            name, raw_start, raw_duration = event.name, event.ts, event.dur
+            if not (isinstance(name, str) and type(raw_start) in _NUMBER_TYPES and type(raw_duration) in _NUMBER_TYPES
+                    and -_LARGEST < raw_start < _LARGEST and 0 <= raw_duration < _LARGEST):
+                continue  # a start and duration that are finite JSON numbers (NaN fails the range tests), duration >= 0
+            start = float(raw_start)
+            end = start + float(raw_duration)
+            if category in _GPU_CATEGORIES or category in _RUNTIME_CATEGORIES:
+                args = event.args
+                correlation = args.get("correlation") if isinstance(args, dict) else None
+                if not isinstance(correlation, int):
+                    correlation = None
+                if category in _RUNTIME_CATEGORIES:
+                    if correlation is not None and _LAUNCH.match(name):
+                        self.launches[correlation] = (event.pid, event.tid, start)
+                elif category != "kernel":
+                    self.gpu_copies.append((start, end, correlation))
+                elif NCCL_KERNEL.match(name):
+                    self.nccl_kernels.append(event)
+                else:
+                    self.gpu_compute.append((start, end, correlation))
+                continue
+            # cpu_op, user_annotation
             step = _STEP.match(name) if name.startswith("ProfilerStep#") else None
             if step:
                 self.steps.append((int(step.group(1)), start, end))
-            elif name.startswith("gloo:"):
-                self.gloo_ops.append(CpuOp(name, start, end, args))
-            elif _COMM_OP.match(name):
-                key = (event.get("pid"), event.get("tid"))
-                self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, end, args))
             elif name.startswith("aten::"):
                 self.cpu_compute.append((start, end))
+            elif name.startswith("gloo:"):
+                self.gloo_ops.append(CpuOp(name, start, end, _args(event.args)))
+            elif _COMM_OP.match(name):
+                key = (event.pid, event.tid)
+                self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, end, _args(event.args)))
 
 
-def is_number(value: object) -> TypeGuard[float]:
-    return type(value) in (float, int) and value == value and -1e300 < value < 1e300  # type: ignore[operator]
+def _args(args: object) -> dict[str, Any]:
+    return args if isinstance(args, dict) else {}

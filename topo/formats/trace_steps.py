@@ -32,11 +32,11 @@ def profiler_steps(collected: TraceEvents, collectives: list[TraceCollective]) -
         if index is not None:
             compute[index].append((start, end))
     for kernel in collected.nccl_kernels:
-        args = kernel.get("args") if isinstance(kernel.get("args"), dict) else {}
-        start = float(kernel["ts"])
-        index = _step_index(windows, starts, _launched_at(collected, args.get("correlation"), start))  # type: ignore[union-attr]
+        args = kernel.args if isinstance(kernel.args, dict) else {}
+        start = float(kernel.ts)
+        index = _step_index(windows, starts, _launched_at(collected, args.get("correlation"), start))
         if index is not None:
-            comm[index].append((start, start + float(kernel["dur"])))
+            comm[index].append((start, start + float(kernel.dur)))
     return [_step(number, start, end, union(compute[index]), union(comm[index]))
             for index, (number, start, end) in enumerate(windows)]
 

@@ -1,17 +1,26 @@
 """Stream the events of a Chrome-trace JSON file (as `torch.profiler` writes it) without loading it whole.
 
 A profiler trace of a few steps is often hundreds of MB; `json.load` would hold all of it as
-Python objects at once. This reader walks the top-level object, decodes each entry of
-`traceEvents` on its own with the C decoder and hands it to the caller, so memory stays bounded
-by the largest single value. A bare array of events (also valid Chrome-trace JSON) works too.
+Python objects at once. This reader walks the top-level object and decodes `traceEvents` a chunk at a
+time, so memory stays bounded by the chunk and the largest single value. A bare array of events (also
+valid Chrome-trace JSON) works too.
+
+The whole events in a chunk are decoded at once by msgspec into :class:`TraceEvent` records that hold only the
+fields the readers use (the rest of each event is skipped, never built): about 2.5 times faster than the standard
+library's decoder on the same bytes, measured by benchmarks/bench_trace.py. A chunk msgspec refuses (a value only
+Python's decoder reads, such as `NaN`, or an entry that is no object) goes through the standard decoder one event at
+a time, which also says what is wrong with a malformed file.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Callable
 from typing import Any, TextIO
+
+import msgspec
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import SurrogateCheck
@@ -21,6 +30,38 @@ _CHUNK_CHARS = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SEPARATOR = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
+_BOUNDARY_TRIES = 8
+"""How many `},` from the end of a chunk are tried as the end of a whole event before the chunk goes event by event
+(a `},` inside a string or a nested object is no boundary, and msgspec refuses the cut there)."""
+
+
+class TraceEvent(msgspec.Struct, gc=False):
+    """The fields of one trace event that the readers use; whatever else an event holds is skipped while decoding.
+    Each is None when the event lacks it, and holds whatever JSON value the event gives (nothing is coerced).
+
+    Not tracked by the garbage collector (`gc=False`): a record decoded from JSON refers to no object that refers
+    back to it, so it can be in no reference cycle, and hundreds of thousands of them would otherwise set off
+    collections that cost more than the decoding."""
+
+    name: Any = None
+    ph: Any = None
+    cat: Any = None
+    ts: Any = None
+    """Start, in microseconds."""
+    dur: Any = None
+    """Duration, in microseconds."""
+    pid: Any = None
+    tid: Any = None
+    args: Any = None
+
+
+_EVENTS = msgspec.json.Decoder(list[TraceEvent])
+
+
+def event_of(value: dict[str, Any]) -> TraceEvent:
+    """The record of an event the standard decoder read."""
+    return TraceEvent(name=value.get("name"), ph=value.get("ph"), cat=value.get("cat"), ts=value.get("ts"),
+                      dur=value.get("dur"), pid=value.get("pid"), tid=value.get("tid"), args=value.get("args"))
 
 
 class _Reader:
@@ -102,18 +143,32 @@ class _Reader:
             return decoded
 
 
-def read_trace_events(stream: TextIO, name: str, on_event: Callable[[dict[str, Any]], None],
+def read_trace_events(stream: TextIO, name: str, on_events: Callable[[list[TraceEvent]], None],
                       max_chars: int = MAX_TRACE_CHARS) -> dict[str, Any]:
-    """Call `on_event` for each event of the trace in `stream`; return the other top-level keys.
+    """Call `on_events` with the events of the trace in `stream`, in order, a list at a time; return the other
+    top-level keys.
 
     Raises InputError (one line naming `name`) for anything that is not a Chrome-trace JSON
     document: another JSON shape, a cut-short file, a file over the size limit.
     """
+    # Decoding makes hundreds of thousands of small objects and no reference cycles: the cyclic collector would
+    # rescan the live ones again and again (a third of the time), so it rests while this trace is read.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_trace_events(stream, name, on_events, max_chars)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_trace_events(stream: TextIO, name: str, on_events: Callable[[list[TraceEvent]], None],
+                       max_chars: int) -> dict[str, Any]:
     reader = _Reader(stream, name, max_chars)
     reader.fill()
     first = reader.peek()
     if first == "[":
-        _read_events(reader, on_event)
+        _read_events(reader, on_events)
         return {}
     reader.expect("{", "a JSON object with traceEvents")
     metadata: dict[str, Any] = {}
@@ -129,7 +184,7 @@ def read_trace_events(stream: TextIO, name: str, on_event: Callable[[dict[str, A
             if key == "traceEvents":
                 if reader.peek() != "[":
                     raise InputError(f"{name}: not a profiler trace (traceEvents is not a list)")
-                _read_events(reader, on_event)
+                _read_events(reader, on_events)
                 seen_events = True
             else:
                 metadata[key] = reader.value()
@@ -145,14 +200,15 @@ def read_trace_events(stream: TextIO, name: str, on_event: Callable[[dict[str, A
     return metadata
 
 
-def _read_events(reader: _Reader, on_event: Callable[[dict[str, Any]], None]) -> None:
+def _read_events(reader: _Reader, on_events: Callable[[list[TraceEvent]], None]) -> None:
     reader.expect("[", "'['")
     if reader.peek() == "]":
         reader.position += 1
         return
     decode = _DECODER.raw_decode
     while True:
-        # Fast path: decode events straight out of the buffer while whole events and separators are in it.
+        _decode_whole_events(reader, on_events)
+        # Event by event while whole events and separators are in the buffer (what msgspec refused).
         buffer, position = reader.buffer, reader.position
         limit = len(buffer) - 1
         try:
@@ -162,7 +218,7 @@ def _read_events(reader: _Reader, on_event: Callable[[dict[str, Any]], None]) ->
                 if separator is None or separator.end() > limit:
                     break
                 if isinstance(event, dict):
-                    on_event(event)
+                    on_events([event_of(event)])
                 if separator.group(1) == "]":
                     reader.position = separator.end()
                     return
@@ -173,7 +229,7 @@ def _read_events(reader: _Reader, on_event: Callable[[dict[str, Any]], None]) ->
         # Slow path: one event through the general reader (reads more of the stream, reports errors).
         event = reader.value()
         if isinstance(event, dict):
-            on_event(event)
+            on_events([event_of(event)])
         nxt = reader.peek()
         if nxt == ",":
             reader.position += 1
@@ -181,6 +237,31 @@ def _read_events(reader: _Reader, on_event: Callable[[dict[str, Any]], None]) ->
             continue
         reader.expect("]", "',' or ']' in traceEvents")
         return
+
+
+def _decode_whole_events(reader: _Reader, on_events: Callable[[list[TraceEvent]], None]) -> None:
+    """Decode the run of whole events from `reader.position` (the start of an event) to the last `},` of the
+    buffer in one call, reading on chunk after chunk; stops where no such run decodes (the end of the list, an
+    event larger than what is buffered, or something msgspec refuses), leaving the position at an event's start."""
+    while True:
+        buffer, start = reader.buffer, reader.position
+        end = len(buffer)
+        events: list[TraceEvent] | None = None
+        for _ in range(_BOUNDARY_TRIES):
+            end = buffer.rfind("},", start, end)
+            if end < 0:
+                break
+            try:
+                events = _EVENTS.decode("[" + buffer[start:end + 1] + "]")
+                break
+            except (msgspec.DecodeError, RecursionError):
+                continue
+        if events is None:
+            return
+        on_events(events)
+        reader.position = end + 2
+        reader.fill()  # the next chunk behind what is left of this one
+        reader.skip_whitespace()
 
 
 def _reason(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ share a host (:func:`implied_hosts`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ class NcclFinding(Finding):
 IMPLIED_HOST = "(unnamed host: SHM/P2P between its ranks)"
 """The host name given to ranks the log names no host for, which SHM or P2P joins: those share a host."""
 SAME_HOST_TRANSPORTS = ("SHM", "P2P")
+HostsOf = Mapping[tuple[str | None, int], str]
+"""(communicator, rank) -> host, as :func:`implied_hosts` gives it."""
 """Transports NCCL only uses between ranks of one host: either one between two ranks proves they share it."""
 
 
@@ -84,7 +87,7 @@ def implied_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
     return named | implied
 
 
-def same_host(edge: Edge, hosts: dict[tuple[str | None, int], str]) -> bool | None:
+def same_host(edge: Edge, hosts: HostsOf) -> bool | None:
     """Whether both ends of `edge` are on one host; None when a host is unknown."""
     if edge.dst is None:
         return None
@@ -100,9 +103,10 @@ def net_kind(detail: str) -> str:
     return parts[1].strip() if len(parts) > 1 else ""
 
 
-def nccl_findings(log: NcclLog) -> tuple[NcclFinding, ...]:
-    """Every finding of `log`, grouped so that one cause gives one finding per communicator and host."""
-    hosts = implied_hosts(log)
+def nccl_findings(log: NcclLog, hosts: HostsOf | None = None) -> tuple[NcclFinding, ...]:
+    """Every finding of `log`, grouped so that one cause gives one finding per communicator and host (`hosts`: its
+    :func:`implied_hosts`, when the caller has them)."""
+    hosts = implied_hosts(log) if hosts is None else hosts
     groups: dict[tuple[str, str | None, str], set[int]] = {}
     for edge in log.edges:
         code = _edge_code(edge, same_host(edge, hosts))
@@ -160,10 +164,11 @@ def _edge_finding(code: str, comm: str | None, where: str, ranks: set[int], env:
     return NcclFinding(code, "warning", message, listed, comm)
 
 
-def judged_counts(log: NcclLog, placed_on_snapshot: int | None = None) -> dict[str, int | None]:
+def judged_counts(log: NcclLog, placed_on_snapshot: int | None = None,
+                  hosts: HostsOf | None = None) -> dict[str, int | None]:
     """The `judged` object of `nccl-log --json`: connections read, those whose ends' hosts are known (named or
     implied) and not, and with --snapshot those laid on its links (None without one)."""
-    hosts = implied_hosts(log)
+    hosts = implied_hosts(log) if hosts is None else hosts
     known = sum(1 for edge in log.edges if same_host(edge, hosts) is not None)
     return {"connections": len(log.edges), "hosts_known": known, "hosts_unknown": len(log.edges) - known,
             "placed_on_snapshot": placed_on_snapshot}
@@ -182,9 +187,9 @@ def not_placed_finding(log: NcclLog, placed: int, snapshot_name: str) -> NcclFin
                        "snapshot of the machine the log came from", ())
 
 
-def report_json(log: NcclLog, findings: tuple[NcclFinding, ...]) -> dict[str, Any]:
+def report_json(log: NcclLog, findings: tuple[NcclFinding, ...], hosts: HostsOf | None = None) -> dict[str, Any]:
     """The `nccl-log --json` object: `ranks`, `edges`, `findings`, with version, communicators and counts."""
-    hosts = implied_hosts(log)
+    hosts = implied_hosts(log) if hosts is None else hosts
     return {
         "source": log.name,
         "version": log.version,

@@ -21,7 +21,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats import trace_stream
 from linkscope.topo.formats.trace import read_rank_trace
 from linkscope.topo.formats.trace_steps import subtract, union
-from linkscope.topo.formats.trace_stream import read_trace_events
+from linkscope.topo.formats.trace_stream import TraceEvent, event_of, read_trace_events
 from support.paths import FIXTURES, ROOT
 from support.trace import TraceBuilder
 
@@ -122,6 +122,26 @@ def test_exposed_communication_counts_only_what_no_kernel_hides(tmp_path: Path) 
     assert step.exposed_comm_us == pytest.approx(500)  # 1000-1500: no compute kernel runs then
 
 
+def test_memory_copies_are_kept_apart_from_compute_and_the_report_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A compute kernel 0-1000 us, a device-to-device copy and a memset 1000-2000 us, comm 500-1500 us: compute is
+    the kernel's 1000 us only, and the 500 us of comm beside the copy are exposed (as Holistic Trace Analysis counts
+    them); the report's caption says copies are not compute."""
+    builder = TraceBuilder(rank=0, world_size=2)
+    builder.step(3, 0, 3000)
+    builder.compute_kernel(launch_us=0, start_us=0, duration_us=1000)
+    builder.events.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0,
+                           "tid": 9, "ts": 1000, "dur": 1000, "args": {"device": 0, "stream": 9}})
+    builder.events.append({"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 1000,
+                           "dur": 1000, "args": {"device": 0, "stream": 9}})
+    builder.collective("allreduce", 1000, launch_us=20, start_us=500, duration_us=1000)
+    (step,) = read_rank_trace(io.StringIO(json.dumps(builder.document())), "t.json").steps
+    assert (step.compute_us, step.comm_us, step.exposed_comm_us) == pytest.approx((1000, 1000, 500))
+    main(["trace", str(builder.write(tmp_path / "t.json"))])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "compute: GPU kernels only; memory copies and memsets are kept apart, as Holistic Trace Analysis" in said
+
+
 def test_interval_arithmetic() -> None:
     merged = union([(5, 7), (0, 2), (1, 3), (6, 9)])
     assert merged == [(0, 3), (5, 9)]
@@ -205,9 +225,9 @@ def test_streaming_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> N
     text = json.dumps(builder.document(), indent=1)
     whole = read_rank_trace(io.StringIO(text), "t")
     monkeypatch.setattr(trace_stream, "_CHUNK_CHARS", 7)
-    seen: list[dict] = []
-    metadata = read_trace_events(io.StringIO(text), "t", seen.append)
-    assert seen == builder.events and metadata["host_name"] == "node-a"
+    seen: list[TraceEvent] = []
+    metadata = read_trace_events(io.StringIO(text), "t", seen.extend)
+    assert seen == [event_of(event) for event in builder.events] and metadata["host_name"] == "node-a"
     assert read_rank_trace(io.StringIO(text), "t") == whole
 
 

@@ -1,0 +1,112 @@
+"""The NCCL log reader's fast path (chunks decoded at once, lines without NCCL's name and repeats passed over in one
+loop) reads every real log exactly as the full path does: each line decoded on its own, cleaned when the reader
+asks, and read by the plain reader that remembers no line."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import linkscope.topo.formats.nccl_log as nccl_log
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.formats.lines import iter_clean_lines
+from linkscope.topo.formats.nccl_log import read_nccl_log_stream
+from linkscope.topo.formats.nccl_log_lines import UNREADABLE
+from linkscope.topo.formats.nccl_log_model import NcclLog
+from linkscope.topo.formats.nccl_log_reader import LogReader
+from support.paths import FIXTURES
+from support.variant import PREFIX_STYLES, clash, coloured
+
+REAL_FILES = sorted((FIXTURES / "real" / "nccl_debug").glob("*.txt"))
+LINE_LIMIT_BYTES = 300
+"""The overlong-line cap the tests read with, so that a generated long line crosses it."""
+
+
+def full_path(data: bytes, name: str) -> NcclLog | str:
+    """The reference reading: every line decoded on its own, every line offered to the plain reader (no memo)."""
+    pieces = data.split(b"\n")
+    if pieces and not pieces[-1]:
+        pieces.pop()
+    lines = []
+    for raw in pieces:
+        try:
+            lines.append(raw.decode("utf-8") if len(raw) <= LINE_LIMIT_BYTES else UNREADABLE)
+        except UnicodeDecodeError:
+            lines.append(UNREADABLE)
+    reader = LogReader(name)
+    for line in iter_clean_lines(lines, keep=reader.keep):
+        reader.feed(line)
+    try:
+        return reader.result()
+    except InputError as exc:
+        return str(exc)
+
+
+def fast_path(data: bytes, name: str) -> NcclLog | str:
+    try:
+        return read_nccl_log_stream(io.BytesIO(data), name)
+    except InputError as exc:
+        return str(exc)
+
+
+def variant(text: str, name: str, seed: int, crlf: bool, colour: bool, noise: bool) -> str:
+    """`text` as a launcher, a terminal and a busy program may leave it: some lines prefixed (each style that can
+    be told from the file's own text), some coloured, CRLF line ends, non-ASCII and overlong lines among them."""
+    chooser = random.Random(seed)
+    lines = text.split("\n")
+    styles = [style for style in sorted(PREFIX_STYLES) if not clash(style, name, lines)]
+    style = chooser.choice(styles)
+    out = []
+    for line in lines:
+        if chooser.random() < 0.5:
+            line = PREFIX_STYLES[style](chooser.randrange(4), "gpu-node-07") + line
+        if colour and chooser.random() < 0.2:
+            line = coloured(line, chooser.randrange(1000))
+        if noise and chooser.random() < 0.05:
+            out.append(chooser.choice(["step 3 loss 2.31 — lr 3e-4 ✓", "x" * (LINE_LIMIT_BYTES + 1),
+                                       "NCCL INFO " + "y" * LINE_LIMIT_BYTES]))
+        out.append(line)
+    return ("\r\n" if crlf else "\n").join(out)
+
+
+@pytest.fixture(autouse=True)
+def _small_line_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nccl_log, "MAX_NCCL_LOG_LINE_BYTES", LINE_LIMIT_BYTES)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(REAL_FILES), seed=st.integers(min_value=0, max_value=2**32), crlf=st.booleans(),
+       colour=st.booleans(), noise=st.booleans(), chunk_bytes=st.sampled_from([61, 4096, 1 << 20]))
+def test_fast_and_full_path_read_real_logs_alike(path: Path, seed: int, crlf: bool, colour: bool, noise: bool,
+                                                 chunk_bytes: int) -> None:
+    text = variant(path.read_text(encoding="utf-8"), path.name, seed, crlf, colour, noise)
+    data = text.encode("utf-8")
+    nccl_log.CHUNK_BYTES, original = chunk_bytes, nccl_log.CHUNK_BYTES
+    try:
+        assert fast_path(data, path.name) == full_path(data, path.name)
+    finally:
+        nccl_log.CHUNK_BYTES = original
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda path: path.name)
+def test_each_real_log_reads_alike_with_repeats_and_chatter(path: Path) -> None:
+    """Each file twice over with the program's own output between its lines: the fast path counts the repeats
+    and passes the chatter, the full path reads every line."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    doubled = [item for line in lines for item in (line, f"[rank0]:iteration {len(line)} loss 2.0")] * 2
+    data = "\n".join(doubled).encode("utf-8")
+    assert fast_path(data, path.name) == full_path(data, path.name)
+
+
+def test_a_non_ascii_or_cut_chunk_reads_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-byte character split by the chunk boundary, an undecodable line and an overlong one: the same lines
+    as read one by one (the first two decoded, the last two unreadable)."""
+    monkeypatch.setattr(nccl_log, "CHUNK_BYTES", 5)
+    data = "ab\nnäme ✓\n".encode() + b"\xff\xfe\n" + b"z" * (LINE_LIMIT_BYTES + 1) + b"\nend"
+    lines = [line for batch in nccl_log._decoded_batches(io.BytesIO(data), "x.log", None) for line in batch]
+    assert lines == ["ab", "näme ✓", UNREADABLE, UNREADABLE, "end"]

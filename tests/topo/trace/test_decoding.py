@@ -1,0 +1,95 @@
+"""The trace reader's two decoders read alike: whole chunks of events decoded at once into records (msgspec), and
+the standard library's decoder one event at a time (what a chunk msgspec refuses goes through). Real traces from
+fixtures/real/traces, as written, re-indented and compacted, with values only the standard decoder reads, in chunks
+small and large."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import linkscope.topo.formats.trace_stream as trace_stream
+from linkscope.topo.common.errors import InputError
+from linkscope.topo.formats.trace import read_rank_trace
+from linkscope.topo.formats.trace_events import RankTrace
+from support.paths import FIXTURES
+
+REAL_FILES = sorted((FIXTURES / "real" / "traces").glob("*.json.gz"))
+SMALL_BYTES = 2_000_000
+"""Traces up to this size are reshaped and read in many ways; the larger ones are read as written."""
+
+
+def text_of(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode("utf-8")
+
+
+SMALL = {path.name: text for path in REAL_FILES if len(text := text_of(path)) <= SMALL_BYTES}
+
+
+def reading(text: str, name: str) -> RankTrace | str:
+    try:
+        return read_rank_trace(io.StringIO(text), name)
+    except InputError as exc:
+        return str(exc)
+
+
+def event_by_event(text: str, name: str, monkeypatch: pytest.MonkeyPatch) -> RankTrace | str:
+    """The reading with the chunk decoder switched off: the standard decoder reads every event."""
+    with monkeypatch.context() as patch:
+        patch.setattr(trace_stream, "_decode_whole_events", lambda reader, on_events: None)
+        return reading(text, name)
+
+
+def reshaped(text: str, seed: int, shape: str) -> str:
+    """`text` re-written: indented, compacted, or with a few events carrying a value msgspec refuses (`NaN`) in a
+    field no reader looks at."""
+    if shape == "as written":
+        return text
+    document = json.loads(text)
+    if shape == "indented":
+        return json.dumps(document, indent=random.Random(seed).choice([1, 2, 4]))
+    if shape == "compact":
+        return json.dumps(document, separators=(",", ":"))
+    events = document["traceEvents"] if isinstance(document, dict) else document
+    chooser = random.Random(seed)
+    for event in chooser.sample(events, min(3, len(events))):
+        if isinstance(event, dict):
+            event["unread"] = float("nan")
+    return json.dumps(document)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(sorted(SMALL)), seed=st.integers(min_value=0, max_value=2**32),
+       shape=st.sampled_from(["as written", "indented", "compact", "NaN"]), chunk_chars=st.sampled_from([97, 4096, 1 << 20]))
+def test_chunk_decoder_and_event_decoder_read_real_traces_alike(name: str, seed: int, shape: str, chunk_chars: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    text = reshaped(SMALL[name], seed, shape)
+    with monkeypatch.context() as patch:
+        patch.setattr(trace_stream, "_CHUNK_CHARS", chunk_chars)
+        fast = reading(text, name)
+        assert fast == event_by_event(text, name, monkeypatch)
+    assert not isinstance(fast, str) or "NaN" in shape  # every real trace reads
+
+
+@pytest.mark.parametrize("path", [path for path in REAL_FILES if path.name not in SMALL], ids=lambda path: path.name)
+def test_large_real_traces_read_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = text_of(path)
+    assert reading(text, path.name) == event_by_event(text, path.name, monkeypatch)
+
+
+def test_a_string_holding_an_event_end_is_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`},` inside a name is no boundary between events: the events around it read whole."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
+               "ts": step * 100.0, "dur": 90.0, "args": {"note": '{"a": 1}, {"b": 2}, ' * step}} for step in range(1, 30)]
+    text = json.dumps({"traceEvents": events})
+    monkeypatch.setattr(trace_stream, "_CHUNK_CHARS", 64)
+    seen: list[trace_stream.TraceEvent] = []
+    trace_stream.read_trace_events(io.StringIO(text), "t.json", seen.extend)
+    assert [event.args for event in seen] == [event["args"] for event in events]
