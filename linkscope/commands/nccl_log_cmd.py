@@ -10,10 +10,10 @@ P2P|SHM|NET|NVLS|COLLNET, `detail`, `same_host`) and `findings` (each `code`, `s
 from __future__ import annotations
 
 import argparse
-import gc
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
+from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
 from linkscope.topo.formats.nccl_log import read_nccl_log_file
@@ -54,11 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
     # A large log makes hundreds of thousands of small objects and no reference cycles: the cyclic collector would
     # rescan them again and again (a fifth of the time), so it rests until the log is read.
-    gc.disable()
-    try:
+    with collector_paused():
         log = read_nccl_log_file(args.file)
-    finally:
-        gc.enable()
     hosts = implied_hosts(log)
     findings = nccl_findings(log, hosts)
     placement = None

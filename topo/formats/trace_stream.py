@@ -14,7 +14,6 @@ a time, which also says what is wrong with a malformed file.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.jsonio import SurrogateCheck
 from linkscope.topo.common.limits import MAX_TRACE_CHARS, MAX_TRACE_VALUE_CHARS
@@ -153,13 +153,8 @@ def read_trace_events(stream: TextIO, name: str, on_events: Callable[[list[Trace
     """
     # Decoding makes hundreds of thousands of small objects and no reference cycles: the cyclic collector would
     # rescan the live ones again and again (a third of the time), so it rests while this trace is read.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return _read_trace_events(stream, name, on_events, max_chars)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _read_trace_events(stream: TextIO, name: str, on_events: Callable[[list[TraceEvent]], None],
