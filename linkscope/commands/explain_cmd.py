@@ -3,7 +3,8 @@
 The cost model run backwards (:mod:`topo.cost.explain`). JSON (`--json`): `op`, `size_bytes`, `ranks`,
 `observed_s`, `observed_busbw_gbps`, `best` and `scenarios` (each `scenario`, `link`, `algo`,
 `predicted_s`, `speed_ratio`, `verdict`, `fits`, `bottleneck_gbps`, `implied_gbps`) and, with a SOURCE,
-`layout` (the same fields for the links the placed ranks cross, plus `placement`).
+`layout` (the same fields for the links the placed ranks cross, plus `placement`, the placement line, and
+`assumed`, whether the hosts were assumed rather than given by --nodes).
 Exit status: 0, or 1 when with a SOURCE the observed time is slow or far below what its layout's
 links should give; 2 bad input.
 """
@@ -11,7 +12,7 @@ links should give; 2 bad input.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, verdicts_status
 from linkscope.topo.common.errors import InputError
@@ -33,6 +34,9 @@ from linkscope.topo.cost.explain import (
     what_if_scenarios,
 )
 from linkscope.topo.layout.placement import DISTRIBUTIONS, parse_visible_devices
+
+if TYPE_CHECKING:
+    from linkscope.topo.layout.measured import MeasuredPlacement
 
 DEFAULT_PCIE = "2:25.8"
 """A PCIe Gen4 x16 path as peer copies reach it (~82% of 31.5 GB/s), 2 us per hop."""
@@ -103,26 +107,25 @@ def _intermixed(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentPa
     return Intermixed
 
 
-def _layout_fit(args: argparse.Namespace, op: str, size_bytes: int, observed_s: float) -> tuple[Fit, str]:
-    """The ranks placed on SOURCE, priced against the observed time, and the placement in words."""
+def _layout_fit(args: argparse.Namespace, op: str, size_bytes: int, observed_s: float) -> tuple[Fit, MeasuredPlacement]:
+    """The ranks placed on SOURCE once, as every judgement of a measured figure places them
+    (:func:`topo.layout.measured.place_measured`), priced against the observed time."""
     from linkscope.source import open_source
     from linkscope.topo.cost.groups import GroupPricer
     from linkscope.topo.cost.params import CostModel
-    from linkscope.topo.layout.placement import cluster_hosts, place_ranks
+    from linkscope.topo.layout.measured import place_measured
 
     snapshot = open_source(args.source)
     if not snapshot.hosts or not snapshot.host.gpus:
         raise InputError(f"{args.source}: the snapshot describes no GPU to place ranks on")
     visible = parse_visible_devices(args.visible_devices) if args.visible_devices is not None else None
-    per_node = len(visible) if visible is not None else len(snapshot.host.gpus)
-    nodes = args.nodes if args.nodes is not None else max(len(snapshot.hosts), -(-args.ranks // per_node))
-    if nodes < 1:
-        raise InputError(f"--nodes: must be at least 1, got {nodes}")
-    hosts, classes = cluster_hosts(snapshot, nodes)
-    placement = place_ranks(hosts, classes, args.ranks, args.distribution, visible)
-    links = GroupPricer(placement, CostModel()).links(range(args.ranks))
-    return fit(op, Scenario(f"this layout on {snapshot.source or 'SOURCE'}", links), size_bytes, observed_s, args.algo), \
-        placement.description
+    measured = place_measured(args.ranks, snapshot, nodes=args.nodes, distribution=args.distribution, devices=visible,
+                              named_by="the command line names")
+    if measured.placement is None:
+        raise InputError(f"{args.source}: the ranks do not fit: {measured.line}")
+    links = GroupPricer(measured.placement, CostModel()).links(range(args.ranks))
+    return fit(op, Scenario(f"this layout on {snapshot.source or 'SOURCE'}", links), size_bytes, observed_s,
+               args.algo), measured
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     scenarios = what_if_scenarios(args.ranks, parse_alpha_beta(args.intra, "--intra"), parse_alpha_beta(args.inter, "--inter"),
                                   parse_alpha_beta(args.pcie, "--pcie"))
     fits = explain(op, size_bytes, args.ranks, observed_s, scenarios, args.algo)
-    layout: tuple[Fit, str] | None = None
+    layout: tuple[Fit, MeasuredPlacement] | None = None
     if args.source is not None:
         layout = _layout_fit(args, op, size_bytes, observed_s)
     elif args.nodes is not None or args.visible_devices is not None or args.distribution != "block":
@@ -151,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                                    "observed_busbw_gbps": busbw, "best": fits[0].to_json(),
                                    "scenarios": [each.to_json() for each in fits], "layout": None}
         if layout is not None:
-            payload["layout"] = {**layout[0].to_json(), "placement": layout[1]}
+            payload["layout"] = {**layout[0].to_json(), "placement": layout[1].line, "assumed": layout[1].assumed}
         say(json_text(payload), block=True)
     else:
         _print(op, size_bytes, args.ranks, observed_s, busbw, fits, layout)
@@ -159,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float, fits: list[Fit],
-           layout: tuple[Fit, str] | None) -> None:
+           layout: tuple[Fit, MeasuredPlacement] | None) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -188,7 +191,8 @@ def _print(op: str, size_bytes: int, ranks: int, observed_s: float, busbw: float
     console.print(table)
     if layout is not None:
         each, placement = layout
-        console.print(Text(f"\nOn {each.scenario.name.removeprefix('this layout on ')} ({placement}) the group crosses "
+        console.print(Text(f"\nplaced: {placement.line}"))
+        console.print(Text(f"On {each.scenario.name.removeprefix('this layout on ')} the group crosses "
                            f"{link_name(each.scenario.links)}: {describe_fit(each)}."))
         if each.verdict in ("slow", "far below"):
             console.print(Text(f"Verdict: {each.verdict} - the time points at a slow link: "

@@ -61,9 +61,25 @@ def test_placement_flags_spread_the_ranks(capsys: pytest.CaptureFixture[str]) ->
     argv = ["explain", "all_reduce", "--bytes", "1G", "--ranks", "16", "--time", "20ms", "sample:dgx-h100", "--json"]
     assert cli_main(argv) in (0, 1)
     layout = json.loads(capsys.readouterr().out)["layout"]
-    assert "2 node(s)" in layout["placement"]
+    assert layout["placement"].startswith("16 ranks: 2 hosts x 8 GPUs assumed") and layout["assumed"] is True
+    assert cli_main([*argv, "--nodes", "4"]) in (0, 1)  # the hosts the user gives are the placement, not assumed
+    layout = json.loads(capsys.readouterr().out)["layout"]
+    assert layout["placement"] == "16 ranks: 4 hosts x 4 GPUs from --nodes 4" and layout["assumed"] is False
     assert cli_main([*argv[:-1], "--nodes", "1"]) == 2  # 16 ranks do not fit one 8-GPU node
-    assert "does not fit" in capsys.readouterr().err
+    assert "do not fit" in capsys.readouterr().err
+
+
+def test_explain_places_ranks_as_every_judgement_of_a_measured_figure_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """One placement: explain's line is the one `place_measured` gives import --expect for the same ranks and hosts."""
+    from linkscope.topo.layout.measured import place_measured
+    from linkscope.topo.samples import load_sample
+
+    argv = ["explain", "all_reduce", "--bytes", "1G", "--ranks", "16", "--time", "20ms", "sample:dgx-h100", "--nodes",
+            "2", "--json"]
+    assert cli_main(argv) == 1  # 101 GB/s busbw over 2 DGX H100 nodes is far below their 8 NIC rails
+    layout = json.loads(capsys.readouterr().out)["layout"]
+    assert layout["placement"] == place_measured(16, load_sample("dgx-h100"), nodes=2).line
+    assert layout["limited_by"] == "network"
 
 
 def test_too_fast_for_any_latency_has_no_implied_bandwidth() -> None:

@@ -3,8 +3,9 @@
 A measured collective (an nccl-tests table, a bench sweep, a trace's calls) names its ranks, and sometimes
 their hosts and devices (`# Rank 3 ... on fs-207 device 3 [0x5d]`). Before anything is priced its ranks are
 placed once on the SOURCE machine, from what the evidence holds:
-- rank lines (or launcher hosts) that account for every rank: that many hosts x GPUs per host; a run whose
-  hosts all fit one multi-host NVLink domain of the snapshot (GB200 NVL72) is one node of that domain;
+- rank lines (or launcher hosts) that account for every rank: that many hosts x GPUs per host, on the SOURCE
+  cluster's hosts of those names where it has them all; a run whose hosts all fit one multi-host NVLink domain
+  of the snapshot (GB200 NVL72) is one node of that domain;
 - else the hosts the user says (`--nodes`), in torchrun block or Slurm cyclic order;
 - otherwise assumed: every rank on one host (or NVLink domain) of the SOURCE when they fit there, else whole
   hosts of it in torchrun block order.
@@ -18,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.layout.placement import Distribution, Placement, cluster_hosts, place_ranks
+from linkscope.topo.layout.placement import Distribution, Placement, cluster_hosts, host_classes, place_ranks
 from linkscope.topo.machine.cluster import domain_hosts, is_domain
+from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 
 
@@ -112,15 +114,29 @@ def _place(ranks: int, snapshot: Snapshot, hosts: Sequence[str], gpus_per_host: 
     if devices is not None and per_node > len(devices):
         return MeasuredPlacement(ranks, None, basis=f"{per_node} GPUs per host measured, the visible devices are "
                                  f"{len(devices)}")
-    try:
-        cluster, classes = cluster_hosts(snapshot, nodes)
-    except InputError as error:
-        if basis.startswith("from --nodes"):  # what the user said does not fit the SOURCE: say so
-            return MeasuredPlacement(ranks, None, basis=str(error))
-        cluster, classes = (domains[0],) * nodes, (0,) * nodes
+    named = _named_hosts(domains, hosts) if covered and not multi_host_domain and len(domains) > 1 else None
+    if named is not None:  # the cluster's own hosts of those names, odd ones included
+        cluster, classes = named, host_classes(named)
+        basis += ", on the SOURCE's hosts of those names"
+    else:
+        try:
+            cluster, classes = cluster_hosts(snapshot, nodes)
+        except InputError as error:
+            if basis.startswith("from --nodes"):  # what the user said does not fit the SOURCE: say so
+                return MeasuredPlacement(ranks, None, basis=str(error))
+            cluster, classes = (domains[0],) * nodes, (0,) * nodes
+            if len(domains) > 1:
+                basis += f"; priced on hosts like the SOURCE's first, {domains[0].hostname}"
     used = list(devices[:per_node]) if devices is not None else [gpu.index for gpu in cluster[0].gpus[:per_node]]
     try:
         placement = place_ranks(cluster, classes, ranks, distribution, used)
     except InputError as error:
         return MeasuredPlacement(ranks, None, basis=str(error))
     return MeasuredPlacement(ranks, placement, nodes, per_node, basis, assumed)
+
+
+def _named_hosts(cluster: Sequence[Host], names: Sequence[str]) -> tuple[Host, ...] | None:
+    """The hosts of `cluster` the evidence names, in its order; None unless the cluster has every one."""
+    by_name = {host.hostname: host for host in cluster}
+    named = tuple(by_name[name] for name in names if name in by_name)
+    return named if len(named) == len(names) else None

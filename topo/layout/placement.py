@@ -92,10 +92,10 @@ def cluster_hosts(snapshot: Snapshot, nodes: int) -> tuple[tuple[Host, ...], tup
     if nodes not in (1, len(domains)):
         what = "hosts" if len(domains) == len(snapshot.hosts) else "NVLink domains"
         raise InputError(f"--nodes {nodes}: the snapshot already describes {len(domains)} {what}")
-    return domains, _classes(domains)
+    return domains, host_classes(domains)
 
 
-def _classes(hosts: Sequence[Host]) -> tuple[int, ...]:
+def host_classes(hosts: Sequence[Host]) -> tuple[int, ...]:
     """Per host, an id shared by the hosts that price alike."""
     seen: dict[tuple[object, ...], int] = {}
     return tuple(seen.setdefault(_class_key(host), len(seen)) for host in hosts)
@@ -203,7 +203,7 @@ def place_from_rank_map(snapshot: Snapshot, entries: Sequence[RankMapEntry], wor
         order = list(dict.fromkeys(domain_of[name] for name in names))
         node_of_name = {name: order.index(domain_of[name]) for name in names}
         hosts = tuple(merged[number] for number in order)
-        classes = _classes(hosts)
+        classes = host_classes(hosts)
     else:
         real = {name: snapshot.host for name in names}
         node_of_name = {name: node for node, name in enumerate(names)}

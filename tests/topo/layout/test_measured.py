@@ -3,8 +3,11 @@ and said so; one NVLink domain of the SOURCE holds a run that fits it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.layout.measured import place_measured
+from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.samples import load_sample
 from support.paths import REAL
 
@@ -44,3 +47,27 @@ def test_full_rank_lines_inside_one_nvlink_domain_are_one_node() -> None:
 def test_ranks_that_fill_no_whole_host_are_not_placed_and_say_why() -> None:
     placed = place_measured(12, load_sample("dgx-h100"))
     assert placed.placement is None and "not placed" in placed.line and "8-GPU" in placed.line
+
+
+def _cluster_of(names: tuple[str, ...], degraded: str) -> Snapshot:
+    healthy, odd = load_sample("dgx-h100").host, load_sample("dgx-h100-degraded").host
+    return Snapshot(hosts=tuple(dataclasses.replace(odd if name == degraded else healthy, hostname=name)
+                                for name in names))
+
+
+def test_rank_lines_naming_hosts_of_a_cluster_source_are_placed_on_those_hosts() -> None:
+    """A run on node03 and node04 of a 4-host cluster is priced on node03 and node04 (node03 the odd one),
+    not on the first two hosts of the file."""
+    cluster = _cluster_of(("node01", "node02", "node03", "node04"), degraded="node03")
+    placed = place_measured(16, cluster, ("node03", "node04"), 8)
+    assert placed.placement is not None and not placed.assumed
+    assert [host.hostname for host in placed.placement.hosts] == ["node03", "node04"]
+    assert placed.placement.host_class[0] != placed.placement.host_class[1]  # the degraded host prices apart
+    assert placed.line == "16 ranks: 2 hosts x 8 GPUs from the rank lines, on the SOURCE's hosts of those names"
+
+
+def test_rank_lines_naming_hosts_the_cluster_lacks_say_whose_links_priced_them() -> None:
+    cluster = _cluster_of(("node01", "node02", "node03", "node04"), degraded="node03")
+    placed = place_measured(16, cluster, ("gpu-a", "gpu-b"), 8)
+    assert placed.placement is not None
+    assert placed.line.endswith("from the rank lines; priced on hosts like the SOURCE's first, node01")
