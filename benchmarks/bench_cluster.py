@@ -54,8 +54,7 @@ JOIN_FLOOR = ("import json, sys\n"
 def merge_table(baseline: str, runs: int) -> bool:
     """Whole `linkscope merge` processes on 1,024 host files, before and after, beside the floor: print a table
     (median wall and CPU seconds); True when the goal is met and both wrote the same bytes."""
-    from baseline import env_for, package_tree, revision_name
-    from bench_nccl_log import child_run
+    from baseline import child_run, env_for, package_tree, revision_name
 
     template = load_sample("dgx-h100")
     with tempfile.TemporaryDirectory(prefix="linkscope-bench-merge-") as folder:
