@@ -83,7 +83,10 @@ async def test_steps_say_the_placement_what_was_judged_and_which_groups_were_ass
     app = build_app(snapshot=load_sample("dgx-h100"), initial_tab="steps", trace_paths=tuple(map(str, PAIR)))
     async with app.run_test(size=(160, 50)):
         await wait_idle(app)
-        summary = " ".join(str(app.query_one("#steps-summary", Static).render()).split())
+        rendered = str(app.query_one("#steps-summary", Static).render())
+        assert any(line.startswith("placed: 128 ranks") for line in rendered.split("\n"))  # a line of its own
+        assert "\\x0a" not in rendered  # the line break is not escaped as a control character
+        summary = " ".join(rendered.split())
         assert "placed: 128 ranks: 16 hosts x 8 GPUs assumed" in summary
         assert "priced against their links" in summary and "priced as the whole job (assumed)" in summary
         table = app.query_one("#steps-table", DataTable)

@@ -166,7 +166,7 @@ class StepsView(Vertical):
             summary.append(printable(f"; last to arrive: rank {s.rank}" + (f" ({s.host})" if s.host else "")
                                      + f", {s.last_arrivals} of {s.matched_calls} calls"), style="bold")
         if report.placed is not None:
-            summary.append(printable(f"\nplaced: {report.placed.line}"))
+            summary.append("\nplaced: " + printable(report.placed.line))
         summary.append(f"\njudged: {_judged_said(report)}")
         if (assumed := report.assumed_groups_note()) is not None:
             summary.append(f"\nnote: {assumed}", style="bold")
