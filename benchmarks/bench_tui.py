@@ -129,6 +129,9 @@ def first_paint_ms(command: list[str], needles: tuple[str, ...], env: dict[str, 
             subprocess.run(["tmux", "-S", socket, "send-keys", "-t", session, "C-q"], check=True)
             time.sleep(0.3)
         subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True)
+        # an app still loading a large file when its pane closed must not outlive the benchmark (only the processes
+        # started through this run's own clock script are matched)
+        subprocess.run(["pkill", "-f", str(clock)], capture_output=True)
     return times
 
 
