@@ -13,13 +13,13 @@ import argparse
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
-from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
 from linkscope.topo.formats.nccl_log import read_nccl_log_file
 
 JSON_INDENT_LIMIT = 5000
-"""Past this many connections the JSON is printed on one line (indenting costs seconds at that size)."""
+"""Past this many connections the JSON is printed on one line without spaces (indenting costs seconds at that
+size)."""
 
 
 def register(subparsers: Any) -> None:
@@ -52,10 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
     from linkscope.topo.nccl.checks import implied_hosts, judged_counts, nccl_findings, not_placed_finding, report_json
 
-    # A large log makes hundreds of thousands of small objects and no reference cycles: the cyclic collector would
-    # rescan them again and again (a fifth of the time), so it rests until the log is read.
-    with collector_paused():
-        log = read_nccl_log_file(args.file)
+    log = read_nccl_log_file(args.file)  # the collector rests while it reads (topo.formats.nccl_log)
     hosts = implied_hosts(log)
     findings = nccl_findings(log, hosts)
     placement = None
@@ -74,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         if placement is not None:
             report["placement"] = placement.to_json()
         large = len(log.edges) > JSON_INDENT_LIMIT
-        say(json_text(report, indent=None if large else 2), block=True)
+        say(json_text(report, compact=large), block=True)
     else:
         from linkscope.render.nccl_log_view import print_report
 

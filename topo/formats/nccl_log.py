@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
+from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_NCCL_LOG_LINE_BYTES, MAX_STDIN_BYTES
@@ -74,9 +75,10 @@ def read_nccl_log_lines(raw_lines: Iterable[str], name: str) -> NcclLog:
 def read_nccl_log_batches(batches: Iterable[list[str]], name: str) -> NcclLog:
     """Read decoded raw lines, given as lists in order."""
     reader = OnceReader(name)
-    for line in iter_clean_batches(batches, reader.take):
-        reader.feed(line)
-    return reader.result()
+    with collector_paused():  # a long log's ranks and connections are many small objects that all live on
+        for line in iter_clean_batches(batches, reader.take):
+            reader.feed(line)
+        return reader.result()
 
 
 CHUNK_BYTES = 1 << 20

@@ -99,6 +99,7 @@ def channel_triple(counts: tuple[int | None, ...]) -> tuple[int | None, int | No
     return padded[0], padded[1], padded[2]
 
 
+@functools.lru_cache(maxsize=4096)
 def bracket_fact(bracket: str) -> Fact:
     """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
     if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():

@@ -7,7 +7,6 @@ adds nothing the second time but a count, while its process's communicators stan
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from linkscope.topo.common.limits import MAX_PARSED_LINES
@@ -34,35 +33,46 @@ class OnceReader(LogReader):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.repeats: dict[str, tuple[Process, list[tuple[str, int, int]], int]] = {}
-        """Line -> its process, that process's communicators (the reader's own list, which grows) and how many it
-        had when the line was read: a new one may claim the same text, so the memo holds only while the count
-        stands."""
-        self.process: Process = ("", 0)
-        self.recorded = False
-        """Set while reading a line whose second reading would only count it."""
+        self.repeats: dict[str, Process] = {}
+        """Line -> the process that wrote it. A line says the same again only while no process has joined a
+        communicator since (a new one may claim the same text), so the memo is emptied whenever one joins."""
+        self.memo_joins = 0
+        """:attr:`joins` when the memo was last emptied."""
+
+    def memo(self) -> dict[str, Process]:
+        """The memo, emptied first when a process joined a communicator since it was last emptied."""
+        if self.joins != self.memo_joins:
+            self.repeats.clear()
+            self.memo_joins = self.joins
+        return self.repeats
 
     def keep(self, raw: str) -> bool:
-        repeat = self.repeats.get(raw) if "NCCL" in raw else None
-        if repeat is not None and len(repeat[1]) == repeat[2]:
+        process = self.memo().get(raw) if "NCCL" in raw else None
+        if process is not None:
             self.lines += 1
             self.nccl_lines += 1
-            self.hosts.saw(*repeat[0])
+            self.hosts.saw(*process)
             return False
-        self.recorded = False
+        return self.read(raw)
+
+    def read(self, raw: str) -> bool:
+        """:meth:`keep` for a line the memo does not hold."""
+        self.settled = False
+        dropped = self.edges_dropped
         kept = super().keep(raw)
-        if self.recorded:  # read here at once (NCCL's own prefix, nothing to clean), and recorded
-            if len(self.repeats) >= MAX_PARSED_LINES:
-                self.repeats.clear()  # bounded: the lines that recur come back at once
-            comms = self.process_comms.setdefault(self.process, [])
-            self.repeats[raw] = (self.process, comms, len(comms))
+        if self.settled and self.edges_dropped == dropped:  # read at once (NCCL's own prefix), and all it says is kept
+            repeats = self.memo()
+            if len(repeats) >= MAX_PARSED_LINES:
+                repeats.clear()  # bounded: the lines that recur come back at once
+            repeats[raw] = (self.prefix[0], self.prefix[1])
         return kept
 
     def take(self, batch: list[str], start: int, before: int) -> int:
         """:data:`~topo.formats.lines.Take`: the lines of `batch` from `start` on, read here in one loop (most of a
         long log is lines without NCCL's name and repeats, which only count), up to the first one the cleaner must
         see; its index, or `len(batch)`."""
-        repeats = self.repeats
+        repeats = self.memo()
+        joins = self.joins
         again: list[Process] = []
         """The process of each repeat read here, counted into the host book when the loop ends."""
         handed = len(batch)
@@ -73,32 +83,25 @@ class OnceReader(LogReader):
                     handed = index
                     break
                 continue
-            repeat = repeats.get(raw)
-            if repeat is not None and len(repeat[1]) == repeat[2]:
-                again.append(repeat[0])
+            process = repeats.get(raw)
+            if process is not None:
+                again.append(process)
                 continue
             self.lines = before + index
-            if self.keep(raw):
+            if self.read(raw):
                 handed = index
                 break
+            if self.joins != joins:  # the memo was emptied
+                repeats = self.memo()
+                joins = self.joins
         self.lines = before + min(handed + 1, len(batch))
         self.nccl_lines += len(again)
         self.hosts.saw_again(Counter(again))
         return handed
 
-    def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
-        self.process = (leading.group(1), int(leading.group(2)))
-        super().feed_prefixed(text, leading, number)
-
     def info(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> None:
         if inert(message):
             self.suffix = None
-            self.recorded = True
+            self.settled = True
             return
         super().info(message, host, pid, dev, number)
-
-    def connection(self, message: str, host: str | None, pid: int | None, dev: int | None, number: int) -> bool:
-        dropped = self.edges_dropped
-        found = super().connection(message, host, pid, dev, number)
-        self.recorded = found and self.edges_dropped == dropped  # among the edges now: a repeat adds nothing
-        return found

@@ -6,8 +6,6 @@ with the distinct ranks, connections and messages, each table capped, never with
 
 from __future__ import annotations
 
-import re
-
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_EDGES, MAX_KEPT_MESSAGES, MAX_MESSAGE_CHARS, MAX_NCCL_RANK, MAX_PARSED_LINES
 from linkscope.topo.formats.lines import Line
@@ -48,6 +46,9 @@ from linkscope.topo.formats.nccl_log_lines import (
 from linkscope.topo.formats.nccl_log_model import Communicator, Edge, NcclLog
 from linkscope.topo.formats.nccl_log_topology import TopologyBook
 
+Prefix = tuple[str, int, int, bool]
+"""What NCCL's prefix of a line says: (host, pid, cudaDev, is a warning)."""
+
 
 class LogReader:
     """Accumulates what the lines say; :meth:`result` freezes it."""
@@ -73,14 +74,21 @@ class LogReader:
         self.parsed: dict[str, tuple[int, int, int, str | None, str, Fact | None, Fact | None] | tuple[()]] = {}
         """Connection messages already parsed (the same line recurs for every new communicator)."""
         self.channel_counts: dict[str, tuple[int | None, ...]] = {}
-        self.prefixes: dict[str, tuple[str, int, int, bool]] = {}
-        """NCCL prefixes already read: (host, pid, cudaDev, is a warning)."""
+        self.prefixes: dict[str, Prefix] = {}
+        """NCCL prefixes already read, by their text."""
         self.suffix: tuple[str, int, str | None] | None = None
         """(comm pointer, rank count, bus id) the line being read ends with, until a rank claims it."""
         self.aliases: dict[str, set[str]] = {}
         """Provisional key (`8 ranks`) -> the commIds its pointers later showed."""
         self.process_comms: dict[tuple[str | None, int | None], list[tuple[str, int, int]]] = {}
         """(host, pid) -> (communicator key, this process's rank in it, rank count), latest last."""
+        self.joins = 0
+        self.prefix: Prefix = ("", 0, 0, False)
+        """What the prefix of the line being read said, when it had NCCL's own."""
+        self.settled = False
+        """Set by a line whose second reading, while no process joins a communicator, would change nothing but the
+        line counts (a connection); whoever reads a line clears it first."""
+        """How many times a process joined a communicator (an entry added to :attr:`process_comms`)."""
         self.topology = TopologyBook()
         self.hosts = HostBook()
         self.nvls = NvlsBook()
@@ -95,26 +103,41 @@ class LogReader:
         cleaning is read here at once; the cleaner gets only the other lines that may matter."""
         self.lines += 1
         if "NCCL" in raw and raw[:1].isalnum() and raw.isascii() and "\x1b" not in raw and "\r" not in raw:
-            leading = LEADING.match(raw)
+            text = raw.rstrip()
+            leading = self.leading_prefix(text)
             if leading is not None:
-                self.feed_prefixed(raw.rstrip(), leading, self.lines)
+                self.feed_prefixed(text, *leading, self.lines)
                 return False
         return "NCCL" in raw or matters_without_nccl(raw)  # most lines of a log do not name NCCL
 
-    def feed_prefixed(self, text: str, leading: re.Match[str], number: int) -> None:
-        """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case)."""
+    def leading_prefix(self, text: str) -> tuple[int, Prefix] | None:
+        """Where NCCL's own prefix `host:pid:tid [dev] NCCL INFO ` that starts `text` ends, and what it says; None
+        when `text` does not start with one. A process writes the same prefix on every line, so a prefix read
+        once is known by its text (the match of :data:`LEADING` depends on nothing after the prefix)."""
+        marker = text.find(" NCCL INFO ")
+        if marker > 0:
+            end = marker + len(" NCCL INFO ")
+            known = self.prefixes.get(text[:end])
+            if known is not None:
+                return end, known
+        leading = LEADING.match(text)
+        if leading is None:
+            return None
         end = leading.end()
+        known = (leading.group(1), int(leading.group(2)), int(leading.group(3)), leading.group(4) == "WARN")
+        if len(self.prefixes) < MAX_PARSED_LINES:
+            self.prefixes[text[:end]] = known
+        return end, known
+
+    def feed_prefixed(self, text: str, end: int, prefix: Prefix, number: int) -> None:
+        """A line that starts with NCCL's own `host:pid:tid [dev] NCCL INFO` prefix (the common case), which ends
+        at `end` and says `prefix`."""
         if text.find("NCCL INFO", end) >= 0 or text.find("NCCL WARN", end) >= 0:
             self.skip(number)  # two processes' lines fused into one
             return
         self.nccl_lines += 1
-        head = text[:end]
-        known = self.prefixes.get(head)
-        if known is None:
-            known = (leading.group(1), int(leading.group(2)), int(leading.group(3)), leading.group(4) == "WARN")
-            if len(self.prefixes) < MAX_PARSED_LINES:
-                self.prefixes[head] = known
-        host, pid, dev, warn = known
+        self.prefix = prefix
+        host, pid, dev, warn = prefix
         self.hosts.saw(host, pid)
         if warn:
             self.note(self.warnings, text[end:].strip(), host, number)
@@ -132,9 +155,9 @@ class LogReader:
             if test_rank is not None and int(test_rank.group(1)) <= MAX_NCCL_RANK:
                 self.hosts.test_rank(int(test_rank.group(1)), test_rank.group(2))
             return
-        leading = LEADING.match(text)
+        leading = self.leading_prefix(text)
         if leading is not None:
-            self.feed_prefixed(text, leading, line.number)
+            self.feed_prefixed(text, *leading, line.number)
             return
         marker = MARKER.search(text)
         if marker is None:
@@ -187,7 +210,10 @@ class LogReader:
                 self.suffix = (suffix.group(1).lower(), int(suffix.group(2)), suffix.group(3))
                 message = message[:suffix.start()]
         if first in ("C", "R"):
-            if self.connection(message, host, pid, dev, number) or self.ring_order(message, host, pid):
+            if self.connection(message, host, pid, dev, number):
+                self.settled = True
+                return
+            if self.ring_order(message, host, pid):
                 return
             if message.startswith("Connected NVLS tree"):
                 self.nvls.tree = True
@@ -257,6 +283,7 @@ class LogReader:
                 known = self.process_comms.setdefault((host, pid), [])
                 if (key, printer, nranks) not in known:
                     known.append((key, printer, nranks))
+                    self.joins += 1
                 if bus is not None:
                     self.learn(key, printer, bus_id=bus.lower())
                 return key
@@ -304,6 +331,7 @@ class LogReader:
         known = self.process_comms.setdefault((host, pid), [])
         if (key, rank, nranks) not in known:
             known.append((key, rank, nranks))
+            self.joins += 1
         old_size = self.comm_sizes.get(key, (None, None))
         nnodes = int(comm_line.group("nnodes")) if comm_line is not None else old_size[1]
         self.comm_sizes[key] = (nranks, nnodes)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
+from linkscope.topo.common.memo import remember_last
 from linkscope.topo.formats.nccl_log_model import Edge, NcclLog, Rank
 from linkscope.topo.health.environment import nccl_switch, setting_meaning
 from linkscope.topo.model.findings import Finding
@@ -97,6 +98,12 @@ def same_host(edge: Edge, hosts: HostsOf) -> bool | None:
     return src == dst
 
 
+@remember_last
+def edges_on_one_host(log: NcclLog, hosts: HostsOf) -> tuple[bool | None, ...]:
+    """:func:`same_host` of every connection of `log`, in its order (the findings, the counts and the JSON all ask)."""
+    return tuple(same_host(edge, hosts) for edge in log.edges)
+
+
 def net_kind(detail: str) -> str:
     """The network's name in a NET detail (`IB`, `Socket`, `AWS Libfabric`, `IBext_v8`)."""
     parts = detail.split("/")
@@ -108,8 +115,8 @@ def nccl_findings(log: NcclLog, hosts: HostsOf | None = None) -> tuple[NcclFindi
     :func:`implied_hosts`, when the caller has them)."""
     hosts = implied_hosts(log) if hosts is None else hosts
     groups: dict[tuple[str, str | None, str], set[int]] = {}
-    for edge in log.edges:
-        code = _edge_code(edge, same_host(edge, hosts))
+    for edge, on_one_host in zip(log.edges, edges_on_one_host(log, hosts), strict=True):
+        code = _edge_code(edge, on_one_host)
         if code is None or edge.dst is None:
             continue
         where = hosts.get((edge.comm, edge.src), "") if code.startswith("intra-host") else net_kind(edge.detail)
@@ -169,7 +176,7 @@ def judged_counts(log: NcclLog, placed_on_snapshot: int | None = None,
     """The `judged` object of `nccl-log --json`: connections read, those whose ends' hosts are known (named or
     implied) and not, and with --snapshot those laid on its links (None without one)."""
     hosts = implied_hosts(log) if hosts is None else hosts
-    known = sum(1 for edge in log.edges if same_host(edge, hosts) is not None)
+    known = len(log.edges) - edges_on_one_host(log, hosts).count(None)
     return {"connections": len(log.edges), "hosts_known": known, "hosts_unknown": len(log.edges) - known,
             "placed_on_snapshot": placed_on_snapshot}
 
@@ -178,7 +185,7 @@ def not_placed_finding(log: NcclLog, placed: int, snapshot_name: str) -> NcclFin
     """`snapshot-not-matched` (warning) when --snapshot was given, the log has connections inside a host, and none
     could be laid on the snapshot: the links were not judged, which is never clean."""
     hosts = implied_hosts(log)
-    inside = sum(1 for edge in log.edges if same_host(edge, hosts))
+    inside = edges_on_one_host(log, hosts).count(True)
     if placed or not inside:
         return None
     return NcclFinding("snapshot-not-matched", "warning",
@@ -208,7 +215,8 @@ def report_json(log: NcclLog, findings: tuple[NcclFinding, ...], hosts: HostsOf 
         "ranks": [_rank_json(rank) for rank in log.ranks],
         "edges": [{"comm": edge.comm, "src": edge.src, "dst": edge.dst, "channel": edge.channel,
                    "transport": edge.transport, "detail": edge.detail, "side": edge.side,
-                   "same_host": same_host(edge, hosts), "line": edge.line} for edge in log.edges],
+                   "same_host": on_one_host, "line": edge.line}
+                  for edge, on_one_host in zip(log.edges, edges_on_one_host(log, hosts), strict=True)],
         "env": {name: value for name, value in log.env},
         "warnings": [{"text": item.text, "host": item.host, "line": item.line, "count": item.count} for item in log.warnings],
         "errors": [{"text": item.text, "host": item.host, "line": item.line, "count": item.count} for item in log.errors],
