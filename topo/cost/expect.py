@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
+from linkscope.topo.common.memo import remember_last
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
@@ -308,7 +309,7 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
         return Expected("collective", subject, "busbw", result.busbw_gbps, None, "?", judged=False,
                         note=f"not placed: {placed.basis}", placement=placed.line, size_bytes=result.size_bytes)
     placement = placed.placement
-    pricer = GroupPricer(placement, model or CostModel())
+    pricer = group_pricer(placement, model or CostModel())
     ranks = result.ranks or tuple(range(placement.world_size))
     links = pricer.links(ranks)
     cost = collective_cost(op, links, result.size_bytes)
@@ -334,6 +335,13 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
         row = replace(row, note=f"{row.note}; faster than the model: the model or the assumed placement is wrong "
                                 f"({placed.line})")
     return row
+
+
+@remember_last
+def group_pricer(placement: Placement, model: CostModel) -> GroupPricer:
+    """One pricer for the rows of a file: they share one placement (and model), and the pricer's memo of each
+    group's links serves every size and op of the same group."""
+    return GroupPricer(placement, model)
 
 
 def _without_p2p(placement: Placement) -> bool:
@@ -370,6 +378,7 @@ def row_expectations(measurements: Measurements, snapshot: Snapshot, model: Cost
     if not snapshot.hosts or not snapshot.host.gpus:
         return RowExpectations((None,) * len(measurements.collectives), (None,) * len(measurements.peer_copies),
                                (None,) * len(measurements.host_copies))
+    model = model or CostModel()  # one model object for every row, so the rows share one pricer
     per_host = measurements.identity.gpu_count if measurements.identity is not None else None
     hosts = measurements.identity.hosts if measurements.identity is not None else ()
     return RowExpectations(
