@@ -37,6 +37,7 @@ from linkscope.tui.services import LayoutForm, Services, Unavailable
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.findings_table import FindingsTable
 from linkscope.tui.widgets.rank_map import RankMap
+from linkscope.tui.widgets.static_update import update_in_place
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions the form offers, in Megatron's default order."""
@@ -309,14 +310,14 @@ class RanksView(Vertical):
         """The finding under the cursor, whole (message and fix), wrapped under the list."""
         detail = self.query_one("#finding-detail", Static)
         if finding is None:
-            detail.update(plain("No findings: every group sits on the links it needs." if self.report else ""))
+            update_in_place(detail, plain("No findings: every group sits on the links it needs." if self.report else ""))
             return
         text = plain(f"{finding.severity} {finding.code}" + (f" ({finding.dim})" if finding.dim else "") + ": ", "bold")
         text.append(finding.message)
         if finding.fix:
             text.append("\nfix: ", style="bold")
             text.append(finding.fix)
-        detail.update(text)
+        update_in_place(detail, text)
 
     def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
         event.stop()
