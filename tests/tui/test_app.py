@@ -179,6 +179,9 @@ async def test_ranks_form_updates_map_and_findings() -> None:
         assert rings and {frozenset(hop) for hop in rings[-1].hops} == expected
         assert app.query_one(LinksView).ring == rings[-1]
         assert rank_map.picked_group == 1
+        assert rank_map.render_cell(0, 5)[1].reverse and not rank_map.render_cell(0, 1)[1].reverse
+        rank_map.set_picked_group(0)  # the styles of a frame drawn before do not outlive the pick
+        assert rank_map.render_cell(0, 1)[1].reverse and not rank_map.render_cell(0, 5)[1].reverse
 
 
 @async_test
