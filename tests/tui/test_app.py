@@ -764,6 +764,31 @@ async def test_the_findings_columns_fit_their_rows_at_once() -> None:
         assert widths[3] >= len(report.findings[0].message)
 
 
+@async_test
+async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> None:
+    """A check that finds what the one before found leaves the rows as they are (no rebuild and repaint of the
+    table on a keystroke), with the cursor back on the first row, where a new list puts it."""
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
+    from linkscope.tui.widgets.findings_table import FindingsTable
+
+    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
+    assert len(report.findings) > 1
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        table = app.query_one(FindingsTable)
+        table.show(report.findings)
+        keys = list(table.rows)
+        table.move_cursor(row=1)
+        table.show(tuple(report.findings))  # equal findings, another tuple
+        assert list(table.rows) == keys and table.cursor_row == 0
+        table.show(report.findings[:1])
+        assert len(table.rows) == 1 and list(table.rows) != keys[:1]
+        table.show(report.findings[:1], checked=False)
+        assert not table.rows
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
 def test_question_mark_and_f1_open_the_keys(size: tuple[int, int]) -> None:
     """`?` and F1 (what htop, nvitop and k9s users press first) show the keys of every tab and of the tab on
