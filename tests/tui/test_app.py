@@ -179,6 +179,9 @@ async def test_ranks_form_updates_map_and_findings() -> None:
         assert rings and {frozenset(hop) for hop in rings[-1].hops} == expected
         assert app.query_one(LinksView).ring == rings[-1]
         assert rank_map.picked_group == 1
+        assert rank_map.render_cell(0, 5)[1].reverse and not rank_map.render_cell(0, 1)[1].reverse
+        rank_map.set_picked_group(0)  # the styles of a frame drawn before do not outlive the pick
+        assert rank_map.render_cell(0, 1)[1].reverse and not rank_map.render_cell(0, 5)[1].reverse
 
 
 @async_test
@@ -759,6 +762,31 @@ async def test_the_findings_columns_fit_their_rows_at_once() -> None:
         table.show(report.findings[:1])
         assert [column.width for column in table.columns.values()][3] == len(report.findings[0].message)
         assert widths[3] >= len(report.findings[0].message)
+
+
+@async_test
+async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> None:
+    """A check that finds what the one before found leaves the rows as they are (no rebuild and repaint of the
+    table on a keystroke), with the cursor back on the first row, where a new list puts it."""
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
+    from linkscope.tui.widgets.findings_table import FindingsTable
+
+    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
+    assert len(report.findings) > 1
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE):
+        await settle(app)
+        table = app.query_one(FindingsTable)
+        table.show(report.findings)
+        keys = list(table.rows)
+        table.move_cursor(row=1)
+        table.show(tuple(report.findings))  # equal findings, another tuple
+        assert list(table.rows) == keys and table.cursor_row == 0
+        table.show(report.findings[:1])
+        assert len(table.rows) == 1 and list(table.rows) != keys[:1]
+        table.show(report.findings[:1], checked=False)
+        assert not table.rows
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])

@@ -28,6 +28,7 @@ from linkscope.topo.common.limits import MAX_AUTO_SUGGEST_RANKS, MAX_HOSTS, MAX_
 from linkscope.topo.common.numbers import parse_int
 from linkscope.topo.layout.placement import Distribution, parse_visible_devices
 from linkscope.topo.machine.cluster import domain_hosts
+from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.layout_export import export_command, suggested_form, suggestion_text
 from linkscope.tui.messages import LayoutChecked, RingChosen, SuggestionReady
@@ -37,6 +38,7 @@ from linkscope.tui.services import LayoutForm, Services, Unavailable
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.findings_table import FindingsTable
 from linkscope.tui.widgets.rank_map import RankMap
+from linkscope.tui.widgets.static_update import update_in_place
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions the form offers, in Megatron's default order."""
@@ -78,6 +80,8 @@ class RanksView(Vertical):
         self._checking_note: Timer | None = None
         self._colour_dim = "tp"
         self._group_of_rank: list[int] = []
+        self._shape_of: tuple[Host, ...] | None = None
+        self._node_shape_seen = (0, 0)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="form-row"):
@@ -123,10 +127,18 @@ class RanksView(Vertical):
         if old is not None and old.hosts == snapshot.hosts and self.checked_form is not None:
             self.request_check()
             return
-        nodes_of = domain_hosts(snapshot)  # a multi-host NVLink domain (GB200 NVL72) is one node
-        gpus = max(len(host.gpus) for host in nodes_of)
-        nodes = len(nodes_of)
+        gpus, nodes = self._node_shape(snapshot)
         self.fill_form(LayoutForm(sizes=(("tp", max(gpus, 1)),), nodes=nodes))
+
+    def _node_shape(self, snapshot: Snapshot) -> tuple[int, int]:
+        """(most GPUs on one node, number of nodes) of `snapshot`, a multi-host NVLink domain (GB200 NVL72) being
+        one node. Kept for the snapshot's hosts: merging the domains of 1,024 hosts took a third of the map's
+        redraw on every keystroke, and the hosts do not change while the form is edited."""
+        if self._shape_of is not snapshot.hosts:
+            nodes_of = domain_hosts(snapshot)
+            self._node_shape_seen = (max(len(host.gpus) for host in nodes_of), len(nodes_of))
+            self._shape_of = snapshot.hosts
+        return self._node_shape_seen
 
     def fill_form(self, form: LayoutForm) -> None:
         """Put `form` into the inputs and check it once (not once per field)."""
@@ -270,7 +282,7 @@ class RanksView(Vertical):
             rank_map.show([], 0, [], [])
             return
         placement = report.placement
-        gpus = max(len(host.gpus) for host in domain_hosts(self.snapshot))
+        gpus, _ = self._node_shape(self.snapshot)
         nodes = max([form.nodes, *(node + 1 for node, _ in placement[-1:])])
         labels = list(report.hostnames) if len(report.hostnames) >= nodes else [f"node{node}" for node in range(nodes)]
         self._group_of_rank = group_index(report.groups.get(self._colour_dim, []), len(placement))
@@ -309,14 +321,14 @@ class RanksView(Vertical):
         """The finding under the cursor, whole (message and fix), wrapped under the list."""
         detail = self.query_one("#finding-detail", Static)
         if finding is None:
-            detail.update(plain("No findings: every group sits on the links it needs." if self.report else ""))
+            update_in_place(detail, plain("No findings: every group sits on the links it needs." if self.report else ""))
             return
         text = plain(f"{finding.severity} {finding.code}" + (f" ({finding.dim})" if finding.dim else "") + ": ", "bold")
         text.append(finding.message)
         if finding.fix:
             text.append("\nfix: ", style="bold")
             text.append(finding.fix)
-        detail.update(text)
+        update_in_place(detail, text)
 
     def on_findings_table_finding_chosen(self, event: FindingsTable.FindingChosen) -> None:
         event.stop()

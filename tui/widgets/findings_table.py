@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -37,6 +38,8 @@ class FindingsTable(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
         self._findings: Sequence[LayoutFinding] = ()
+        self._checked: bool | None = None
+        """Whether the rows show a check's findings; None before the first :meth:`show`."""
 
     def on_mount(self) -> None:
         self.show((), checked=False)
@@ -47,12 +50,22 @@ class FindingsTable(DataTable[Text]):
         The columns are made anew with the widths of these rows: a DataTable fits its columns to new rows only when
         it next idles (so a picture taken under load caught them at the width of their labels), and a column kept
         the widest cell it ever held, which depended on how fast the earlier checks ran."""
-        self._findings = findings
+        if checked == self._checked and findings == self._findings:
+            self._home()
+            return
+        self._findings, self._checked = findings, checked
         rows = self._rows(findings) if checked else []
         self.clear(columns=True)
         for number, label in enumerate(COLUMNS):
             self.add_column(label, width=max([len(label), *(row[number].cell_len for row in rows)]))
         self.add_rows(rows)
+
+    def _home(self) -> None:
+        """The cursor and the view back on the first row, as a rebuild leaves them. The same findings keep their
+        rows: rebuilding and repainting the table took several ms of a keystroke that changed nothing in it."""
+        self.cursor_coordinate = Coordinate(0, 0)
+        self.hover_coordinate = Coordinate(0, 0)
+        self.scroll_to(0, 0, animate=False, immediate=True)
 
     def _rows(self, findings: Sequence[LayoutFinding]) -> list[tuple[Text, Text, Text, Text]]:
         if not findings:

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.style import Style
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 
 from linkscope.tui.widgets.cell_grid import CellGrid
 
@@ -56,17 +58,22 @@ class RankMap(CellGrid):
         self._rank_at: list[int] = []
         self._group_of_rank: Sequence[int] = ()
         self.picked_group: int | None = None
+        self._style_of_group: dict[int, Style] = {}
+        """Styles of the groups met so far in the frame being drawn: a screenful shows a few groups in some 200
+        cells, redrawn on every keystroke in the form, and each cell composed its group's style anew."""
 
     def show(self, labels: list[str], gpus_per_node: int, rank_at: list[int], group_of_rank: Sequence[int]) -> None:
         """Set the map: `rank_at[node * gpus_per_node + gpu]` is a rank or -1; `group_of_rank[rank]` its group."""
         self._gpus = gpus_per_node
         self._rank_at = rank_at
         self._group_of_rank = group_of_rank
+        self._style_of_group.clear()
         self.set_shape(labels, [str(gpu) for gpu in range(gpus_per_node)], len(str(max(rank_at, default=0))) + 2)
 
     def set_picked_group(self, group: int | None) -> None:
         """Mark the cells of group `group` (of the colouring dimension), or none."""
         self.picked_group = group
+        self._style_of_group.clear()
         self.refresh()
 
     def rank_at(self, node: int, gpu: int) -> int:
@@ -76,6 +83,11 @@ class RankMap(CellGrid):
             return self._rank_at[index]
         return -1
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """A frame starts with the groups' styles read afresh (the theme or the picked group may have changed)."""
+        self._style_of_group.clear()
+        return super().render_lines(crop)
+
     def render_cell(self, row: int, column: int) -> tuple[str, Style]:
         """The rank, coloured by its group; the picked group in reverse."""
         rank = self.rank_at(row, column)
@@ -84,11 +96,18 @@ class RankMap(CellGrid):
         group = self._group_of_rank[rank] if rank < len(self._group_of_rank) else -1
         if group < 0:
             return str(rank), self.get_component_rich_style("rank-map--empty")
+        style = self._style_of_group.get(group)
+        if style is None:
+            style = self._style_of_group[group] = self._group_rich_style(group)
+        return str(rank), style
+
+    def _group_rich_style(self, group: int) -> Style:
+        """Group `group`'s colour and pattern, reversed when it is the picked group."""
         colour, pattern = group_style(group)
         style = self.get_component_rich_style(colour) + pattern
         if self.picked_group is not None and group == self.picked_group:
             style = style + self.get_component_rich_style("rank-map--picked", partial=True)
-        return str(rank), style
+        return style
 
     def cursor_moved(self, row: int, column: int) -> None:
         """Tell the parent which rank the cursor is on."""
