@@ -110,3 +110,21 @@ def test_a_non_ascii_or_cut_chunk_reads_line_by_line(monkeypatch: pytest.MonkeyP
     data = "ab\nnäme ✓\n".encode() + b"\xff\xfe\n" + b"z" * (LINE_LIMIT_BYTES + 1) + b"\nend"
     lines = [line for batch in nccl_log._decoded_batches(io.BytesIO(data), "x.log", None) for line in batch]
     assert lines == ["ab", "näme ✓", UNREADABLE, UNREADABLE, "end"]
+
+
+def test_a_prefix_known_by_its_text_reads_as_the_pattern_reads_it() -> None:
+    """Every line of every real log, read twice (the second time the prefix is known by its text): where NCCL's
+    prefix ends and what it says are what the prefix pattern says of that line alone."""
+    from linkscope.topo.formats.nccl_log_lines import LEADING
+
+    reader = LogReader("x.log")
+    checked = 0
+    for path in REAL_FILES:
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            text = raw.rstrip()
+            match = LEADING.match(text)
+            expected = None if match is None else (match.end(), (match.group(1), int(match.group(2)),
+                                                                 int(match.group(3)), match.group(4) == "WARN"))
+            assert reader.leading_prefix(text) == expected and reader.leading_prefix(text) == expected, raw
+            checked += match is not None
+    assert checked > 1000
