@@ -2,7 +2,7 @@
 
 Each renderer is a function that takes a :class:`topo.model.host.Host` (or a snapshot) and returns a
 rich renderable, so `show`, `probe` and others print the same views. This module itself imports
-no rich: it holds the token helpers the JSON output shares, and the style of each link class.
+no rich: it holds the token helpers the JSON output shares, and the style of each link class and severity.
 Untrusted strings (host and device names from files) are always rendered as plain `Text`.
 """
 
@@ -23,6 +23,10 @@ CLASS_STYLES: dict[str, str] = {
     "unknown": "magenta",
 }
 """Rich style of each colour class; tokens stay readable without colour."""
+
+SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+"""Rich style of each finding severity, shared by `check` and `doctor` (here, so that `doctor` does not load
+`check`'s view and the layout and cost modules behind it)."""
 
 
 def token_class(token: str) -> str:

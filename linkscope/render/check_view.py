@@ -6,14 +6,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from linkscope.render import SEVERITY_STYLES
 from linkscope.topo.checks.report import CheckReport, LayoutFinding
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import format_seconds
 from linkscope.topo.layout.spec import GROUP_NAMES
-
-SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-"""Rich style of each finding severity."""
 
 SHOWN_GROUPS = 3
 """Groups listed per dimension before `...`."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from linkscope.render.check_view import SEVERITY_STYLES
+from linkscope.render import SEVERITY_STYLES
 from linkscope.topo.health.finding import HealthFinding
 
 
