@@ -23,22 +23,24 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from linkscope.topo.common.memo import remember_last
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_gbps
-from linkscope.topo.cost.collectives import GroupLinks, collective_cost
-from linkscope.topo.cost.groups import GroupPricer
-from linkscope.topo.cost.params import HOST_PATH_FRACTION, CostModel
-from linkscope.topo.layout.measured import MeasuredPlacement, place_measured
-from linkscope.topo.layout.placement import Placement
 from linkscope.topo.machine.links import DEGRADED_FRACTION, gpu_pcie_speed, link_speed
 from linkscope.topo.model.busbw import PRICED_OPS
 from linkscope.topo.model.findings import Severity
 from linkscope.topo.model.host import Host, LinkKind
 from linkscope.topo.model.measurements import CollectiveResult, HostCopy, Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # the cost model and rank placement load with the first collective row (copies need neither)
+    from linkscope.topo.cost.collectives import GroupLinks
+    from linkscope.topo.cost.groups import GroupPricer
+    from linkscope.topo.cost.params import CostModel
+    from linkscope.topo.layout.measured import MeasuredPlacement
+    from linkscope.topo.layout.placement import Placement
 
 SLOW_FRACTION = DEGRADED_FRACTION
 """Below this share of expected a measurement is `slow` (the degraded-link threshold of topo.machine.links)."""
@@ -192,6 +194,8 @@ def expect_peer_copy(copy: PeerCopy, host: Host, positions: Sequence[int | None]
     if copy.p2p_enabled is False:
         # P2P off (p2pBandwidthLatencyTest's "P2P=Disabled" matrix, or no peer access): every chunk is staged
         # through host memory, so the figure is the slower GPU's PCIe link at the staged share, not the pair's link
+        from linkscope.topo.cost.params import HOST_PATH_FRACTION
+
         staged = min((gpu_pcie_speed(host, a), gpu_pcie_speed(host, b)), key=lambda speed: speed.typical_gbps)
         return Expected("peer", subject, "unidir", copy.unidir_gbps, staged.typical_gbps * HOST_PATH_FRACTION,
                         f"host-staged {staged.basis}", judged=judged, size_bytes=copy.size_bytes or 0,
@@ -228,6 +232,8 @@ def collective_placement(result: CollectiveResult, snapshot: Snapshot, gpus_per_
                          hosts: Sequence[str] = ()) -> MeasuredPlacement:
     """Where the result's ranks ran (:func:`topo.layout.measured.place_measured`): the world its ranks belong to
     (its listed ranks, else 0..n-1), from the hosts and GPUs per host the evidence gives, else assumed."""
+    from linkscope.topo.layout.measured import MeasuredPlacement, place_measured
+
     ranks = result.ranks or tuple(range(result.nranks or 0))
     if len(set(ranks)) != len(ranks):
         return MeasuredPlacement(len(ranks), None, basis="a rank listed twice")
@@ -296,6 +302,9 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
     """The result's busbw against the model's for the same op, size and ranks on the links the group
     crosses; None for ops the model cannot price. A rank count that cannot be placed is a row not judged,
     saying why."""
+    from linkscope.topo.cost.collectives import collective_cost
+    from linkscope.topo.cost.params import CostModel
+
     op = _PRICED_AS.get(result.op, result.op)
     subject = f"{result.op} {format_size_bytes(result.size_bytes)} x{result.nranks or len(result.ranks) or '?'}"
     if result.group:
@@ -341,6 +350,8 @@ def expect_collective(result: CollectiveResult, snapshot: Snapshot, model: CostM
 def group_pricer(placement: Placement, model: CostModel) -> GroupPricer:
     """One pricer for the rows of a file: they share one placement (and model), and the pricer's memo of each
     group's links serves every size and op of the same group."""
+    from linkscope.topo.cost.groups import GroupPricer
+
     return GroupPricer(placement, model)
 
 
@@ -378,7 +389,10 @@ def row_expectations(measurements: Measurements, snapshot: Snapshot, model: Cost
     if not snapshot.hosts or not snapshot.host.gpus:
         return RowExpectations((None,) * len(measurements.collectives), (None,) * len(measurements.peer_copies),
                                (None,) * len(measurements.host_copies))
-    model = model or CostModel()  # one model object for every row, so the rows share one pricer
+    if model is None and measurements.collectives:  # one model object for every row, so the rows share one pricer
+        from linkscope.topo.cost.params import CostModel
+
+        model = CostModel()
     per_host = measurements.identity.gpu_count if measurements.identity is not None else None
     hosts = measurements.identity.hosts if measurements.identity is not None else ()
     return RowExpectations(
