@@ -92,8 +92,6 @@ def host_json(host: Host) -> dict[str, Any]:
 
 def show_json(snapshot: Snapshot) -> dict[str, Any]:
     """The `show --json` object: the first host at the top level, every host under `hosts`."""
-    from linkscope.topo.health.cluster import cluster_findings
-
     hosts = [host_json(host) for host in snapshot.hosts]
     shown: dict[str, Any] = {
         **hosts[0],
@@ -103,6 +101,8 @@ def show_json(snapshot: Snapshot) -> dict[str, Any]:
         "hosts": hosts,
     }
     if len(snapshot.hosts) > 1 or any(gap.host for gap in snapshot.gaps):
+        from linkscope.topo.health.cluster import cluster_findings  # a cluster's rules load for a cluster only
+
         shown["cluster_findings"] = [finding.to_json() for finding in cluster_findings(snapshot)]
     return shown
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from linkscope.topo.health.finding import HealthContext, HealthFinding, evidence_lines
-from linkscope.topo.machine.compare import Difference, diff_snapshots, shown_value
+
+if TYPE_CHECKING:  # the comparison loads only when there is a baseline to compare with (`doctor --baseline`)
+    from linkscope.topo.machine.compare import Difference
 
 
 def _line(difference: Difference) -> str:
+    from linkscope.topo.machine.compare import shown_value
+
     return f"{difference.what}: {shown_value(difference.before)} -> {shown_value(difference.after)}"
 
 
@@ -17,6 +22,8 @@ def worse_than_baseline(context: HealthContext) -> Iterator[HealthFinding]:
     """Every fact (links, PCIe, NICs, measured bandwidth beyond noise...) that is worse than in the baseline."""
     if context.baseline is None or not context.snapshot.hosts:
         return
+    from linkscope.topo.machine.compare import diff_snapshots
+
     current = context.snapshot
     if context.measurements is not None and context.measurements is not current.measurements:
         current = replace(current, measurements=context.measurements)
