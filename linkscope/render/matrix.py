@@ -164,12 +164,12 @@ def link_legend(host: Host) -> RenderableType:
 def p2p_note(host: Host) -> Text | None:
     """The GPU pairs `nvidia-smi topo -p2p` says cannot copy peer to peer (None when every pair read can, or none
     was read): their traffic is staged through host memory, whatever the legend says of their link."""
-    from linkscope.topo.cost.params import HOST_PATH_FRACTION
-    from linkscope.topo.machine.links import gpu_pcie_speed
-
     off = [link for link in host.links if link.p2p is not None and not link.p2p.any_ok]
     if not off:
         return None
+    from linkscope.topo.cost.params import HOST_PATH_FRACTION  # the cost model loads only for pairs that need it
+    from linkscope.topo.machine.links import gpu_pcie_speed
+
     pairs = ", ".join(f"GPU{host.gpus[link.a].index}-GPU{host.gpus[link.b].index} ({link.token})" for link in off[:8])
     more = f" and {len(off) - 8} more" if len(off) > 8 else ""
     staged = min(gpu_pcie_speed(host, position).typical_gbps for link in off for position in (link.a, link.b))

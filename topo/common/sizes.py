@@ -7,7 +7,6 @@ are KiB, MiB, GiB, TiB; the spelled-out forms are unambiguous: `GiB` is 2^30, `G
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_SIZE_BYTES
@@ -24,6 +23,8 @@ def parse_size_bytes(text: str, field: str = "size") -> int:
     number, prefix, unit = match.group(1), match.group(2).upper(), match.group(3)
     power = _POWER[prefix]
     base = 1000 if unit is not None and unit.lower() == "b" and prefix else 1024
+    from fractions import Fraction  # exact decimals for the few sizes typed; formatting sizes (every report) needs none
+
     value = Fraction(number) * base**power
     if value.denominator != 1:
         raise InputError(f"{field}: {text!r} is not a whole number of bytes")
