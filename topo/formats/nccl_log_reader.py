@@ -6,10 +6,10 @@ with the distinct ranks, connections and messages, each table capped, never with
 
 from __future__ import annotations
 
-from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_EDGES, MAX_KEPT_MESSAGES, MAX_MESSAGE_CHARS, MAX_NCCL_RANK, MAX_PARSED_LINES
 from linkscope.topo.formats.lines import Line
-from linkscope.topo.formats.nccl_log_books import HostBook, NvlsBook, Tally, messages, rank_of
+from linkscope.topo.formats.nccl_log_books import HostBook, NvlsBook, Tally
+from linkscope.topo.formats.nccl_log_frozen import frozen_log
 from linkscope.topo.formats.nccl_log_lines import (
     BUS_ID,
     CHANNEL_COUNTS,
@@ -38,12 +38,11 @@ from linkscope.topo.formats.nccl_log_lines import (
     UNREADABLE,
     VERSION,
     Fact,
-    channel_triple,
     matters_without_nccl,
     parse_connection,
     transport_class,
 )
-from linkscope.topo.formats.nccl_log_model import Communicator, Edge, NcclLog
+from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.formats.nccl_log_topology import TopologyBook
 
 Prefix = tuple[str, int, int, bool]
@@ -422,77 +421,6 @@ class LogReader:
             children = tuple(int(child) for child in (child_a, child_b, child_c) if child != "-1")
             self.trees.setdefault((comm, rank, int(channel)), (children, int(parent)))
 
-    def settle_communicators(self) -> None:
-        """Rename provisional keys that turned out to be one commId; give a fragment's unattributed
-        lines to the communicator when the log shows exactly one."""
-        rename: dict[str | None, str | None] = {key: next(iter(ids)) for key, ids in self.aliases.items() if len(ids) == 1}
-        known = {rename.get(key, key) for key in self.comm_sizes}
-        if len(known) == 1:
-            only = next(iter(known))
-            size = self.comm_sizes.get(only or "", self.comm_sizes.get(next(iter(self.comm_sizes)), (None, None)))[0]
-            highest = max([rank for comm, rank in self.ranks if comm is None] + [-1])
-            if size is None or highest < size:
-                rename[None] = only
-        if not rename or (list(rename) == [None] and all(
-                key[0] is not None for table in (self.ranks, self.edges, self.rings, self.trees) for key in table)):
-            return  # nothing to rename: the tables stay as they are
-
-        def renamed(key: str | None) -> str | None:
-            return rename.get(key, key)
-
-        ranks: dict[tuple[str | None, int], dict[str, object]] = {}
-        for (comm, rank), facts in self.ranks.items():
-            merged = ranks.setdefault((renamed(comm), rank), {})
-            for name, value in facts.items():
-                merged.setdefault(name, value)
-        self.ranks = ranks
-        self.edges = {(renamed(key[0]), *key[1:]): number for key, number in self.edges.items()}
-        self.rings = {(renamed(comm), channel): order for (comm, channel), order in self.rings.items()}
-        self.trees = {(renamed(comm), rank, channel): tree for (comm, rank, channel), tree in self.trees.items()}
-        self.channel_counts = {renamed(key) or key: counts for key, counts in self.channel_counts.items()}
-        for key, target in rename.items():
-            if key is not None and target is not None and key in self.comm_sizes:
-                nranks, nnodes = self.comm_sizes.pop(key)
-                known_nranks, known_nnodes = self.comm_sizes.get(target, (nranks, nnodes))
-                self.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
-
     def result(self) -> NcclLog:
-        self.settle_communicators()
-        topologies, graphs = self.topology.frozen(self.name)
-        fragments = self.hosts.place_ranks(self.ranks, self.comm_sizes)
-        if self.nccl_lines == 0:
-            if self.skipped_count:
-                raise InputError(f"{self.name}:{self.skipped[0]}: no NCCL line reads cleanly "
-                                 f"({self.skipped_count} unreadable)")
-            raise InputError(f"{self.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
-        ranks = tuple(sorted((rank_of(comm, rank, facts) for (comm, rank), facts in self.ranks.items()),
-                             key=lambda item: (item.comm or "", item.rank)))
-        edges = tuple(Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
-                      for (comm, src, dst, channel, side, detail), number in self.edges.items())
-        comm_keys = sorted({key for key in self.comm_sizes} | {comm for comm, _ in self.rings if comm is not None})
-        communicators = tuple(
-            Communicator(
-                key=key,
-                nranks=self.comm_sizes.get(key, (None, None))[0],
-                nnodes=self.comm_sizes.get(key, (None, None))[1],
-                rings=tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm == key)),
-                trees=tuple(sorted((rank, channel, children, parent)
-                                   for (comm, rank, channel), (children, parent) in self.trees.items() if comm == key)),
-                channels=channel_triple(self.channel_counts.get(key, ())),
-            )
-            for key in comm_keys
-        )
-        loose_rings = tuple(sorted((channel, order) for (comm, channel), order in self.rings.items() if comm is None))
-        loose_trees = tuple(sorted((rank, channel, children, parent)
-                                   for (comm, rank, channel), (children, parent) in self.trees.items() if comm is None))
-        if loose_rings or loose_trees:
-            communicators += (Communicator(key="?", nranks=None, nnodes=None, rings=loose_rings, trees=loose_trees),)
-        return NcclLog(
-            name=self.name, version=self.version, communicators=communicators, ranks=ranks,
-            edges=tuple(sorted(edges, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))),
-            env=tuple(self.env.items()),
-            warnings=messages(self.warnings), errors=messages(self.errors),
-            lines=self.lines, nccl_lines=self.nccl_lines,
-            skipped_lines=tuple(self.skipped), skipped_count=self.skipped_count, edges_dropped=self.edges_dropped,
-            hosts=self.hosts.names(fragments), nvls=self.nvls.frozen(), topologies=topologies, graphs=graphs,
-        )
+        """The log as frozen values (:mod:`topo.formats.nccl_log_frozen`)."""
+        return frozen_log(self)
