@@ -84,7 +84,6 @@ _LAUNCH = re.compile(r"(?:cuda|cu)Launch|hip(?:Ext)?(?:Module)?Launch|(?:cuda|hi
 """Runtime calls that launch a kernel: CUDA's, and ROCm's (`hipLaunchKernel`, `hipExtModuleLaunchKernel`, which
 ROCm traces record under the same `cuda_runtime` category)."""
 _STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
-_NUMBER_TYPES = (float, int)
 _LARGEST = 1e300
 """Times at or beyond this many microseconds are no times (an overflowed or garbage value)."""
 _GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -143,12 +142,11 @@ class TraceEvents:
             category = event.cat
             if category not in _KEPT_CATEGORIES or event.ph != "X":
                 continue
-            name, raw_start, raw_duration = event.name, event.ts, event.dur
-            if not (isinstance(name, str) and type(raw_start) in _NUMBER_TYPES and type(raw_duration) in _NUMBER_TYPES
-                    and -_LARGEST < raw_start < _LARGEST and 0 <= raw_duration < _LARGEST):
-                continue  # a start and duration that are finite JSON numbers (NaN fails the range tests), duration >= 0
-            start = float(raw_start)
-            end = start + float(raw_duration)
+            name, start, duration = event.name, event.ts, event.dur
+            if name is None or start is None or duration is None or not (-_LARGEST < start < _LARGEST
+                                                                         and 0 <= duration < _LARGEST):
+                continue  # a named event whose start and duration are finite (NaN fails the range tests), duration >= 0
+            end = start + duration
             if category in _GPU_CATEGORIES or category in _RUNTIME_CATEGORIES:
                 args = event.args
                 correlation = args.get("correlation") if isinstance(args, dict) else None

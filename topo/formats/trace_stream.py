@@ -37,18 +37,20 @@ _BOUNDARY_TRIES = 8
 
 class TraceEvent(msgspec.Struct, gc=False):
     """The fields of one trace event that the readers use; whatever else an event holds is skipped while decoding.
-    Each is None when the event lacks it, and holds whatever JSON value the event gives (nothing is coerced).
+    Each is None when the event lacks it or gives it in a form no reader uses: name, phase and category are text,
+    start and duration numbers (a JSON integer read as a float), checked while decoding, in C; `pid`, `tid` and
+    `args` hold whatever JSON value the event gives.
 
     Not tracked by the garbage collector (`gc=False`): a record decoded from JSON refers to no object that refers
     back to it, so it can be in no reference cycle, and hundreds of thousands of them would otherwise set off
     collections that cost more than the decoding."""
 
-    name: Any = None
-    ph: Any = None
-    cat: Any = None
-    ts: Any = None
+    name: str | None = None
+    ph: str | None = None
+    cat: str | None = None
+    ts: float | None = None
     """Start, in microseconds."""
-    dur: Any = None
+    dur: float | None = None
     """Duration, in microseconds."""
     pid: Any = None
     tid: Any = None
@@ -59,9 +61,27 @@ _EVENTS = msgspec.json.Decoder(list[TraceEvent])
 
 
 def event_of(value: dict[str, Any]) -> TraceEvent:
-    """The record of an event the standard decoder read."""
-    return TraceEvent(name=value.get("name"), ph=value.get("ph"), cat=value.get("cat"), ts=value.get("ts"),
-                      dur=value.get("dur"), pid=value.get("pid"), tid=value.get("tid"), args=value.get("args"))
+    """The record of an event the standard decoder read (a chunk msgspec refused): each field as msgspec would give
+    it, None where the event gives a value of another kind."""
+    return TraceEvent(name=_text(value.get("name")), ph=_text(value.get("ph")), cat=_text(value.get("cat")),
+                      ts=_number(value.get("ts")), dur=_number(value.get("dur")), pid=value.get("pid"),
+                      tid=value.get("tid"), args=value.get("args"))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: object) -> float | None:
+    """A JSON number as a float; None for any other value, and for an integer past a float's range (no time)."""
+    if type(value) is float:
+        return value
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return None
 
 
 class _Reader:

@@ -93,3 +93,21 @@ def test_a_string_holding_an_event_end_is_not_cut(monkeypatch: pytest.MonkeyPatc
     seen: list[trace_stream.TraceEvent] = []
     trace_stream.read_trace_events(io.StringIO(text), "t.json", seen.extend)
     assert [event.args for event in seen] == [event["args"] for event in events]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("cat", ["kernel"]), ("cat", {"a": 1}), ("name", 7), ("ph", ["X"]), ("ts", "100"), ("ts", True), ("dur", None),
+    ("dur", "5"), ("ts", 10**400), ("name", None),
+])
+def test_an_event_field_of_another_kind_skips_the_event(field: str, value: object) -> None:
+    """A kernel whose name, phase, category, start or duration is of another JSON kind (a list where text should be,
+    text where a number should be) is no kernel, on the fast path and on the standard decoder's path alike."""
+    odd = {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "ts": 100, "dur": 50, "pid": 0, "tid": 7,
+           "args": {"correlation": 1}} | {field: value}
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1}
+    text = json.dumps({"traceEvents": [step, odd]})
+    trace = read_rank_trace(io.StringIO(text), "odd.json")
+    assert trace.steps[0].compute_us == 0
+    normal = json.dumps({"traceEvents": [step, odd | {field: {"cat": "kernel", "name": "g", "ph": "X", "ts": 100,
+                                                              "dur": 50}[field]}]})
+    assert read_rank_trace(io.StringIO(normal), "ok.json").steps[0].compute_us == 50
