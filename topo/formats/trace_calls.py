@@ -12,8 +12,15 @@ from typing import Any
 
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_SIZE_BYTES, MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import is_integer
-from linkscope.topo.formats.trace_events import NCCL_KERNEL, CpuOp, TraceCollective, TraceEvents, dtype_bytes, op_name
-from linkscope.topo.formats.trace_stream import TraceEvent
+from linkscope.topo.formats.trace_events import (
+    NCCL_KERNEL,
+    CpuOp,
+    NcclKernel,
+    TraceCollective,
+    TraceEvents,
+    dtype_bytes,
+    op_name,
+)
 
 
 def int_or_none(value: object, upper: int = MAX_WORLD_RANKS) -> int | None:
@@ -22,14 +29,14 @@ def int_or_none(value: object, upper: int = MAX_WORLD_RANKS) -> int | None:
     return value if type(value) is int and 0 <= value <= upper else None
 
 
-def kernel_collective(kernel: TraceEvent, collected: TraceEvents, groups: dict[str, tuple[int, ...]],
+def kernel_collective(kernel: NcclKernel, collected: TraceEvents, groups: dict[str, tuple[int, ...]],
                        shared: tuple[int, ...] | None) -> TraceCollective:
     args = kernel.args if isinstance(kernel.args, dict) else {}
     assert isinstance(args, dict)
     metadata = args if "Collective name" in args or "In msg nelems" in args else _launching_op_args(args, collected)
     kernel_op = NCCL_KERNEL.match(kernel.name)
     fallback_op = op_name(kernel_op.group(1)) if kernel_op else "unknown"
-    collective = _collective(metadata, fallback_op, float(kernel.ts), float(kernel.dur), True,
+    collective = _collective(metadata, fallback_op, kernel.start_us, kernel.duration_us, True,
                              int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared)
     correlation = args.get("correlation")
     launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
@@ -128,7 +135,7 @@ def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
     by_thread: dict[tuple[Any, Any], list[int]] = {}
     for index, (key, _, _) in enumerate(annotated):
         by_thread.setdefault(key, []).append(index)
-    kernels: dict[int, list[TraceEvent]] = {}
+    kernels: dict[int, list[NcclKernel]] = {}
     own: list[TraceCollective] = []
     unlaunched = 0
     for kernel in collected.nccl_kernels:
@@ -152,7 +159,7 @@ def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
     return calls + own
 
 
-def kernel_correlation(kernel: TraceEvent) -> object:
+def kernel_correlation(kernel: NcclKernel) -> object:
     args = kernel.args
     return args.get("correlation") if isinstance(args, dict) else None
 
@@ -173,12 +180,12 @@ def _call_at(annotated: list[tuple[tuple[Any, Any], CpuOp, TraceCollective]], in
     return index if moment_us <= annotated[index][1].end_us else None
 
 
-def _timed(call: TraceCollective, kernels: list[TraceEvent], collected: TraceEvents) -> TraceCollective:
+def _timed(call: TraceCollective, kernels: list[NcclKernel], collected: TraceEvents) -> TraceCollective:
     """A call timed by the kernels launched inside it: from the first start to the last end, on their device."""
     if not kernels:
         return call
-    start = min(float(kernel.ts) for kernel in kernels)
-    end = max(float(kernel.ts) + float(kernel.dur) for kernel in kernels)
+    start = min(kernel.start_us for kernel in kernels)
+    end = max(kernel.start_us + kernel.duration_us for kernel in kernels)
     args = kernels[0].args if isinstance(kernels[0].args, dict) else {}
     assert isinstance(args, dict)
     launches = [collected.launches[correlation][2] for kernel in kernels

@@ -121,11 +121,21 @@ class CpuOp:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class NcclKernel:
+    """An NCCL kernel of the trace: what its launch and metadata are found by (`args`), and when it ran."""
+
+    name: str
+    start_us: float
+    duration_us: float
+    args: Any
+
+
 @dataclass(slots=True)
 class TraceEvents:
     metadata_ops: dict[tuple[Any, Any], list[CpuOp]] = field(default_factory=dict)
     launches: dict[int, tuple[Any, Any, float]] = field(default_factory=dict)
-    nccl_kernels: list[TraceEvent] = field(default_factory=list)
+    nccl_kernels: list[NcclKernel] = field(default_factory=list)
     gpu_compute: list[tuple[float, float, int | None]] = field(default_factory=list)
     """(start, end, correlation) of every non-NCCL GPU kernel."""
     gpu_copies: list[tuple[float, float, int | None]] = field(default_factory=list)
@@ -158,7 +168,7 @@ class TraceEvents:
                 elif category != "kernel":
                     self.gpu_copies.append((start, end, correlation))
                 elif NCCL_KERNEL.match(name):
-                    self.nccl_kernels.append(event)
+                    self.nccl_kernels.append(NcclKernel(name, start, duration, event.args))
                 else:
                     self.gpu_compute.append((start, end, correlation))
                 continue

@@ -33,10 +33,10 @@ def profiler_steps(collected: TraceEvents, collectives: list[TraceCollective]) -
             compute[index].append((start, end))
     for kernel in collected.nccl_kernels:
         args = kernel.args if isinstance(kernel.args, dict) else {}
-        start = float(kernel.ts)
+        start = kernel.start_us
         index = _step_index(windows, starts, _launched_at(collected, args.get("correlation"), start))
         if index is not None:
-            comm[index].append((start, start + float(kernel.dur)))
+            comm[index].append((start, start + kernel.duration_us))
     return [_step(number, start, end, union(compute[index]), union(comm[index]))
             for index, (number, start, end) in enumerate(windows)]
 
