@@ -12,6 +12,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
+from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.measurements import Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
@@ -742,16 +743,23 @@ async def test_two_nodes_of_a_long_host_name_stay_apart_on_the_rank_map() -> Non
         assert rows[0] != rows[1] and rows[0].endswith("#0") and rows[1].endswith("#1")
 
 
+def _dgx1_tp2_report() -> CheckReport:
+    """tp=2 on the DGX-1 (V100) sample: a report with several findings."""
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
+
+    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
+    assert len(report.findings) > 1
+    return report
+
+
 @async_test
 async def test_the_findings_columns_fit_their_rows_at_once() -> None:
     """A finding list's columns have their widths the moment it is filled, not when the table next idles (under
     load the Ranks picture caught them at the width of their labels), and they fit the rows on show alone."""
-    from linkscope.topo.checks.check import check_layout
-    from linkscope.topo.checks.request import CheckRequest
     from linkscope.tui.widgets.findings_table import FindingsTable
 
-    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
-    assert len(report.findings) > 1
+    report = _dgx1_tp2_report()
     app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
     async with app.run_test(size=SIZE):
         await settle(app)
@@ -768,12 +776,9 @@ async def test_the_findings_columns_fit_their_rows_at_once() -> None:
 async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> None:
     """A check that finds what the one before found leaves the rows as they are (no rebuild and repaint of the
     table on a keystroke), with the cursor back on the first row, where a new list puts it."""
-    from linkscope.topo.checks.check import check_layout
-    from linkscope.topo.checks.request import CheckRequest
     from linkscope.tui.widgets.findings_table import FindingsTable
 
-    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
-    assert len(report.findings) > 1
+    report = _dgx1_tp2_report()
     app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
     async with app.run_test(size=SIZE):
         await settle(app)
