@@ -171,17 +171,11 @@ def collect_rows() -> list[tuple[str, float, float]]:
     return rows
 
 
-POLL_S = 0.002
-"""How often the Ranks measurement looks whether the new map's frame is out (a few ms of resolution, no load)."""
-
-
 async def ranks_rows() -> list[tuple[str, float, float]]:
     """The Ranks tab on a 1,024-host cluster snapshot (8,192 ranks): edit tp, page down the map."""
-    from bench_tui import FrameClock
-    from textual.widgets import Input
+    from bench_tui import FrameClock, handled_checks, timed_edit
 
     from linkscope.tui.app import build_app
-    from linkscope.tui.messages import LayoutChecked
     from linkscope.tui.screenshots import wait_idle
     from linkscope.tui.tabs.ranks import RanksView
     from linkscope.tui.widgets.rank_map import RankMap
@@ -194,33 +188,11 @@ async def ranks_rows() -> list[tuple[str, float, float]]:
         await wait_idle(app)
         ranks = app.query_one(RanksView)
         assert ranks.report is not None and len(ranks.report.placement) == HOSTS * 8
-        handled: list[tuple[float, float]] = []
-        original = RanksView.on_layout_checked
-
-        def measured(view: RanksView, message: LayoutChecked) -> None:
-            started = time.perf_counter()
-            original(view, message)
-            handled.append((started, time.perf_counter()))
-
-        RanksView.on_layout_checked = measured  # type: ignore[method-assign,assignment]
-        try:
+        with handled_checks() as handled:
             for value in ["4", "8"] * 3:
-                handled.clear()
-                clock.frames.clear()
-                started = time.perf_counter()
-                app.query_one("#size-tp", Input).value = value
-                # Wait as a person does, by watching: a light poll until the new map's frame is out. Waiting for the
-                # app to go idle inside the timed span (wait_idle: a callback to every widget, again and again while
-                # the check runs) cost the main thread 20-35 ms per keystroke that no real keystroke pays.
-                while not handled or clock.first_after(handled[-1][1]) == handled[-1][1]:
-                    await asyncio.sleep(POLL_S)
-                begin, end = handled[-1]
-                await wait_idle(app)  # settled before the next edit, outside the timed span
-                rows.append((f"edit tp on {HOSTS} hosts: keystroke -> new map on screen",
-                             (clock.first_after(end) - started) * 1000, float("nan")))
-                rows.append((f"  of which map + findings update ({HOSTS * 8} ranks)", (end - begin) * 1000, float("nan")))
-        finally:
-            RanksView.on_layout_checked = original  # type: ignore[method-assign]
+                shown_ms, update_ms = await timed_edit(app, clock, handled, "#size-tp", value)
+                rows.append((f"edit tp on {HOSTS} hosts: keystroke -> new map on screen", shown_ms, float("nan")))
+                rows.append((f"  of which map + findings update ({HOSTS * 8} ranks)", update_ms, float("nan")))
         rank_map = app.query_one(RankMap)
         rank_map.focus()
         await pilot.pause()
