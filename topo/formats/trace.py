@@ -30,7 +30,7 @@ from linkscope.topo.formats.trace_calls import (
 )
 from linkscope.topo.formats.trace_events import RankTrace, TraceEvents
 from linkscope.topo.formats.trace_steps import assign_steps, profiler_steps
-from linkscope.topo.formats.trace_stream import read_trace_events
+from linkscope.topo.formats.trace_stream import read_trace_events, str_or_none
 
 
 def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS) -> RankTrace:
@@ -63,8 +63,8 @@ def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS)
     collectives = assign_steps(collectives, steps, [end for _, _, end in collected.steps])
     return RankTrace(
         name=name, rank=int_or_none(info.get("rank")), world_size=int_or_none(info.get("world_size")),
-        host=_str_or_none(metadata.get("host_name")), backend=_str_or_none(info.get("backend")),
-        nccl_version=_str_or_none(info.get("nccl_version")), collectives=tuple(collectives), steps=tuple(steps),
+        host=str_or_none(metadata.get("host_name")), backend=str_or_none(info.get("backend")),
+        nccl_version=str_or_none(info.get("nccl_version")), collectives=tuple(collectives), steps=tuple(steps),
         groups=groups, gpu_names=_gpu_names(metadata.get("deviceProperties")), notes=tuple(notes),
     )
 
@@ -111,7 +111,3 @@ def _shared_ranks(groups: dict[str, tuple[int, ...]]) -> tuple[int, ...] | None:
     values = iter(groups.values())
     first = next(values, None)
     return first if first is not None and all(ranks == first for ranks in values) else None
-
-
-def _str_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None

@@ -63,12 +63,13 @@ _EVENTS = msgspec.json.Decoder(list[TraceEvent])
 def event_of(value: dict[str, Any]) -> TraceEvent:
     """The record of an event the standard decoder read (a chunk msgspec refused): each field as msgspec would give
     it, None where the event gives a value of another kind."""
-    return TraceEvent(name=_text(value.get("name")), ph=_text(value.get("ph")), cat=_text(value.get("cat")),
-                      ts=_number(value.get("ts")), dur=_number(value.get("dur")), pid=value.get("pid"),
-                      tid=value.get("tid"), args=value.get("args"))
+    return TraceEvent(name=str_or_none(value.get("name")), ph=str_or_none(value.get("ph")),
+                      cat=str_or_none(value.get("cat")), ts=_number(value.get("ts")), dur=_number(value.get("dur")),
+                      pid=value.get("pid"), tid=value.get("tid"), args=value.get("args"))
 
 
-def _text(value: object) -> str | None:
+def str_or_none(value: object) -> str | None:
+    """`value` when it is text; None (unknown) for any other JSON value."""
     return value if isinstance(value, str) else None
 
 
