@@ -13,6 +13,7 @@ import argparse
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
+from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.jsonio import json_text
 from linkscope.topo.common.text import say
 from linkscope.topo.formats.nccl_log import read_nccl_log_file
@@ -50,9 +51,14 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read the log, check it, print it; the exit status says whether a finding reached --fail-on."""
+    with collector_paused():  # a large log's connections become as many objects again in findings and JSON
+        return _checked_and_printed(args)
+
+
+def _checked_and_printed(args: argparse.Namespace) -> int:
     from linkscope.topo.nccl.checks import implied_hosts, judged_counts, nccl_findings, not_placed_finding, report_json
 
-    log = read_nccl_log_file(args.file)  # the collector rests while it reads (topo.formats.nccl_log)
+    log = read_nccl_log_file(args.file)
     hosts = implied_hosts(log)
     findings = nccl_findings(log, hosts)
     placement = None

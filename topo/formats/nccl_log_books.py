@@ -27,11 +27,15 @@ class HostBook:
 
     def saw(self, host: str, pid: int | None) -> None:
         """A line of `host` (process `pid`)."""
+        key = (host, pid)
+        count = self.lines.get(key)
+        if count is not None:  # seen before: its host was taken then, when there was room
+            self.lines[key] = count + 1
+            return
         if host not in self.first_seen and len(self.first_seen) < MAX_PARSED_LINES:
             self.first_seen[host] = None
-        key = (host, pid)
-        if key in self.lines or len(self.lines) < MAX_PARSED_LINES:
-            self.lines[key] = self.lines.get(key, 0) + 1
+        if len(self.lines) < MAX_PARSED_LINES:
+            self.lines[key] = 1
 
     def saw_again(self, counts: dict[tuple[str, int], int]) -> None:
         """More lines of processes seen before: `counts` per (host, pid)."""

@@ -38,10 +38,19 @@ COMM_ID = re.compile(r" commId (0x[0-9a-fA-F]{1,16})\b")
 COMM = re.compile(
     r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
 )
-CONNECTION = re.compile(
+_CONNECTION_UP_TO_DETAIL = (
     r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
-    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via (?P<detail>\S[^\t]{0,200})\Z"
+    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via "
 )
+CONNECTION = re.compile(_CONNECTION_UP_TO_DETAIL + r"(?P<detail>\S[^\t]{0,200})\Z")
+CONNECTION_LINE = re.compile(
+    r"([A-Za-z0-9][\w.<>-]{0,254}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] NCCL INFO "
+    + _CONNECTION_UP_TO_DETAIL + r"(?P<detail>[\w/().-]{1,201})\Z", re.ASCII
+)
+"""A whole raw line that is NCCL's INFO prefix (host, pid, dev: groups 1-3) and one :data:`CONNECTION` whose
+detail is one word, with nothing to clean: ASCII, no escape, carriage return or trailing space, one process's
+line. Such a line reads exactly as :data:`LEADING` and :data:`CONNECTION` read it, in one match (most of a large
+log's distinct lines are these)."""
 COLLNET = re.compile(
     r"Coll(?:Net)? (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
 )
@@ -77,20 +86,34 @@ def matters_without_nccl(raw: str) -> bool:
 
 Fact = tuple[str, object]
 """What a connection line's bracket says of its rank: ("device_index", 3) or ("bus_id", "1b000")."""
+Connection = tuple[int, int, int, str | None, str, Fact | None, Fact | None]
+"""(src, dst, channel, side, detail, what src's bracket says, what dst's says) of a connection line."""
 
 
-def parse_connection(message: str) -> tuple[int, int, int, str | None, str, Fact | None, Fact | None] | tuple[()]:
-    """(src, dst, channel, side, detail, what src's bracket says, what dst's says) of a connection line, or () when
-    it is none."""
+def parse_connection(message: str) -> Connection | tuple[()]:
+    """The :data:`Connection` a message states, or () when it is none."""
     match = CONNECTION.match(message)
-    if match is None:
-        return ()
-    channel, src_text, src_bracket, dst_text, dst_bracket, side, detail = match.groups()
+    return () if match is None else connection_of(*match.groups())
+
+
+def connection_of(channel: str, src_text: str, src_bracket: str | None, dst_text: str, dst_bracket: str | None,
+                  side: str | None, detail: str) -> Connection | tuple[()]:
+    """:func:`parse_connection` from the groups of :data:`CONNECTION` (the last seven of :data:`CONNECTION_LINE`)."""
     src, dst = int(src_text), int(dst_text)
-    if (src if src > dst else dst) > MAX_NCCL_RANK or transport_class(detail) is None:
+    ends = _connection_ends(src_bracket, dst_bracket, detail)
+    if (src if src > dst else dst) > MAX_NCCL_RANK or ends is None:
         return ()
-    return (src, dst, int(channel), side, detail.rstrip(),
-            bracket_fact(src_bracket) if src_bracket is not None else None,
+    return (src, dst, int(channel), side, *ends)
+
+
+@functools.lru_cache(maxsize=4096)
+def _connection_ends(src_bracket: str | None, dst_bracket: str | None,
+                     detail: str) -> tuple[str, Fact | None, Fact | None] | None:
+    """A connection's detail and what its two brackets say; None when the detail names no transport NCCL prints
+    (a log repeats these few pieces on every channel of every rank)."""
+    if transport_class(detail) is None:
+        return None
+    return (detail.rstrip(), bracket_fact(src_bracket) if src_bracket is not None else None,
             bracket_fact(dst_bracket) if dst_bracket is not None else None)
 
 
@@ -99,7 +122,6 @@ def channel_triple(counts: tuple[int | None, ...]) -> tuple[int | None, int | No
     return padded[0], padded[1], padded[2]
 
 
-@functools.lru_cache(maxsize=4096)
 def bracket_fact(bracket: str) -> Fact:
     """A connection line's bracket: up to two decimal digits is a device index, anything else a hex bus id."""
     if len(bracket) <= 2 and bracket.isascii() and bracket.isdecimal():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from linkscope.topo.common.limits import MAX_PARSED_LINES
-from linkscope.topo.formats.nccl_log_lines import matters_without_nccl
+from linkscope.topo.formats.nccl_log_lines import CONNECTION_LINE, connection_of, matters_without_nccl
 from linkscope.topo.formats.nccl_log_reader import LogReader
 from linkscope.topo.formats.nccl_log_topology import TOPOLOGY_STARTS
 
@@ -61,11 +61,37 @@ class OnceReader(LogReader):
         dropped = self.edges_dropped
         kept = super().keep(raw)
         if self.settled and self.edges_dropped == dropped:  # read at once (NCCL's own prefix), and all it says is kept
-            repeats = self.memo()
-            if len(repeats) >= MAX_PARSED_LINES:
-                repeats.clear()  # bounded: the lines that recur come back at once
-            repeats[raw] = (self.prefix[0], self.prefix[1])
+            self.remember(raw, (self.prefix[0], self.prefix[1]))
         return kept
+
+    def remember(self, raw: str, process: Process) -> None:
+        """`raw`, written by `process`, says nothing new when it comes again (bounded: when full, the memo is
+        emptied, and the lines that recur come back at once)."""
+        repeats = self.memo()
+        if len(repeats) >= MAX_PARSED_LINES:
+            repeats.clear()
+        repeats[raw] = process
+
+    def read_connection_line(self, raw: str, number: int) -> bool:
+        """Read `raw` at once when it is a whole clean connection line (:data:`CONNECTION_LINE`), as
+        :meth:`read` would; False, having done nothing, for any other line."""
+        whole = CONNECTION_LINE.match(raw) if " via " in raw else None
+        if whole is None:
+            return False
+        host, pid_text, dev_text, *connection = whole.groups()
+        parsed = connection_of(*connection)
+        if not parsed:
+            return False
+        pid = int(pid_text)
+        self.lines = number
+        self.nccl_lines += 1
+        self.hosts.saw(host, pid)
+        self.suffix = None
+        dropped = self.edges_dropped
+        self.add_connection(parsed, host, pid, int(dev_text), number)
+        if self.edges_dropped == dropped:
+            self.remember(raw, (host, pid))
+        return True
 
     def take(self, batch: list[str], start: int, before: int) -> int:
         """:data:`~topo.formats.lines.Take`: the lines of `batch` from `start` on, read here in one loop (most of a
@@ -86,6 +112,8 @@ class OnceReader(LogReader):
             process = repeats.get(raw)
             if process is not None:
                 again.append(process)
+                continue
+            if self.read_connection_line(raw, before + index + 1):
                 continue
             self.lines = before + index
             if self.read(raw):

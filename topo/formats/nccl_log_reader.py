@@ -37,6 +37,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     TREES,
     UNREADABLE,
     VERSION,
+    Connection,
     Fact,
     matters_without_nccl,
     parse_connection,
@@ -70,8 +71,10 @@ class LogReader:
         self.errors: dict[str, Tally] = {}
         self.pointer_comm: dict[tuple[str | None, int | None, str], str] = {}
         """(host, pid, comm pointer) -> communicator key."""
-        self.parsed: dict[str, tuple[int, int, int, str | None, str, Fact | None, Fact | None] | tuple[()]] = {}
+        self.parsed: dict[str, Connection | tuple[()]] = {}
         """Connection messages already parsed (the same line recurs for every new communicator)."""
+        self.told: set[tuple[str | None, int, int, str | None, int | None, int | None, Fact | None, Fact | None]] = set()
+        """What connection lines said of their ranks, each told once (a rank prints the same on every channel)."""
         self.channel_counts: dict[str, tuple[int | None, ...]] = {}
         self.prefixes: dict[str, Prefix] = {}
         """NCCL prefixes already read, by their text."""
@@ -350,28 +353,7 @@ class LogReader:
             if len(self.parsed) < MAX_PARSED_LINES:
                 self.parsed[message] = parsed
         if parsed:
-            src, dst, channel, side, detail, src_fact, dst_fact = parsed
-            printer, other = (dst, src) if side == "receive" else (src, dst)
-            comm = self.comm_of(host, pid, printer, src if src > dst else dst)
-            key = (comm, src, dst, channel, side, detail)
-            if key in self.edges:
-                return True
-            if len(self.edges) >= MAX_EDGES:
-                self.edges_dropped += 1
-                return True
-            ranks = self.ranks
-            ranks.setdefault((comm, other), {})  # the other end is a rank too, wherever it logs
-            entry = ranks.setdefault((comm, printer), {})
-            if host is not None and "host" not in entry:
-                entry["host"] = host
-            if pid is not None and "pid" not in entry:
-                entry["pid"] = pid
-            if dev is not None and "cuda_dev" not in entry:
-                entry["cuda_dev"] = dev
-            for rank, fact in ((src, src_fact), (dst, dst_fact)):
-                if fact is not None and fact[0] not in (entry := ranks[(comm, rank)]):
-                    entry[fact[0]] = fact[1]
-            self.edges[key] = number
+            self.add_connection(parsed, host, pid, dev, number)
             return True
         collnet = COLLNET.match(message)
         if collnet is not None and transport_class(collnet.group("detail")) is not None:
@@ -381,6 +363,43 @@ class LogReader:
             self.add_edge(comm, rank, None, int(collnet.group("ch")), collnet.group("side"), collnet.group("detail"), number)
             return True
         return False
+
+    def add_connection(self, parsed: Connection, host: str | None, pid: int | None, dev: int | None,
+                       number: int) -> None:
+        """A connection line of (host, pid) on `dev`, line `number`, read as `parsed`."""
+        src, dst, channel, side, detail, src_fact, dst_fact = parsed
+        printer, other = (dst, src) if side == "receive" else (src, dst)
+        comm = self.comm_of(host, pid, printer, src if src > dst else dst)
+        key = (comm, src, dst, channel, side, detail)
+        if key in self.edges:
+            return
+        if len(self.edges) >= MAX_EDGES:
+            self.edges_dropped += 1
+            return
+        told = (comm, printer, other, host, pid, dev, src_fact, dst_fact)
+        if told in self.told:  # what this line says of its ranks is known (each fact is kept the first time only)
+            self.edges[key] = number
+            return
+        if len(self.told) >= MAX_PARSED_LINES:
+            self.told.clear()
+        self.told.add(told)
+        ranks = self.ranks
+        if (comm, other) not in ranks:
+            ranks[(comm, other)] = {}  # the other end is a rank too, wherever it logs
+        entry = ranks.get((comm, printer))
+        if entry is None:
+            entry = ranks[(comm, printer)] = {}
+        if host is not None and "host" not in entry:
+            entry["host"] = host
+        if pid is not None and "pid" not in entry:
+            entry["pid"] = pid
+        if dev is not None and "cuda_dev" not in entry:
+            entry["cuda_dev"] = dev
+        if src_fact is not None and src_fact[0] not in (entry := ranks[(comm, src)]):
+            entry[src_fact[0]] = src_fact[1]
+        if dst_fact is not None and dst_fact[0] not in (entry := ranks[(comm, dst)]):
+            entry[dst_fact[0]] = dst_fact[1]
+        self.edges[key] = number
 
     def add_edge(self, comm: str | None, src: int, dst: int | None, channel: int, side: str | None,
                  detail: str, number: int) -> None:

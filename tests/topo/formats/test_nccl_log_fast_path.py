@@ -128,3 +128,37 @@ def test_a_prefix_known_by_its_text_reads_as_the_pattern_reads_it() -> None:
             assert reader.leading_prefix(text) == expected and reader.leading_prefix(text) == expected, raw
             checked += match is not None
     assert checked > 1000
+
+
+CLEAN_CONNECTION = "gpu-a:100:120 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read"
+EDGE_CONNECTIONS = [
+    "gpu-a:100:120 [0] NCCL INFO Channel 01/0 : 0[1b000] -> 1[3e000] via P2P/IPC/read",  # bus ids, same ranks
+    "gpu-a:100:120 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM/read\tx",  # a tab in the detail
+    "gpu-a:100:120 [0] NCCL INFO Channel 03/0 : 0[0] -> 1[1] via FOO/bar",  # no transport NCCL prints
+    "gpu-a:100:120 [0] NCCL INFO Channel 04/0 : 0[0] -> 1[1] via P2P/direct pointer",  # a detail of two words
+    "gpu-a:100:120 [0] NCCL INFO Channel 05/0 : 0[0] -> 1[1] via P2P/CUMEM/read ",  # a trailing space
+    "gpu-a:100:120 [0] NCCL INFO Channel 06/0 : 0[0] -> 1[1] via P2P/CUMEM/read\r",  # a carriage return
+    "gpu-a:100:120 [0] NCCL INFO Channel 07/0 : 0[0] -> 1[1] via P2P/CUMEM/readgpu-b:7:7 [1] NCCL INFO x",  # fused
+    "gpu-a:100:120 [0] NCCL INFO Channel 08/0 : 0[0] -> 1[1] via P2P/CUMEM/read comm 0x7f nRanks 02",  # a suffix
+    "gpü-a:100:120 [0] NCCL INFO Channel 09/0 : 0[0] -> 1[1] via P2P/CUMEM/read",  # a host that is not ASCII
+    "_gpu:100:120 [0] NCCL INFO Channel 10/0 : 0[0] -> 1[1] via P2P/CUMEM/read",  # a host the cleaner must see
+    "gpu-a:100:120 [0] init.cc:12 NCCL INFO Channel 11/0 : 0[0] -> 1[1] via P2P/CUMEM/read",  # a source location
+    "gpu-b:200:220 [1] NCCL INFO Channel 12/1 : 1[1] -> 0[0] [receive] via NET/IB/0(2)/GDRDMA",  # another process
+    "gpu-a:100:120 [2] NCCL INFO Channel 13/0 : 0[0] -> 1[1] via SHM/direct/direct",  # the same rank, another dev
+]
+
+
+def test_a_clean_connection_line_is_read_in_one_match_and_any_other_as_before() -> None:
+    """A whole clean connection line is read at once; every line the one match cannot vouch for is left to the
+    full reading, untouched; the log reads as the full path reads it."""
+    from linkscope.topo.formats.nccl_log_once import OnceReader
+
+    reader = OnceReader("x.log")
+    assert reader.read_connection_line(CLEAN_CONNECTION, 1)
+    taken = [line for line in EDGE_CONNECTIONS if OnceReader("x.log").read_connection_line(line, 1)]
+    assert taken == [EDGE_CONNECTIONS[0], EDGE_CONNECTIONS[11], EDGE_CONNECTIONS[12]]
+    lines = [CLEAN_CONNECTION, *EDGE_CONNECTIONS, CLEAN_CONNECTION, *reversed(EDGE_CONNECTIONS)]
+    data = "\n".join(lines).encode("utf-8")
+    read = fast_path(data, "x.log")
+    assert read == full_path(data, "x.log")
+    assert isinstance(read, NcclLog) and len(read.edges) >= 8

@@ -7,6 +7,7 @@ import pytest
 
 from linkscope.topo.formats.nccl_log import read_nccl_log_lines
 from linkscope.topo.formats.nccl_log_once import OnceReader
+from support.paths import FIXTURES
 
 INIT = "nodeA:100:120 [0] NCCL INFO ncclCommInitRank comm {pointer} rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId {id}"
 INIT_A = INIT.format(pointer="0x11", id="0xaaa - Init START")
@@ -37,3 +38,36 @@ def test_repeats_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) 
         reader.keep(raw)
     assert len(reader.repeats) <= 3
     assert len(reader.result().edges) == 10
+
+
+class _Forgetful(set):  # type: ignore[type-arg]
+    """A `told` set that never holds anything: every connection line's facts are written out again."""
+
+    def __contains__(self, item: object) -> bool:
+        return False
+
+
+SAME_RANKS_TOLD_OTHERWISE = [
+    INIT_A,
+    CONNECTION,
+    "nodeA:100:120 [0] NCCL INFO Channel 01/0 : 0[1b000] -> 1[3e000] via P2P/CUMEM/read",  # bus ids this time
+    "nodeB:300:320 [3] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM/read",  # another process names rank 0
+    "nodeA:100:120 [1] NCCL INFO Channel 03/0 : 0[0] -> 1[1] via P2P/CUMEM/read",  # another device
+]
+
+
+@pytest.mark.parametrize("lines", [SAME_RANKS_TOLD_OTHERWISE] + [
+    path.read_text(encoding="utf-8").split("\n") for path in sorted((FIXTURES / "real" / "nccl_debug").glob("*.txt"))])
+def test_what_a_line_told_of_its_ranks_is_skipped_only_when_it_would_change_nothing(lines: list[str]) -> None:
+    """Each real log, and lines that tell other facts of the same ranks, read with the reader skipping what its
+    connection lines already told of their ranks, and writing it all out again: the same ranks and connections."""
+    remembering = read_nccl_log_lines(lines, "x.log")
+    original = OnceReader.__init__
+
+    def forgetful(self: OnceReader, name: str) -> None:
+        original(self, name)
+        self.told = _Forgetful()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(OnceReader, "__init__", forgetful)
+        assert read_nccl_log_lines(lines, "x.log") == remembering
