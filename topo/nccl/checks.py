@@ -59,8 +59,9 @@ def implied_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
     means they share a host, so a rank without a host prefix joined that way to a named one is on that host, and
     ranks joined only to each other share one unnamed host (:data:`IMPLIED_HOST`)."""
     named = rank_hosts(log)
-    joined = [edge for edge in log.edges if edge.dst is not None and edge.transport in SAME_HOST_TRANSPORTS]
-    if all((edge.comm, edge.src) in named and (edge.comm, edge.dst) in named for edge in joined):
+    joined = [((edge.comm, edge.src), (edge.comm, edge.dst)) for edge in log.edges
+              if edge.dst is not None and edge.transport in SAME_HOST_TRANSPORTS]
+    if all(one in named and other in named for one, other in joined):
         return named  # every rank SHM or P2P joins is named: nothing to imply
     parent: dict[tuple[str | None, int], tuple[str | None, int]] = {}
 
@@ -70,8 +71,8 @@ def implied_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
             key = parent[key]
         return key
 
-    for edge in joined:
-        parent[root((edge.comm, edge.src))] = root((edge.comm, edge.dst))
+    for one, other in joined:
+        parent[root(one)] = root(other)
     groups: dict[tuple[str | None, int], list[tuple[str | None, int]]] = {}
     for key in list(parent):
         groups.setdefault(root(key), []).append(key)

@@ -40,7 +40,7 @@ def test_repeats_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) 
     assert len(reader.result().edges) == 10
 
 
-class _Forgetful(set):  # type: ignore[type-arg]
+class _Forgetful(set[object]):
     """A `told` set that never holds anything: every connection line's facts are written out again."""
 
     def __contains__(self, item: object) -> bool:
