@@ -3,6 +3,8 @@ process's communicators changed in between (then the same text belongs to the ne
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from linkscope.topo.formats.nccl_log import read_nccl_log_lines
@@ -40,7 +42,7 @@ def test_repeats_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) 
     assert len(reader.result().edges) == 10
 
 
-class _Forgetful(set[object]):
+class _Forgetful(set[Any]):
     """A `told` set that never holds anything: every connection line's facts are written out again."""
 
     def __contains__(self, item: object) -> bool:
