@@ -68,8 +68,13 @@ class Placement:
         return len(self.node_of_rank)
 
     def pairs(self) -> tuple[tuple[int, int], ...]:
-        """rank -> (node index, GPU position), as the check report carries it."""
-        return tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True))
+        """rank -> (node index, GPU position), as the check report carries it (made once per placement: the same
+        placement, kept by :func:`place_ranks`, hands every check the same tuple, whose rank map the app keeps)."""
+        cached: tuple[tuple[int, int], ...] | None = self.__dict__.get("_pairs")
+        if cached is None:
+            cached = tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True))
+            object.__setattr__(self, "_pairs", cached)
+        return cached
 
 
 @remember_last
@@ -137,6 +142,7 @@ def parse_visible_devices(text: str) -> tuple[int, ...]:
     return tuple(devices)
 
 
+@remember_last
 def place_ranks(
     hosts: tuple[Host, ...],
     host_class: tuple[int, ...],
@@ -144,7 +150,9 @@ def place_ranks(
     distribution: Distribution = "block",
     visible_devices: Sequence[int] | None = None,
 ) -> Placement:
-    """Place `world_size` ranks on the cluster the way torchrun (block) or Slurm cyclic would."""
+    """Place `world_size` ranks on the cluster the way torchrun (block) or Slurm cyclic would (the last placement
+    kept: the app re-checks one cluster on every keystroke of its Ranks form, mostly with the same world size, and
+    placing 8,192 ranks took 3-5 ms of each check)."""
     if distribution not in DISTRIBUTIONS:
         raise InputError(f"--distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
     per_node = [
