@@ -10,9 +10,9 @@ host and GPU.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_LAYOUT_RANKS
@@ -70,11 +70,29 @@ class Placement:
     def pairs(self) -> tuple[tuple[int, int], ...]:
         """rank -> (node index, GPU position), as the check report carries it (made once per placement: the same
         placement, kept by :func:`place_ranks`, hands every check the same tuple, whose rank map the app keeps)."""
-        cached: tuple[tuple[int, int], ...] | None = self.__dict__.get("_pairs")
-        if cached is None:
-            cached = tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True))
-            object.__setattr__(self, "_pairs", cached)
-        return cached
+        return _kept(self, "_pairs", lambda: tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True)))
+
+    def ranks_on_node(self) -> tuple[tuple[int, ...], ...]:
+        """For every node, the ranks placed on it (made once per placement, as :meth:`pairs`)."""
+
+        def grouped() -> tuple[tuple[int, ...], ...]:
+            ranks_on: list[list[int]] = [[] for _ in self.hosts]
+            for rank, node in enumerate(self.node_of_rank):
+                ranks_on[node].append(rank)
+            return tuple(map(tuple, ranks_on))
+
+        return _kept(self, "_ranks_on_node", grouped)
+
+
+Kept = TypeVar("Kept")
+
+
+def _kept(placement: Placement, name: str, make: Callable[[], Kept]) -> Kept:
+    """`placement`'s value `name`, made by `make` on first asking and kept on the (frozen) placement."""
+    if name not in placement.__dict__:
+        object.__setattr__(placement, name, make())
+    kept: Kept = placement.__dict__[name]
+    return kept
 
 
 @remember_last
