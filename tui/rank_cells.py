@@ -9,9 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from linkscope.topo.common.memo import remember_last
 
+
+@remember_last
 def rank_grid(placement: Sequence[tuple[int, int]], nodes: int, gpus_per_node: int) -> list[int]:
-    """Flat node-major grid: `grid[node * gpus_per_node + gpu]` is the rank placed there, or -1."""
+    """Flat node-major grid: `grid[node * gpus_per_node + gpu]` is the rank placed there, or -1 (read only: the
+    last grid is kept, and a check that places the ranks as the one before hands over the same placement, so
+    a keystroke in the Ranks form of a 1,024-host cluster does not lay out its 8,192 ranks again)."""
     grid = [-1] * (nodes * gpus_per_node)
     for rank, (node, gpu) in enumerate(placement):
         if 0 <= node < nodes and 0 <= gpu < gpus_per_node:

@@ -89,6 +89,15 @@ def test_rank_grid_and_group_index() -> None:
     assert group_index([[0, 2], [1]], world_size=4) == [0, 1, 0, -1]
 
 
+def test_rank_grid_of_the_same_placement_is_kept() -> None:
+    """A keystroke that places the ranks as the one before (the same placement tuple) reuses the grid."""
+    placement = tuple((rank // 8, rank % 8) for rank in range(64))
+    grid = rank_grid(placement, 8, 8)
+    assert rank_grid(placement, 8, 8) is grid
+    other = tuple(reversed(placement))
+    assert rank_grid(other, 8, 8) == list(reversed(grid)) and rank_grid(placement, 8, 8) == grid
+
+
 @pytest.mark.parametrize(
     ("members", "placement", "node", "hops", "off_node"),
     [

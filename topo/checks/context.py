@@ -43,7 +43,7 @@ class LayoutContext:
     _group_times: dict[str, list[float | None]] = field(default_factory=dict)
     _group_of_rank: dict[str, list[int]] = field(default_factory=dict)
     _slowest_groups: dict[str, list[int]] = field(default_factory=dict)
-    _ranks_on_node: list[list[int]] | None = None
+    _leaves_node: dict[tuple[str, int], bool] = field(default_factory=dict)
 
     def links(self, dim: str) -> list[GroupLinks]:
         if dim not in self._links:
@@ -71,14 +71,18 @@ class LayoutContext:
             self._slowest_groups[dim] = sorted(priced, key=lambda index: -(times[index] or 0.0))
         return self._slowest_groups[dim]
 
-    def ranks_on_node(self) -> list[list[int]]:
+    def ranks_on_node(self) -> tuple[tuple[int, ...], ...]:
         """For every node of the placement, the ranks placed on it."""
-        if self._ranks_on_node is None:
-            ranks_on: list[list[int]] = [[] for _ in self.placement.hosts]
-            for rank, node in enumerate(self.placement.node_of_rank):
-                ranks_on[node].append(rank)
-            self._ranks_on_node = ranks_on
-        return self._ranks_on_node
+        return self.placement.ranks_on_node()
+
+    def group_leaves_node(self, dim: str, index: int) -> bool:
+        """Whether `dim`'s group `index` has ranks on more than one node (asked once per group: the health findings
+        of a cluster's odd nodes ask it of the same few groups of thousands of ranks)."""
+        key = (dim, index)
+        if key not in self._leaves_node:
+            nodes = self.placement.node_of_rank
+            self._leaves_node[key] = len({nodes[member] for member in self.groups[dim][index]}) > 1
+        return self._leaves_node[key]
 
     def group_of_rank(self, dim: str) -> list[int]:
         """For every rank, the index of its group in `groups[dim]`."""

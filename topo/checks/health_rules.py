@@ -37,11 +37,11 @@ def health_on_ranks(ctx: LayoutContext) -> list[LayoutFinding]:
     ranks_at: dict[tuple[str, int | None], list[int]] = {}
     named = {finding.host for finding in found}
     gpu_of = ctx.placement.gpu_of_rank
-    for node, ranks in enumerate(ctx.ranks_on_node()):
+    for node, placed in enumerate(ctx.ranks_on_node()):
         host = ctx.placement.hosts[node]
         if host.hostname not in named:  # only the hosts with findings: a few of a thousand
             continue
-        for rank in ranks:
+        for rank in placed:
             for key in ((host.hostname, host.gpus[gpu_of[rank]].index), (host.hostname, None)):
                 ranks_at.setdefault(key, []).append(rank)
     dims = [dim for dim in ("tp", "cp", "ep", "dp", "pp") if ctx.layout.size(dim) > 1]
@@ -87,10 +87,8 @@ def _dim_slowed(ctx: LayoutContext, dims: list[str], code: str, rank: int) -> st
         network = gpu_nvlink_generation(host, position) is not None
     if not network:
         return dims[0] if dims else ""
-    nodes = ctx.placement.node_of_rank
     for dim in dims:
-        group = ctx.groups[dim][ctx.group_of_rank(dim)[rank]]
-        if len({nodes[member] for member in group}) > 1:
+        if ctx.group_leaves_node(dim, ctx.group_of_rank(dim)[rank]):
             return dim
     return ""
 

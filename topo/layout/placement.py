@@ -10,9 +10,9 @@ host and GPU.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_LAYOUT_RANKS
@@ -68,8 +68,31 @@ class Placement:
         return len(self.node_of_rank)
 
     def pairs(self) -> tuple[tuple[int, int], ...]:
-        """rank -> (node index, GPU position), as the check report carries it."""
-        return tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True))
+        """rank -> (node index, GPU position), as the check report carries it (made once per placement: the same
+        placement, kept by :func:`place_ranks`, hands every check the same tuple, whose rank map the app keeps)."""
+        return _kept(self, "_pairs", lambda: tuple(zip(self.node_of_rank, self.gpu_of_rank, strict=True)))
+
+    def ranks_on_node(self) -> tuple[tuple[int, ...], ...]:
+        """For every node, the ranks placed on it (made once per placement, as :meth:`pairs`)."""
+
+        def grouped() -> tuple[tuple[int, ...], ...]:
+            ranks_on: list[list[int]] = [[] for _ in self.hosts]
+            for rank, node in enumerate(self.node_of_rank):
+                ranks_on[node].append(rank)
+            return tuple(map(tuple, ranks_on))
+
+        return _kept(self, "_ranks_on_node", grouped)
+
+
+Kept = TypeVar("Kept")
+
+
+def _kept(placement: Placement, name: str, make: Callable[[], Kept]) -> Kept:
+    """`placement`'s value `name`, made by `make` on first asking and kept on the (frozen) placement."""
+    if name not in placement.__dict__:
+        object.__setattr__(placement, name, make())
+    kept: Kept = placement.__dict__[name]
+    return kept
 
 
 @remember_last
@@ -137,6 +160,7 @@ def parse_visible_devices(text: str) -> tuple[int, ...]:
     return tuple(devices)
 
 
+@remember_last
 def place_ranks(
     hosts: tuple[Host, ...],
     host_class: tuple[int, ...],
@@ -144,7 +168,9 @@ def place_ranks(
     distribution: Distribution = "block",
     visible_devices: Sequence[int] | None = None,
 ) -> Placement:
-    """Place `world_size` ranks on the cluster the way torchrun (block) or Slurm cyclic would."""
+    """Place `world_size` ranks on the cluster the way torchrun (block) or Slurm cyclic would (the last placement
+    kept: the app re-checks one cluster on every keystroke of its Ranks form, mostly with the same world size, and
+    placing 8,192 ranks took 3-5 ms of each check)."""
     if distribution not in DISTRIBUTIONS:
         raise InputError(f"--distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
     per_node = [

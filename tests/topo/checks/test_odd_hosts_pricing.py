@@ -4,6 +4,7 @@ re-prices only the groups the repair changes, and gives what pricing the whole r
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -114,3 +115,28 @@ def test_a_check_after_another_layout_is_the_check_of_a_fresh_snapshot() -> None
         again = check_layout(snapshot, CheckRequest(sizes=sizes, nodes=24)).to_json()
         fresh = check_layout(dataclasses.replace(snapshot), CheckRequest(sizes=sizes, nodes=24)).to_json()
         assert again == fresh
+
+
+def test_the_context_says_once_per_group_whether_it_leaves_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The health findings of many odd hosts ask whether the same few groups of thousands of ranks leave their node:
+    the check's context answers from the placement, once per group, and the placement keeps its ranks per node."""
+    import linkscope.topo.checks.check as check_module
+    from linkscope.topo.checks.context import LayoutContext
+
+    contexts: list[LayoutContext] = []
+
+    class Recorded(LayoutContext):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            contexts.append(self)
+
+    monkeypatch.setattr(check_module, "LayoutContext", Recorded)
+    report = check_layout(_cluster(12, 5), CheckRequest(sizes=(("tp", 4),), nodes=12))
+    context = contexts[-1]
+    assert any(finding.code == "pcie-width-reduced" and finding.dim == "dp" for finding in report.findings)
+    asked = dict(context._leaves_node)
+    # what the health rule asked: its odd hosts' TP groups (inside a node), then their DP group (across nodes)
+    assert ("dp", 3) in asked and all(leaves == (dim == "dp") for (dim, _), leaves in asked.items())
+    assert not context.group_leaves_node("tp", 0) and context.group_leaves_node("dp", 0)
+    ranks_on = context.placement.ranks_on_node()
+    assert ranks_on is context.ranks_on_node() and ranks_on[1] == tuple(range(8, 16))

@@ -89,3 +89,19 @@ def test_rank_map_places_ranks_by_host_name_order() -> None:
 def test_rank_map_mismatches(entries: list[RankMapEntry], world: int, fragment: str) -> None:
     with pytest.raises(LayoutMismatch, match=fragment):
         place_from_rank_map(snapshot_of(HOST), entries, world)
+
+
+def test_checks_that_place_ranks_alike_share_one_placement() -> None:
+    """The app re-checks one cluster on every keystroke of its Ranks form: layouts of the same world size on the same
+    hosts are placed once, and their reports carry the same (node, GPU) tuple, which the rank map keeps."""
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
+
+    snapshot = snapshot_of(HOST)
+    hosts, classes = cluster_hosts(snapshot, 2)
+    placement = place_ranks(hosts, classes, 8, "block")
+    assert place_ranks(hosts, classes, 8, "block") is placement and placement.pairs() is placement.pairs()
+    assert place_ranks(hosts, classes, 4, "block").world_size == 4
+    first = check_layout(snapshot, CheckRequest(sizes=(("tp", 4),), nodes=2))
+    second = check_layout(snapshot, CheckRequest(sizes=(("tp", 2),), nodes=2))
+    assert second.placement is first.placement and first.groups["tp"] != second.groups["tp"]

@@ -1,0 +1,110 @@
+"""The Ranks tab's findings table: new findings in as many rows are written into the rows on show (no rebuild, and
+no layout of the screen unless the columns' width changes); another number of rows rebuilds the table."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from textual.geometry import Size
+from textual.screen import Screen
+
+from linkscope.topo.checks.report import LayoutFinding
+from linkscope.topo.samples import load_sample
+from linkscope.tui.app import build_app
+from linkscope.tui.widgets.findings_table import COLUMNS, FindingsTable
+from support.tui import FakeServices, async_test, settle
+
+SIZE = (120, 40)
+
+
+@contextmanager
+def counted_layouts() -> Iterator[list[None]]:
+    """While inside: one entry per layout of a screen."""
+    layouts: list[None] = []
+    original = Screen._refresh_layout
+
+    def counted(screen: Screen[Any], size: Size | None = None, scroll: bool = False) -> None:
+        layouts.append(None)
+        original(screen, size, scroll)
+
+    Screen._refresh_layout = counted  # type: ignore[method-assign,assignment]
+    try:
+        yield layouts
+    finally:
+        Screen._refresh_layout = original  # type: ignore[method-assign]
+
+
+def findings_of_dgx1_tp2() -> tuple[LayoutFinding, ...]:
+    """tp=2 on the DGX-1 (V100) sample: several findings."""
+    from linkscope.topo.checks.check import check_layout
+    from linkscope.topo.checks.request import CheckRequest
+
+    findings = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),))).findings
+    assert len(findings) > 1
+    return findings
+
+
+def shown_rows(table: FindingsTable) -> list[list[str]]:
+    """The plain text of every cell, row by row."""
+    return [[str(cell) for cell in table.get_row_at(row)] for row in range(table.row_count)]
+
+
+@async_test
+async def test_as_many_new_findings_update_the_rows_in_place_and_show() -> None:
+    findings = findings_of_dgx1_tp2()
+    longer = tuple(dataclasses.replace(finding, message="again: " + finding.message) for finding in findings)
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        table = app.query_one(FindingsTable)
+        table.show(findings)
+        await pilot.pause()
+        keys = list(table.rows)
+        table.move_cursor(row=1)
+        table.show(longer)
+        await pilot.pause()
+        assert list(table.rows) == keys  # the same rows, written into
+        assert [row[3] for row in shown_rows(table)] == [finding.message for finding in longer]
+        widths = [column.width for column in table.columns.values()]
+        assert widths[3] == max(len(finding.message) for finding in longer)
+        assert table.virtual_size.width == sum(width + 2 * table.cell_padding for width in widths)
+        assert table.cursor_row == 0 and table.scroll_offset.y == 0
+        assert any("again:" in strip.text for strip in (table.render_line(y) for y in range(table.size.height)))
+
+
+@async_test
+async def test_new_findings_of_the_same_widths_repaint_without_a_layout() -> None:
+    findings = findings_of_dgx1_tp2()
+    swapped = tuple(dataclasses.replace(finding, message=finding.message.swapcase()) for finding in findings)
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        table = app.query_one(FindingsTable)
+        table.show(findings)
+        await settle(app)
+        with counted_layouts() as layouts:
+            table.show(swapped)
+            await pilot.pause()
+            await pilot.pause()
+            assert not layouts
+        assert [row[3] for row in shown_rows(table)] == [finding.message for finding in swapped]
+
+
+@async_test
+async def test_another_number_of_findings_rebuilds_the_table() -> None:
+    findings = findings_of_dgx1_tp2()
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        table = app.query_one(FindingsTable)
+        table.show(findings)
+        keys = list(table.rows)
+        table.show(findings[1:])
+        await pilot.pause()
+        assert len(table.rows) == len(findings) - 1 and not set(table.rows) & set(keys)
+        assert [row[1] for row in shown_rows(table)] == [finding.code for finding in findings[1:]]
+        table.show((), checked=False)
+        assert not table.rows and [str(column.label) for column in table.columns.values()] == list(COLUMNS)
