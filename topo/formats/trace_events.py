@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from linkscope.topo.formats.trace_stream import TraceEvent
+from linkscope.topo.formats.trace_stream import TraceEvent, args_dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +84,12 @@ _LAUNCH = re.compile(r"(?:cuda|cu)Launch|hip(?:Ext)?(?:Module)?Launch|(?:cuda|hi
 """Runtime calls that launch a kernel: CUDA's, and ROCm's (`hipLaunchKernel`, `hipExtModuleLaunchKernel`, which
 ROCm traces record under the same `cuda_runtime` category)."""
 _STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
-_LARGEST = 1e300
-"""Times at or beyond this many microseconds are no times (an overflowed or garbage value)."""
-_GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-_RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
-_KEPT_CATEGORIES = _GPU_CATEGORIES | _RUNTIME_CATEGORIES | {"cpu_op", "user_annotation"}
-"""Event categories the reader looks at; flows, metadata and the rest are skipped at once."""
+_KERNEL, _COPY, _RUNTIME, _CPU = range(4)
+_KIND_OF_CATEGORY = {"kernel": _KERNEL, "gpu_memcpy": _COPY, "gpu_memset": _COPY, "cuda_runtime": _RUNTIME,
+                     "cuda_driver": _RUNTIME, "cpu_op": _CPU, "user_annotation": _CPU}
+"""Event categories the reader looks at, and what each is (the GPU's kernels, its memory copies and memsets, the
+runtime's calls, the CPU's ops); flows, metadata and the rest are skipped at once."""
+_STEP_OP, _COMPUTE_OP, _GLOO_OP, _COMM_METADATA_OP, _OTHER_OP = range(5)
 _COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
 
 
@@ -128,7 +128,7 @@ class NcclKernel:
     name: str
     start_us: float
     duration_us: float
-    args: Any
+    args: dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -138,52 +138,71 @@ class TraceEvents:
     nccl_kernels: list[NcclKernel] = field(default_factory=list)
     gpu_compute: list[tuple[float, float, int | None]] = field(default_factory=list)
     """(start, end, correlation) of every non-NCCL GPU kernel."""
-    gpu_copies: list[tuple[float, float, int | None]] = field(default_factory=list)
-    """(start, end, correlation) of every GPU memory copy and memset: kept apart from compute, as Holistic Trace
-    Analysis keeps them, so communication hidden behind a copy is not counted as overlapped with compute."""
+    gpu_copies: int = 0
+    """How many GPU memory copies and memsets: GPU work, but not compute (as Holistic Trace Analysis keeps them apart,
+    so communication hidden behind a copy is not counted as overlapped with compute)."""
     gloo_ops: list[CpuOp] = field(default_factory=list)
     cpu_compute: list[tuple[float, float]] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)
+    roles: tuple[dict[str, bool], dict[str, bool], dict[str, int]] = field(default_factory=lambda: ({}, {}, {}),
+                                                                          repr=False, compare=False)
+    """What each name seen so far is, worked out once per name (a trace repeats a few hundred names): kernel name ->
+    NCCL's, runtime call -> launches a kernel, CPU op -> its role (_STEP_OP, ...)."""
 
     def add_all(self, events: Iterable[TraceEvent]) -> None:
         """Keep what `events` say of collectives, steps and GPU work (a chunk's events in one call: this loop is
         most of the time spent reading a trace after the decoding)."""
+        kinds, (nccl_names, launch_names, cpu_roles) = _KIND_OF_CATEGORY, self.roles
+        gpu_compute, launches, cpu_compute = self.gpu_compute, self.launches, self.cpu_compute
         for event in events:
-            category = event.cat
-            if category not in _KEPT_CATEGORIES or event.ph != "X":
+            kind = kinds.get(event.cat)  # type: ignore[arg-type]  # None is no category: not found
+            if kind is None or event.ph != "X":
                 continue
             name, start, duration = event.name, event.ts, event.dur
-            if name is None or start is None or duration is None or not (-_LARGEST < start < _LARGEST
-                                                                         and 0 <= duration < _LARGEST):
-                continue  # a named event whose start and duration are finite (NaN fails the range tests), duration >= 0
-            end = start + duration
-            if category in _GPU_CATEGORIES or category in _RUNTIME_CATEGORIES:
-                args = event.args
-                correlation = args.get("correlation") if isinstance(args, dict) else None
-                if not isinstance(correlation, int):
-                    correlation = None
-                if category in _RUNTIME_CATEGORIES:
-                    if correlation is not None and _LAUNCH.match(name):
-                        self.launches[correlation] = (event.pid, event.tid, start)
-                elif category != "kernel":
-                    self.gpu_copies.append((start, end, correlation))
-                elif NCCL_KERNEL.match(name):
-                    self.nccl_kernels.append(NcclKernel(name, start, duration, event.args))
-                else:
-                    self.gpu_compute.append((start, end, correlation))
+            if name is None or start is None or duration is None:
+                continue  # a named event with a start and a duration, in range (checked while decoding)
+            if kind == _CPU:
+                role = cpu_roles.get(name)
+                if role is None:
+                    role = cpu_roles[name] = _cpu_role(name)
+                if role == _COMPUTE_OP:
+                    cpu_compute.append((start, start + duration))
+                elif role == _STEP_OP:
+                    self.steps.append((int(_STEP.match(name).group(1)), start, start + duration))  # type: ignore[union-attr]
+                elif role == _COMM_METADATA_OP:
+                    key = (event.pid, event.tid)
+                    self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, start + duration,
+                                                                       args_dict(event.args)))
+                elif role == _GLOO_OP:
+                    self.gloo_ops.append(CpuOp(name, start, start + duration, args_dict(event.args)))
                 continue
-            # cpu_op, user_annotation
-            step = _STEP.match(name) if name.startswith("ProfilerStep#") else None
-            if step:
-                self.steps.append((int(step.group(1)), start, end))
-            elif name.startswith("aten::"):
-                self.cpu_compute.append((start, end))
-            elif name.startswith("gloo:"):
-                self.gloo_ops.append(CpuOp(name, start, end, _args(event.args)))
-            elif _COMM_OP.match(name):
-                key = (event.pid, event.tid)
-                self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, end, _args(event.args)))
+            if kind == _COPY:
+                self.gpu_copies += 1
+                continue
+            args = event.args
+            correlation = args.correlation if args is not None else None
+            if kind == _RUNTIME:
+                launch = launch_names.get(name)
+                if launch is None:
+                    launch = launch_names[name] = _LAUNCH.match(name) is not None
+                if launch and isinstance(correlation, int):
+                    launches[correlation] = (event.pid, event.tid, start)
+                continue
+            nccl = nccl_names.get(name)
+            if nccl is None:
+                nccl = nccl_names[name] = NCCL_KERNEL.match(name) is not None
+            if nccl:
+                self.nccl_kernels.append(NcclKernel(name, start, duration, args_dict(args)))
+            else:
+                gpu_compute.append((start, start + duration, correlation if isinstance(correlation, int) else None))
 
 
-def _args(args: object) -> dict[str, Any]:
-    return args if isinstance(args, dict) else {}
+def _cpu_role(name: str) -> int:
+    """What a CPU op or annotation of this name is to the reader."""
+    if name.startswith("ProfilerStep#") and _STEP.match(name):
+        return _STEP_OP
+    if name.startswith("aten::"):
+        return _COMPUTE_OP
+    if name.startswith("gloo:"):
+        return _GLOO_OP
+    return _COMM_METADATA_OP if _COMM_OP.match(name) else _OTHER_OP
