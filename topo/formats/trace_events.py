@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ _STEP_OP, _COMPUTE_OP, _GLOO_OP, _COMM_METADATA_OP, _OTHER_OP = range(5)
 _COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
 
 
+@functools.lru_cache(maxsize=256)
 def op_name(raw: str) -> str:
     """linkscope's op name for a profiler name (`allreduce`, `nccl:all_reduce`, `c10d::_allgather_base_`,
     `AllGather` of a kernel, `reduce_scatter_tensor_coalesced`); `unknown` when it names none."""
@@ -105,8 +107,11 @@ def op_name(raw: str) -> str:
 
 def dtype_bytes(raw: object) -> int | None:
     """Element size for a profiler dtype (`Float`, `c10::BFloat16`, `long int`), None when unknown."""
-    if not isinstance(raw, str):
-        return None
+    return _dtype_text_bytes(raw) if isinstance(raw, str) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_text_bytes(raw: str) -> int | None:
     word = raw.split("::")[-1].lower().replace(" ", "").replace("_", "")
     return _DTYPE_BYTES.get(word)
 
