@@ -126,13 +126,14 @@ def clip(merged: Sequence[tuple[float, float]], start: float, end: float) -> lis
 
 
 def subtract(merged: Sequence[tuple[float, float]], other: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Time in `merged` not covered by `other` (both sorted and non-overlapping)."""
+    """Time in `merged` not covered by `other` (both sorted and non-overlapping: their ends are sorted too, so the
+    first of `other` to end after each start is found by bisection)."""
     result: list[tuple[float, float]] = []
+    ends = list(map(_END, other))
     index = 0
     for start, end in merged:
         cursor = start
-        while index < len(other) and other[index][1] <= cursor:
-            index += 1
+        index = bisect.bisect_right(ends, cursor, index)
         scan = index
         while scan < len(other) and other[scan][0] < end:
             if other[scan][0] > cursor:

@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import bisect
+import gc
+import io
+import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from linkscope.topo.formats.trace_steps import union, window_bounds
+import linkscope.topo.formats.trace as trace_module
+from linkscope.topo.formats.trace_events import TraceCollective, TraceEvents, TraceStep
+from linkscope.topo.formats.trace_steps import profiler_steps, subtract, union, window_bounds
 
 TIMES = st.integers(min_value=0, max_value=40).map(float)
 
@@ -35,3 +41,29 @@ def test_the_bounds_place_a_moment_as_the_rule_does(spans: list[tuple[float, flo
 def test_union_merges_overlapping_and_touching_intervals() -> None:
     assert union([(5.0, 6.0), (0.0, 2.0), (1.0, 3.0), (3.0, 4.0), (5.5, 5.7)]) == [(0.0, 4.0), (5.0, 6.0)]
     assert union([]) == []
+
+
+@given(comm=st.lists(st.tuples(TIMES, TIMES), max_size=6), compute=st.lists(st.tuples(TIMES, TIMES), max_size=8))
+def test_subtract_leaves_the_time_no_other_interval_covers(comm: list[tuple[float, float]],
+                                                            compute: list[tuple[float, float]]) -> None:
+    merged, other = union([(a, a + b) for a, b in comm]), union([(a, a + b) for a, b in compute])
+    left = subtract(merged, other)
+    for moment in (x / 2 for x in range(0, 170)):
+        inside = any(a <= moment < b for a, b in merged) and not any(a <= moment < b for a, b in other)
+        assert inside == any(a <= moment < b for a, b in left), moment
+
+
+def test_the_collector_rests_while_a_rank_is_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steps are worked out from the events kept with the cyclic collector paused (they make no cycles), and it
+    runs again after."""
+    seen: list[bool] = []
+
+    def steps(collected: TraceEvents, collectives: list[TraceCollective]) -> list[TraceStep]:
+        seen.append(gc.isenabled())
+        return profiler_steps(collected, collectives)
+
+    monkeypatch.setattr(trace_module, "profiler_steps", steps)
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1}
+    assert gc.isenabled()
+    trace_module.read_rank_trace(io.StringIO(json.dumps({"traceEvents": [step]})), "t.json")
+    assert seen == [False] and gc.isenabled()
