@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from linkscope.topo.common.limits import MAX_REMEMBERED_EVENT_NAMES
 from linkscope.topo.formats.trace_stream import TraceEvent, args_dict
 
 
@@ -89,8 +90,9 @@ _KERNEL, _COPY, _RUNTIME, _CPU = range(4)
 _KIND_OF_CATEGORY = {"kernel": _KERNEL, "gpu_memcpy": _COPY, "gpu_memset": _COPY, "cuda_runtime": _RUNTIME,
                      "cuda_driver": _RUNTIME, "cpu_op": _CPU, "user_annotation": _CPU}
 """Event categories the reader looks at, and what each is (the GPU's kernels, its memory copies and memsets, the
-runtime's calls, the CPU's ops); flows, metadata and the rest are skipped at once."""
-_STEP_OP, _COMPUTE_OP, _GLOO_OP, _COMM_METADATA_OP, _OTHER_OP = range(5)
+runtime's calls, the CPU's ops); flows, metadata and the rest are skipped."""
+_SKIP, _GPU_COMPUTE, _LAUNCH_CALL, _CPU_COMPUTE, _GPU_COPY, _NCCL_KERNEL, _COMM_METADATA, _STEP_WINDOW, _GLOO_CALL = range(9)
+"""What the reader does with an event (:func:`_action`): the common ones first, then those of calls and steps."""
 _COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
 
 
@@ -149,65 +151,73 @@ class TraceEvents:
     gloo_ops: list[CpuOp] = field(default_factory=list)
     cpu_compute: list[tuple[float, float]] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)
-    roles: tuple[dict[str, bool], dict[str, bool], dict[str, int]] = field(default_factory=lambda: ({}, {}, {}),
-                                                                          repr=False, compare=False)
-    """What each name seen so far is, worked out once per name (a trace repeats a few hundred names): kernel name ->
-    NCCL's, runtime call -> launches a kernel, CPU op -> its role (_STEP_OP, ...)."""
+    actions: dict[str, tuple[str | None, int]] = field(default_factory=dict, repr=False, compare=False)
+    """Event name -> the category it was last seen in and what is done with such an event (:func:`_action`): a trace
+    repeats a few hundred names, so each is worked out once (up to MAX_REMEMBERED_EVENT_NAMES names)."""
 
     def add_all(self, events: Iterable[TraceEvent]) -> None:
         """Keep what `events` say of collectives, steps and GPU work (a chunk's events in one call: this loop is
         most of the time spent reading a trace after the decoding)."""
-        kinds, (nccl_names, launch_names, cpu_roles) = _KIND_OF_CATEGORY, self.roles
-        gpu_compute, launches, cpu_compute = self.gpu_compute, self.launches, self.cpu_compute
+        actions, gpu_compute, launches, cpu_compute = self.actions, self.gpu_compute, self.launches, self.cpu_compute
         for event in events:
-            kind = kinds.get(event.cat)  # type: ignore[arg-type]  # None is no category: not found
-            if kind is None or event.ph != "X":
+            name, category = event.name, event.cat
+            known = actions.get(name)  # type: ignore[arg-type]  # no name: not found
+            if known is not None and known[0] == category:
+                action = known[1]
+            elif name is None:
                 continue
-            name, start, duration = event.name, event.ts, event.dur
-            if name is None or start is None or duration is None:
-                continue  # a named event with a start and a duration, in range (checked while decoding)
-            if kind == _CPU:
-                role = cpu_roles.get(name)
-                if role is None:
-                    role = cpu_roles[name] = _cpu_role(name)
-                if role == _COMPUTE_OP:
-                    cpu_compute.append((start, start + duration))
-                elif role == _STEP_OP:
-                    self.steps.append((int(_STEP.match(name).group(1)), start, start + duration))  # type: ignore[union-attr]
-                elif role == _COMM_METADATA_OP:
-                    key = (event.pid, event.tid)
-                    self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, start + duration,
-                                                                       args_dict(event.args)))
-                elif role == _GLOO_OP:
-                    self.gloo_ops.append(CpuOp(name, start, start + duration, args_dict(event.args)))
-                continue
-            if kind == _COPY:
-                self.gpu_copies += 1
-                continue
-            args = event.args
-            correlation = args.correlation if args is not None else None
-            if kind == _RUNTIME:
-                launch = launch_names.get(name)
-                if launch is None:
-                    launch = launch_names[name] = _LAUNCH.match(name) is not None
-                if launch and isinstance(correlation, int):
-                    launches[correlation] = (event.pid, event.tid, start)
-                continue
-            nccl = nccl_names.get(name)
-            if nccl is None:
-                nccl = nccl_names[name] = NCCL_KERNEL.match(name) is not None
-            if nccl:
-                self.nccl_kernels.append(NcclKernel(name, start, duration, args_dict(args)))
             else:
+                action = _action(category, name)
+                if len(actions) < MAX_REMEMBERED_EVENT_NAMES:
+                    actions[name] = (category, action)
+            if action == _SKIP or event.ph != "X":
+                continue
+            start, duration = event.ts, event.dur
+            if start is None or duration is None:
+                continue  # an event with a start and a duration, in range (checked while decoding)
+            if action == _GPU_COMPUTE:
+                args = event.args
+                correlation = args.correlation if args is not None else None
                 gpu_compute.append((start, start + duration, correlation if isinstance(correlation, int) else None))
+            elif action == _LAUNCH_CALL:
+                args = event.args
+                correlation = args.correlation if args is not None else None
+                if isinstance(correlation, int):
+                    launches[correlation] = (event.pid, event.tid, start)
+            elif action == _CPU_COMPUTE:
+                cpu_compute.append((start, start + duration))
+            elif action == _GPU_COPY:
+                self.gpu_copies += 1
+            else:
+                assert name is not None  # only a name's action is remembered
+                self._keep_rare(action, name, start, duration, event)
+
+    def _keep_rare(self, action: int, name: str, start: float, duration: float, event: TraceEvent) -> None:
+        """Keep an event of the few kinds that are not every layer's: an NCCL kernel, a comm op, a step, a gloo op."""
+        if action == _NCCL_KERNEL:
+            self.nccl_kernels.append(NcclKernel(name, start, duration, args_dict(event.args)))
+        elif action == _COMM_METADATA:
+            self.metadata_ops.setdefault((event.pid, event.tid), []).append(
+                CpuOp(name, start, start + duration, args_dict(event.args)))
+        elif action == _STEP_WINDOW:
+            self.steps.append((int(_STEP.match(name).group(1)), start, start + duration))  # type: ignore[union-attr]
+        else:
+            self.gloo_ops.append(CpuOp(name, start, start + duration, args_dict(event.args)))
 
 
-def _cpu_role(name: str) -> int:
-    """What a CPU op or annotation of this name is to the reader."""
-    if name.startswith("ProfilerStep#") and _STEP.match(name):
-        return _STEP_OP
-    if name.startswith("aten::"):
-        return _COMPUTE_OP
-    if name.startswith("gloo:"):
-        return _GLOO_OP
-    return _COMM_METADATA_OP if _COMM_OP.match(name) else _OTHER_OP
+def _action(category: str | None, name: str) -> int:
+    """What the reader does with an event of this category and name."""
+    kind = _KIND_OF_CATEGORY.get(category)  # type: ignore[arg-type]  # no category: not found
+    if kind == _CPU:
+        if name.startswith("ProfilerStep#") and _STEP.match(name):
+            return _STEP_WINDOW
+        if name.startswith("aten::"):
+            return _CPU_COMPUTE
+        if name.startswith("gloo:"):
+            return _GLOO_CALL
+        return _COMM_METADATA if _COMM_OP.match(name) else _SKIP
+    if kind == _RUNTIME:
+        return _LAUNCH_CALL if _LAUNCH.match(name) else _SKIP
+    if kind == _KERNEL:
+        return _NCCL_KERNEL if NCCL_KERNEL.match(name) else _GPU_COMPUTE
+    return _GPU_COPY if kind == _COPY else _SKIP

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import linkscope.topo.formats.trace as trace_module
-from linkscope.topo.formats.trace_events import TraceCollective, TraceEvents, TraceStep
+import linkscope.topo.formats.trace_events as trace_events
+from linkscope.topo.formats.trace_events import RankTrace, TraceCollective, TraceEvents, TraceStep
 from linkscope.topo.formats.trace_steps import profiler_steps, subtract, union, window_bounds
 
 TIMES = st.integers(min_value=0, max_value=40).map(float)
@@ -67,3 +68,28 @@ def test_the_collector_rests_while_a_rank_is_joined(monkeypatch: pytest.MonkeyPa
     assert gc.isenabled()
     trace_module.read_rank_trace(io.StringIO(json.dumps({"traceEvents": [step]})), "t.json")
     assert seen == [False] and gc.isenabled()
+
+
+def _rank(events: list[dict[str, object]]) -> RankTrace:
+    return trace_module.read_rank_trace(io.StringIO(json.dumps({"traceEvents": events})), "t.json")
+
+
+def test_a_name_is_read_by_the_category_of_each_event() -> None:
+    """What the reader does with an event is worked out once per name, and again where the same name comes in
+    another category: a step annotation on the GPU's row is no step, a CPU op named like a kernel is no kernel."""
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1}
+    kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 50, "pid": 0, "tid": 7}
+    events = [step, step | {"cat": "gpu_user_annotation", "ts": 5}, kernel, kernel | {"cat": "cpu_op", "ts": 100},
+              kernel | {"ts": 200}]
+    trace = _rank(events)
+    assert [(s.step, s.compute_us) for s in trace.steps] == [(1, 100.0)]
+
+
+def test_past_the_names_remembered_every_event_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[dict[str, object]] = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0,
+                                        "dur": 10_000, "pid": 1, "tid": 1}]
+    events += [{"ph": "X", "cat": "kernel", "name": f"gemm_{index % 7}", "ts": index * 10, "dur": 5, "pid": 0, "tid": 7}
+               for index in range(100)]
+    whole = _rank(events)
+    monkeypatch.setattr(trace_events, "MAX_REMEMBERED_EVENT_NAMES", 2)
+    assert _rank(events) == whole and whole.steps[0].compute_us == 500
