@@ -16,6 +16,7 @@ a time, which also says what is wrong with a malformed file.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, TextIO
@@ -68,6 +69,10 @@ class EventArgs(msgspec.Struct, gc=False):
 
 _ARG_KEYS = tuple(zip(EventArgs.__struct_fields__, EventArgs.__struct_encode_fields__, strict=True))
 """(attribute, key in the trace) of each field of EventArgs."""
+_ARG_VALUES = operator.attrgetter(*EventArgs.__struct_fields__)
+_TEXT_FIELDS = ("input_dims", "input_type")
+"""The fields EventArgs keeps as JSON text, and their keys in the trace."""
+_TEXT_KEYS = tuple(key for attribute, key in _ARG_KEYS if attribute in _TEXT_FIELDS)
 
 
 class TraceEvent(msgspec.Struct, gc=False):
@@ -111,7 +116,7 @@ def event_of(value: dict[str, Any]) -> TraceEvent:
 def _event_args(args: dict[str, Any]) -> EventArgs:
     """The EventArgs of an `args` object the standard decoder read: the tensor fields back as JSON text."""
     fields = {attribute: args[key] for attribute, key in _ARG_KEYS if key in args}
-    for attribute in ("input_dims", "input_type"):
+    for attribute in _TEXT_FIELDS:
         if attribute in fields:
             fields[attribute] = msgspec.Raw(json.dumps(fields[attribute]).encode())
     return EventArgs(**fields)
@@ -121,14 +126,13 @@ def args_dict(args: EventArgs | None) -> dict[str, Any]:
     """An event's args as the readers look them up: key in the trace -> value, for the keys the event gives."""
     if args is None:
         return {}
-    found: dict[str, Any] = {}
-    for attribute, key in _ARG_KEYS:
-        value = getattr(args, attribute)
-        if isinstance(value, msgspec.Raw):
-            if len(value):
-                found[key] = _json_value(value)
-        elif value is not msgspec.UNSET:
-            found[key] = value
+    found = {key: value for (_, key), value in zip(_ARG_KEYS, _ARG_VALUES(args), strict=True)
+             if value is not msgspec.UNSET}
+    for key in _TEXT_KEYS:
+        if len(found[key]):
+            found[key] = _json_value(found[key])
+        else:
+            del found[key]
     return found
 
 
@@ -341,7 +345,7 @@ def _decode_whole_events(reader: _Reader, on_events: Callable[[list[TraceEvent]]
             if end < 0:
                 break
             try:
-                events = _EVENTS.decode("[" + buffer[start:end + 1] + "]")
+                events = _EVENTS.decode(f"[{buffer[start:end + 1]}]")  # one copy of the slice, not two
                 break
             except (msgspec.DecodeError, RecursionError):
                 continue
