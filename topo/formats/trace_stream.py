@@ -25,7 +25,7 @@ import msgspec
 
 from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.jsonio import SurrogateCheck
+from linkscope.topo.common.jsonio import SurrogateCheck, json_text
 from linkscope.topo.common.limits import MAX_TRACE_CHARS, MAX_TRACE_VALUE_CHARS
 
 _CHUNK_CHARS = 1 << 18
@@ -114,11 +114,12 @@ def event_of(value: dict[str, Any]) -> TraceEvent:
 
 
 def _event_args(args: dict[str, Any]) -> EventArgs:
-    """The EventArgs of an `args` object the standard decoder read: the tensor fields back as JSON text."""
+    """The EventArgs of an `args` object the standard decoder read: the tensor fields back as JSON text (a `NaN` in
+    them as null: no reader takes either for a size or a type)."""
     fields = {attribute: args[key] for attribute, key in _ARG_KEYS if key in args}
     for attribute in _TEXT_FIELDS:
         if attribute in fields:
-            fields[attribute] = msgspec.Raw(json.dumps(fields[attribute]).encode())
+            fields[attribute] = msgspec.Raw(json_text(fields[attribute], compact=True).encode())
     return EventArgs(**fields)
 
 
@@ -137,8 +138,8 @@ def args_dict(args: EventArgs | None) -> dict[str, Any]:
 
 
 def _json_value(text: msgspec.Raw) -> Any:
-    """The value JSON text holds, as the chunk's decoder reads it, or, for what it refuses (a value such as `NaN`
-    that only came through the standard decoder, a number past a float's range), as the standard decoder does."""
+    """The value JSON text holds, as the chunk's decoder reads it, or, for what it refuses (a number past a float's
+    range, which it skips but does not build), as the standard decoder does."""
     try:
         return msgspec.json.decode(text)
     except msgspec.DecodeError:

@@ -154,3 +154,12 @@ def test_a_time_out_of_range_is_no_time_in_the_record(ts: float, dur: float, chu
     times = [(event.ts, event.dur) for event in records(text, chunk_chars, monkeypatch)]
     odd = (None if abs(ts) >= 1e300 else float(ts), None if not 0 <= dur < 1e300 else float(dur))
     assert times == [(10.0, 5.0)] * 3 + [odd] + [(10.0, 5.0)] * 3
+
+
+def test_tensor_shapes_the_standard_decoder_read_are_kept_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op whose chunk msgspec refused (a `NaN` in it) keeps its tensor shapes and types as the chunk decoder
+    would, a non-finite number in them as null, a large one whole."""
+    args = {"Input Dims": [[2**70], [4, float("nan")]], "Input type": ["float", "c10::Half"], "Unread": float("nan")}
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "args": args}]})
+    [event] = records(text, 1 << 20, monkeypatch)
+    assert trace_stream.args_dict(event.args) == {"Input Dims": [[2**70], [4, None]], "Input type": ["float", "c10::Half"]}
