@@ -70,6 +70,19 @@ def test_the_app_paints_before_it_imports_what_its_tabs_need() -> None:
     assert not early, f"imported before the first frame: {early}"
 
 
+def test_trace_json_loads_no_machine_model() -> None:
+    """`trace --json` without a machine reads and joins the traces only: the cost model, the placement of ranks, the
+    GPU provenance and the console rendering are loaded by the runs that use them (`--source`, text output)."""
+    trace = ROOT / "tests" / "fixtures" / "real" / "traces" / "hta-gloo-rank34-of-300-cpu-only.json.gz"
+    modules = _modules_after("import contextlib, io\nfrom linkscope.cli import main\n"
+                             f"with contextlib.redirect_stdout(io.StringIO()): main(['trace', '--json', '{trace}'])")
+    assert "linkscope.topo.trace.report" in modules
+    loaded = sorted(name for name in modules if name.startswith(
+        ("linkscope.topo.cost", "linkscope.topo.layout", "linkscope.topo.machine", "linkscope.render", "rich",
+         "linkscope.topo.model.provenance", "linkscope.topo.model.snapshot", "linkscope.topo.model.host")))
+    assert not loaded, f"trace --json imported {loaded}"
+
+
 def _imports_of(path: pathlib.Path) -> set[str]:
     tree = ast.parse(path.read_text())
     names: set[str] = set()

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
-from linkscope.render.progress import progress_bar
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS, MAX_STEP_ROWS
 from linkscope.topo.common.numbers import decimal_number, whole_number
 from linkscope.topo.common.text import say
-from linkscope.topo.model.provenance import gpu_names
 from linkscope.topo.trace.files import place_traces, trace_paths
 from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILE_BYTES, PARALLEL_MIN_SPARE_CPUS, read_traces
 from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
@@ -80,12 +79,13 @@ def run(args: argparse.Namespace) -> int:
         verb = "places" if len(placement_flags) == 1 else "place"
         raise InputError(f"{'/'.join(placement_flags)} {verb} the ranks on a machine: give it with --source")
     paths = trace_paths(args.traces)
-    with progress_bar(len(paths), "reading traces", enabled=not args.json) as update:
+    with _progress(len(paths), args.json) as update:
         traces = read_traces(paths, args.jobs, on_read=update)
     placed = None
     machine_gpus: tuple[str, ...] = ()
     if args.source:
         from linkscope.source import open_source
+        from linkscope.topo.model.provenance import gpu_names
 
         snapshot = open_source(args.source)
         placed = place_traces(snapshot, traces, args.nodes, args.distribution, args.visible_devices)
@@ -103,5 +103,14 @@ def run(args: argparse.Namespace) -> int:
 
         print_trace_report(report, all_steps=args.all_steps)
     return findings_status((finding.severity for finding in report.findings), args.fail_on)
+
+
+def _progress(total: int, as_json: bool) -> contextlib.AbstractContextManager[Any]:
+    """The progress bar of reading the traces; none under --json (nor its modules: that output is for programs)."""
+    if as_json:
+        return contextlib.nullcontext(lambda done: None)
+    from linkscope.render.progress import progress_bar
+
+    return progress_bar(total, "reading traces")
 
 

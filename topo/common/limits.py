@@ -85,6 +85,9 @@ MAX_COMMAND_CHARS = 20_000
 MAX_SHARED_VALUES = 65536
 """Distinct small values (NVLink ports, P2P states) the decoder remembers per type, to share them."""
 
+MAX_REMEMBERED_EVENT_NAMES = 65536
+"""Distinct event names a trace reader remembers what it does with (past them, it works each out again)."""
+
 MAX_KEPT_MESSAGES = 200
 """Distinct warnings, errors and skipped-line numbers kept; the rest are counted only."""
 

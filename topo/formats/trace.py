@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_TRACE_CHARS
 from linkscope.topo.formats.trace_calls import (
@@ -34,7 +35,16 @@ from linkscope.topo.formats.trace_stream import read_trace_events, str_or_none
 
 
 def read_rank_trace(stream: TextIO, name: str, max_chars: int = MAX_TRACE_CHARS) -> RankTrace:
-    """Read one rank's trace from `stream` (text; decompress first); InputError for what is not a trace."""
+    """Read one rank's trace from `stream` (text; decompress first); InputError for what is not a trace.
+
+    The cyclic garbage collector rests until the rank is read and joined: the events kept (hundreds of thousands of
+    intervals and launches) and what joining them makes hold no reference cycles, and it would scan them again and
+    again."""
+    with collector_paused():
+        return _read_rank_trace(stream, name, max_chars)
+
+
+def _read_rank_trace(stream: TextIO, name: str, max_chars: int) -> RankTrace:
     collected = TraceEvents()
     metadata = read_trace_events(stream, name, collected.add_all, max_chars)
     info = metadata.get("distributedInfo")

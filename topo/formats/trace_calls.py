@@ -31,16 +31,15 @@ def int_or_none(value: object, upper: int = MAX_WORLD_RANKS) -> int | None:
 
 def kernel_collective(kernel: NcclKernel, collected: TraceEvents, groups: dict[str, tuple[int, ...]],
                        shared: tuple[int, ...] | None) -> TraceCollective:
-    args = kernel.args if isinstance(kernel.args, dict) else {}
-    assert isinstance(args, dict)
+    args = kernel.args
     metadata = args if "Collective name" in args or "In msg nelems" in args else _launching_op_args(args, collected)
     kernel_op = NCCL_KERNEL.match(kernel.name)
     fallback_op = op_name(kernel_op.group(1)) if kernel_op else "unknown"
-    collective = _collective(metadata, fallback_op, kernel.start_us, kernel.duration_us, True,
-                             int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared)
     correlation = args.get("correlation")
     launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
-    return replace(collective, launched_us=launch[2]) if launch is not None else collective
+    return _collective(metadata, fallback_op, kernel.start_us, kernel.duration_us, True,
+                       int_or_none(args.get("device"), MAX_GPUS_PER_HOST), groups, shared,
+                       launched_us=launch[2] if launch is not None else None)
 
 
 def _launching_op_args(kernel_args: dict[str, Any], collected: TraceEvents) -> dict[str, Any]:
@@ -160,8 +159,7 @@ def launched_calls(collected: TraceEvents, groups: dict[str, tuple[int, ...]],
 
 
 def kernel_correlation(kernel: NcclKernel) -> object:
-    args = kernel.args
-    return args.get("correlation") if isinstance(args, dict) else None
+    return kernel.args.get("correlation")
 
 
 def _call_at(annotated: list[tuple[tuple[Any, Any], CpuOp, TraceCollective]], indices: list[int],
@@ -186,8 +184,7 @@ def _timed(call: TraceCollective, kernels: list[NcclKernel], collected: TraceEve
         return call
     start = min(kernel.start_us for kernel in kernels)
     end = max(kernel.start_us + kernel.duration_us for kernel in kernels)
-    args = kernels[0].args if isinstance(kernels[0].args, dict) else {}
-    assert isinstance(args, dict)
+    args = kernels[0].args
     launches = [collected.launches[correlation][2] for kernel in kernels
                 if isinstance(correlation := kernel_correlation(kernel), int) and correlation in collected.launches]
     op = call.op
@@ -200,7 +197,8 @@ def _timed(call: TraceCollective, kernels: list[NcclKernel], collected: TraceEve
 
 
 def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duration_us: float, on_device: bool,
-                device: int | None, groups: dict[str, tuple[int, ...]], shared: tuple[int, ...] | None) -> TraceCollective:
+                device: int | None, groups: dict[str, tuple[int, ...]], shared: tuple[int, ...] | None,
+                launched_us: float | None = None) -> TraceCollective:
     op = op_name(str(args["Collective name"])) if isinstance(args.get("Collective name"), str) else "unknown"
     if op == "unknown" and isinstance(args.get("_op"), str):
         op = op_name(args["_op"])
@@ -220,7 +218,7 @@ def _collective(args: dict[str, Any], fallback_op: str, start_us: float, duratio
         group_size = len(ranks)
     return TraceCollective(op=op, size_bytes=_size_bytes(args, op, group_size), group_size=group_size,
                            group_ranks=ranks, group_name=group_name, start_us=start_us, duration_us=duration_us,
-                           on_device=on_device, device=device)
+                           on_device=on_device, device=device, launched_us=launched_us)
 
 
 def parse_ranks(raw: object) -> tuple[int, ...] | None:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from linkscope.topo.formats.trace_stream import TraceEvent
+from linkscope.topo.common.limits import MAX_REMEMBERED_EVENT_NAMES
+from linkscope.topo.formats.trace_stream import TraceEvent, args_dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,15 +86,17 @@ _LAUNCH = re.compile(r"(?:cuda|cu)Launch|hip(?:Ext)?(?:Module)?Launch|(?:cuda|hi
 """Runtime calls that launch a kernel: CUDA's, and ROCm's (`hipLaunchKernel`, `hipExtModuleLaunchKernel`, which
 ROCm traces record under the same `cuda_runtime` category)."""
 _STEP = re.compile(r"ProfilerStep#(\d{1,9})\Z")
-_LARGEST = 1e300
-"""Times at or beyond this many microseconds are no times (an overflowed or garbage value)."""
-_GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-_RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
-_KEPT_CATEGORIES = _GPU_CATEGORIES | _RUNTIME_CATEGORIES | {"cpu_op", "user_annotation"}
-"""Event categories the reader looks at; flows, metadata and the rest are skipped at once."""
+_KERNEL, _COPY, _RUNTIME, _CPU = range(4)
+_KIND_OF_CATEGORY = {"kernel": _KERNEL, "gpu_memcpy": _COPY, "gpu_memset": _COPY, "cuda_runtime": _RUNTIME,
+                     "cuda_driver": _RUNTIME, "cpu_op": _CPU, "user_annotation": _CPU}
+"""Event categories the reader looks at, and what each is (the GPU's kernels, its memory copies and memsets, the
+runtime's calls, the CPU's ops); flows, metadata and the rest are skipped."""
+_SKIP, _GPU_COMPUTE, _LAUNCH_CALL, _CPU_COMPUTE, _GPU_COPY, _NCCL_KERNEL, _COMM_METADATA, _STEP_WINDOW, _GLOO_CALL = range(9)
+"""What the reader does with an event (:func:`_action`): the common ones first, then those of calls and steps."""
 _COMM_OP = re.compile(r"(?:nccl|gloo):|c10d::|record_param_comms\Z")
 
 
+@functools.lru_cache(maxsize=256)
 def op_name(raw: str) -> str:
     """linkscope's op name for a profiler name (`allreduce`, `nccl:all_reduce`, `c10d::_allgather_base_`,
     `AllGather` of a kernel, `reduce_scatter_tensor_coalesced`); `unknown` when it names none."""
@@ -105,8 +109,11 @@ def op_name(raw: str) -> str:
 
 def dtype_bytes(raw: object) -> int | None:
     """Element size for a profiler dtype (`Float`, `c10::BFloat16`, `long int`), None when unknown."""
-    if not isinstance(raw, str):
-        return None
+    return _dtype_text_bytes(raw) if isinstance(raw, str) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _dtype_text_bytes(raw: str) -> int | None:
     word = raw.split("::")[-1].lower().replace(" ", "").replace("_", "")
     return _DTYPE_BYTES.get(word)
 
@@ -128,7 +135,7 @@ class NcclKernel:
     name: str
     start_us: float
     duration_us: float
-    args: Any
+    args: dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -138,52 +145,79 @@ class TraceEvents:
     nccl_kernels: list[NcclKernel] = field(default_factory=list)
     gpu_compute: list[tuple[float, float, int | None]] = field(default_factory=list)
     """(start, end, correlation) of every non-NCCL GPU kernel."""
-    gpu_copies: list[tuple[float, float, int | None]] = field(default_factory=list)
-    """(start, end, correlation) of every GPU memory copy and memset: kept apart from compute, as Holistic Trace
-    Analysis keeps them, so communication hidden behind a copy is not counted as overlapped with compute."""
+    gpu_copies: int = 0
+    """How many GPU memory copies and memsets: GPU work, but not compute (as Holistic Trace Analysis keeps them apart,
+    so communication hidden behind a copy is not counted as overlapped with compute)."""
     gloo_ops: list[CpuOp] = field(default_factory=list)
     cpu_compute: list[tuple[float, float]] = field(default_factory=list)
     steps: list[tuple[int, float, float]] = field(default_factory=list)
+    actions: dict[str, tuple[str | None, int]] = field(default_factory=dict, repr=False, compare=False)
+    """Event name -> the category it was last seen in and what is done with such an event (:func:`_action`): a trace
+    repeats a few hundred names, so each is worked out once (up to MAX_REMEMBERED_EVENT_NAMES names)."""
 
     def add_all(self, events: Iterable[TraceEvent]) -> None:
         """Keep what `events` say of collectives, steps and GPU work (a chunk's events in one call: this loop is
         most of the time spent reading a trace after the decoding)."""
+        actions, gpu_compute, launches, cpu_compute = self.actions, self.gpu_compute, self.launches, self.cpu_compute
         for event in events:
-            category = event.cat
-            if category not in _KEPT_CATEGORIES or event.ph != "X":
+            name, category = event.name, event.cat
+            known = actions.get(name)  # type: ignore[arg-type]  # no name: not found
+            if known is not None and known[0] == category:
+                action = known[1]
+            elif name is None:
                 continue
-            name, start, duration = event.name, event.ts, event.dur
-            if name is None or start is None or duration is None or not (-_LARGEST < start < _LARGEST
-                                                                         and 0 <= duration < _LARGEST):
-                continue  # a named event whose start and duration are finite (NaN fails the range tests), duration >= 0
-            end = start + duration
-            if category in _GPU_CATEGORIES or category in _RUNTIME_CATEGORIES:
+            else:
+                action = _action(category, name)
+                if len(actions) < MAX_REMEMBERED_EVENT_NAMES:
+                    actions[name] = (category, action)
+            if action == _SKIP or event.ph != "X":
+                continue
+            start, duration = event.ts, event.dur
+            if start is None or duration is None:
+                continue  # an event with a start and a duration, in range (checked while decoding)
+            if action == _GPU_COMPUTE:
                 args = event.args
-                correlation = args.get("correlation") if isinstance(args, dict) else None
-                if not isinstance(correlation, int):
-                    correlation = None
-                if category in _RUNTIME_CATEGORIES:
-                    if correlation is not None and _LAUNCH.match(name):
-                        self.launches[correlation] = (event.pid, event.tid, start)
-                elif category != "kernel":
-                    self.gpu_copies.append((start, end, correlation))
-                elif NCCL_KERNEL.match(name):
-                    self.nccl_kernels.append(NcclKernel(name, start, duration, event.args))
-                else:
-                    self.gpu_compute.append((start, end, correlation))
-                continue
-            # cpu_op, user_annotation
-            step = _STEP.match(name) if name.startswith("ProfilerStep#") else None
-            if step:
-                self.steps.append((int(step.group(1)), start, end))
-            elif name.startswith("aten::"):
-                self.cpu_compute.append((start, end))
-            elif name.startswith("gloo:"):
-                self.gloo_ops.append(CpuOp(name, start, end, _args(event.args)))
-            elif _COMM_OP.match(name):
-                key = (event.pid, event.tid)
-                self.metadata_ops.setdefault(key, []).append(CpuOp(name, start, end, _args(event.args)))
+                correlation = args.correlation if args is not None else None
+                gpu_compute.append((start, start + duration, correlation if isinstance(correlation, int) else None))
+            elif action == _LAUNCH_CALL:
+                args = event.args
+                correlation = args.correlation if args is not None else None
+                if isinstance(correlation, int):
+                    launches[correlation] = (event.pid, event.tid, start)
+            elif action == _CPU_COMPUTE:
+                cpu_compute.append((start, start + duration))
+            elif action == _GPU_COPY:
+                self.gpu_copies += 1
+            else:
+                assert name is not None  # only a name's action is remembered
+                self._keep_rare(action, name, start, duration, event)
+
+    def _keep_rare(self, action: int, name: str, start: float, duration: float, event: TraceEvent) -> None:
+        """Keep an event of the few kinds that are not every layer's: an NCCL kernel, a comm op, a step, a gloo op."""
+        if action == _NCCL_KERNEL:
+            self.nccl_kernels.append(NcclKernel(name, start, duration, args_dict(event.args)))
+        elif action == _COMM_METADATA:
+            self.metadata_ops.setdefault((event.pid, event.tid), []).append(
+                CpuOp(name, start, start + duration, args_dict(event.args)))
+        elif action == _STEP_WINDOW:
+            self.steps.append((int(_STEP.match(name).group(1)), start, start + duration))  # type: ignore[union-attr]
+        else:
+            self.gloo_ops.append(CpuOp(name, start, start + duration, args_dict(event.args)))
 
 
-def _args(args: object) -> dict[str, Any]:
-    return args if isinstance(args, dict) else {}
+def _action(category: str | None, name: str) -> int:
+    """What the reader does with an event of this category and name."""
+    kind = _KIND_OF_CATEGORY.get(category)  # type: ignore[arg-type]  # no category: not found
+    if kind == _CPU:
+        if name.startswith("ProfilerStep#") and _STEP.match(name):
+            return _STEP_WINDOW
+        if name.startswith("aten::"):
+            return _CPU_COMPUTE
+        if name.startswith("gloo:"):
+            return _GLOO_CALL
+        return _COMM_METADATA if _COMM_OP.match(name) else _SKIP
+    if kind == _RUNTIME:
+        return _LAUNCH_CALL if _LAUNCH.match(name) else _SKIP
+    if kind == _KERNEL:
+        return _NCCL_KERNEL if NCCL_KERNEL.match(name) else _GPU_COMPUTE
+    return _GPU_COPY if kind == _COPY else _SKIP

@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from itertools import repeat
+from operator import itemgetter
 
 from linkscope.topo.formats.trace_events import TraceCollective, TraceEvents, TraceStep
+
+_START, _END, _CORRELATION = itemgetter(0), itemgetter(1), itemgetter(2)
+"""The fields of an interval (start, end) or of a kernel (start, end, correlation)."""
 
 
 def profiler_steps(collected: TraceEvents, collectives: list[TraceCollective]) -> list[TraceStep]:
@@ -23,22 +29,33 @@ def profiler_steps(collected: TraceEvents, collectives: list[TraceCollective]) -
                 for number, start, end in windows]
     # The GPU runs behind the CPU (by up to the launch queue's depth): a kernel belongs to the step that
     # launched it, found through its correlation id; a kernel whose launch the trace lacks, to the step
-    # its own start falls in.
-    starts = [start for _, start, _ in windows]
-    compute: list[list[tuple[float, float]]] = [[] for _ in windows]
+    # its own start falls in. Compute kernels are many (one per layer and pass): placed in C (maps and bisect).
+    bounds = window_bounds(windows)
+    launched_us = {correlation: launch[2] for correlation, launch in collected.launches.items()}
+    kernels = collected.gpu_compute
+    moments = map(launched_us.get, map(_CORRELATION, kernels), map(_START, kernels))
+    slots = map(functools.partial(bisect.bisect_right, bounds), moments)
+    compute = _window_unions(zip(slots, map(_START, kernels), map(_END, kernels), strict=True), len(windows))
     comm: list[list[tuple[float, float]]] = [[] for _ in windows]
-    for start, end, correlation in collected.gpu_compute:
-        index = _step_index(windows, starts, _launched_at(collected, correlation, start))
-        if index is not None:
-            compute[index].append((start, end))
     for kernel in collected.nccl_kernels:
-        args = kernel.args if isinstance(kernel.args, dict) else {}
         start = kernel.start_us
-        index = _step_index(windows, starts, _launched_at(collected, args.get("correlation"), start))
-        if index is not None:
-            comm[index].append((start, start + kernel.duration_us))
-    return [_step(number, start, end, union(compute[index]), union(comm[index]))
+        correlation = kernel.args.get("correlation")
+        slot = bisect.bisect_right(bounds, launched_us.get(correlation, start) if isinstance(correlation, int) else start)
+        if slot & 1:
+            comm[slot >> 1].append((start, start + kernel.duration_us))
+    return [_step(number, start, end, compute[index], union(comm[index]))
             for index, (number, start, end) in enumerate(windows)]
+
+
+def window_bounds(windows: Sequence[tuple[int, float, float]]) -> list[float]:
+    """The step windows (sorted by start) as one sorted list of bounds, [start 0, end 0, start 1, end 1, ...], each
+    window ending where the next begins at the latest: `bisect_right(bounds, moment)` is odd inside a window (the
+    window's index times two, plus one), even outside every window. Where windows overlap, a moment is in the last
+    window that began at or before it."""
+    bounds: list[float] = []
+    for index, (_, start, end) in enumerate(windows):
+        bounds += (start, min(end, windows[index + 1][1]) if index + 1 < len(windows) else end)
+    return bounds
 
 
 def _step(number: int, start: float, end: float, compute: list[tuple[float, float]],
@@ -50,18 +67,6 @@ def _step(number: int, start: float, end: float, compute: list[tuple[float, floa
     gpu_time_us = max(b for _, b in spans) - min(a for a, _ in spans) if spans else 0.0
     return TraceStep(step=number, start_us=start, time_us=max(end - start, gpu_time_us), compute_us=total(compute),
                      comm_us=total(comm), exposed_comm_us=total(subtract(comm, compute)))
-
-
-def _launched_at(collected: TraceEvents, correlation: object, fallback_us: float) -> float:
-    """When the CPU launched the kernel with `correlation` (its own start when the trace holds no launch)."""
-    launch = collected.launches.get(correlation) if isinstance(correlation, int) else None
-    return launch[2] if launch is not None else fallback_us
-
-
-def _step_index(windows: Sequence[tuple[int, float, float]], starts: Sequence[float], moment_us: float) -> int | None:
-    """The step window [start, end) holding `moment_us`, or None."""
-    index = bisect.bisect_right(starts, moment_us) - 1
-    return index if index >= 0 and moment_us < windows[index][2] else None
 
 
 def assign_steps(collectives: list[TraceCollective], steps: list[TraceStep],
@@ -86,14 +91,26 @@ def assign_steps(collectives: list[TraceCollective], steps: list[TraceStep],
 
 def union(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     """Sorted, non-overlapping intervals covering the same time as `intervals`."""
+    return _window_unions(zip(repeat(1), map(_START, intervals), map(_END, intervals)), 1)[0]
+
+
+def _window_unions(placed: Iterable[tuple[int, float, float]], count: int) -> list[list[tuple[float, float]]]:
+    """The union of the intervals in each of `count` windows, from (slot, start, end): the interval is in window
+    `slot // 2` when the slot is odd (as :func:`window_bounds` numbers them), in none when it is even."""
+    unions: list[list[tuple[float, float]]] = [[] for _ in range(count)]
     merged: list[tuple[float, float]] = []
-    for start, end in sorted(intervals):
+    current = -1
+    for slot, start, end in sorted(placed):
+        if not slot & 1:
+            continue
+        if slot != current:
+            current, merged = slot, unions[slot >> 1]
         if merged and start <= merged[-1][1]:
             if end > merged[-1][1]:
                 merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
-    return merged
+    return unions
 
 
 def clip(merged: Sequence[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
@@ -109,13 +126,14 @@ def clip(merged: Sequence[tuple[float, float]], start: float, end: float) -> lis
 
 
 def subtract(merged: Sequence[tuple[float, float]], other: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Time in `merged` not covered by `other` (both sorted and non-overlapping)."""
+    """Time in `merged` not covered by `other` (both sorted and non-overlapping: their ends are sorted too, so the
+    first of `other` to end after each start is found by bisection)."""
     result: list[tuple[float, float]] = []
+    ends = list(map(_END, other))
     index = 0
     for start, end in merged:
         cursor = start
-        while index < len(other) and other[index][1] <= cursor:
-            index += 1
+        index = bisect.bisect_right(ends, cursor, index)
         scan = index
         while scan < len(other) and other[scan][0] < end:
             if other[scan][0] > cursor:

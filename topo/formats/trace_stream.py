@@ -6,8 +6,9 @@ time, so memory stays bounded by the chunk and the largest single value. A bare 
 valid Chrome-trace JSON) works too.
 
 The whole events in a chunk are decoded at once by msgspec into :class:`TraceEvent` records that hold only the
-fields the readers use (the rest of each event is skipped, never built): about 2.5 times faster than the standard
-library's decoder on the same bytes, measured by benchmarks/bench_trace.py. A chunk msgspec refuses (a value only
+fields the readers use, and of `args` only the keys they read (:class:`EventArgs`; the rest of each event is skipped,
+never built): several times faster than the standard library's decoder on the same bytes, measured by
+benchmarks/bench_trace.py. A chunk msgspec refuses (a value only
 Python's decoder reads, such as `NaN`, or an entry that is no object) goes through the standard decoder one event at
 a time, which also says what is wrong with a malformed file.
 """
@@ -15,18 +16,22 @@ a time, which also says what is wrong with a malformed file.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
 
 import msgspec
 
 from linkscope.topo.common.collector import collector_paused
 from linkscope.topo.common.errors import InputError
-from linkscope.topo.common.jsonio import SurrogateCheck
+from linkscope.topo.common.jsonio import SurrogateCheck, json_text
 from linkscope.topo.common.limits import MAX_TRACE_CHARS, MAX_TRACE_VALUE_CHARS
 
-_CHUNK_CHARS = 1 << 20
+_CHUNK_CHARS = 1 << 18
+"""Characters read and decoded at a time. The records msgspec makes of a chunk's events take several times the text's
+size, and are walked again right after (TraceEvents.add_all): a quarter of a MiB of text keeps them in a core's L2
+cache, which read a 10 MB trace about a fifth faster than 1 MiB chunks (benchmarks/bench_trace.py's traces)."""
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SEPARATOR = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -35,11 +40,47 @@ _BOUNDARY_TRIES = 8
 (a `},` inside a string or a nested object is no boundary, and msgspec refuses the cut there)."""
 
 
+LARGEST_US = 1e300
+"""Times at or beyond this many microseconds are no times (an overflowed or garbage value)."""
+_START_US = Annotated[float, msgspec.Meta(gt=-LARGEST_US, lt=LARGEST_US)]
+_DURATION_US = Annotated[float, msgspec.Meta(ge=0, lt=LARGEST_US)]
+_ABSENT = msgspec.Raw()
+"""An `Input Dims` or `Input type` the event lacks (no JSON value is empty text)."""
+
+
+class EventArgs(msgspec.Struct, gc=False):
+    """The keys of an event's `args` that the readers use, under their names in the trace; every other key is
+    skipped while decoding. Each holds whatever JSON value the event gives, UNSET where it gives none. An op's tensor
+    shapes and types (`Input Dims`, `Input type`: lists of lists on every CPU op, read only on the few comm ops) stay
+    JSON text until :func:`args_dict` reads them: building them for every op took a third of the decoding."""
+
+    correlation: Any = msgspec.UNSET
+    device: Any = msgspec.UNSET
+    collective_name: Any = msgspec.field(default=msgspec.UNSET, name="Collective name")
+    in_msg_nelems: Any = msgspec.field(default=msgspec.UNSET, name="In msg nelems")
+    out_msg_nelems: Any = msgspec.field(default=msgspec.UNSET, name="Out msg nelems")
+    dtype: Any = msgspec.UNSET
+    group_size: Any = msgspec.field(default=msgspec.UNSET, name="Group size")
+    group_name: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Name")
+    group_ranks: Any = msgspec.field(default=msgspec.UNSET, name="Process Group Ranks")
+    input_dims: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=_ABSENT, name="Input type")
+
+
+_ARG_KEYS = tuple(zip(EventArgs.__struct_fields__, EventArgs.__struct_encode_fields__, strict=True))
+"""(attribute, key in the trace) of each field of EventArgs."""
+_ARG_VALUES = operator.attrgetter(*EventArgs.__struct_fields__)
+_TEXT_FIELDS = ("input_dims", "input_type")
+"""The fields EventArgs keeps as JSON text, and their keys in the trace."""
+_TEXT_KEYS = tuple(key for attribute, key in _ARG_KEYS if attribute in _TEXT_FIELDS)
+
+
 class TraceEvent(msgspec.Struct, gc=False):
     """The fields of one trace event that the readers use; whatever else an event holds is skipped while decoding.
     Each is None when the event lacks it or gives it in a form no reader uses: name, phase and category are text,
-    start and duration numbers (a JSON integer read as a float), checked while decoding, in C; `pid`, `tid` and
-    `args` hold whatever JSON value the event gives.
+    start and duration finite numbers (a JSON integer read as a float; a duration not negative) below LARGEST_US,
+    checked while decoding, in C; `pid` and `tid` hold whatever JSON value the event gives, `args` the keys of it
+    the readers use (None when it is no JSON object).
 
     Not tracked by the garbage collector (`gc=False`): a record decoded from JSON refers to no object that refers
     back to it, so it can be in no reference cycle, and hundreds of thousands of them would otherwise set off
@@ -48,13 +89,13 @@ class TraceEvent(msgspec.Struct, gc=False):
     name: str | None = None
     ph: str | None = None
     cat: str | None = None
-    ts: float | None = None
+    ts: _START_US | None = None
     """Start, in microseconds."""
-    dur: float | None = None
+    dur: _DURATION_US | None = None
     """Duration, in microseconds."""
     pid: Any = None
     tid: Any = None
-    args: Any = None
+    args: EventArgs | None = None
 
 
 _EVENTS = msgspec.json.Decoder(list[TraceEvent])
@@ -62,10 +103,47 @@ _EVENTS = msgspec.json.Decoder(list[TraceEvent])
 
 def event_of(value: dict[str, Any]) -> TraceEvent:
     """The record of an event the standard decoder read (a chunk msgspec refused): each field as msgspec would give
-    it, None where the event gives a value of another kind."""
+    it, None where the event gives a value of another kind or out of range."""
+    start, duration = _number(value.get("ts")), _number(value.get("dur"))
+    args = value.get("args")
     return TraceEvent(name=str_or_none(value.get("name")), ph=str_or_none(value.get("ph")),
-                      cat=str_or_none(value.get("cat")), ts=_number(value.get("ts")), dur=_number(value.get("dur")),
-                      pid=value.get("pid"), tid=value.get("tid"), args=value.get("args"))
+                      cat=str_or_none(value.get("cat")),
+                      ts=start if start is not None and -LARGEST_US < start < LARGEST_US else None,
+                      dur=duration if duration is not None and 0 <= duration < LARGEST_US else None,
+                      pid=value.get("pid"), tid=value.get("tid"), args=_event_args(args) if isinstance(args, dict) else None)
+
+
+def _event_args(args: dict[str, Any]) -> EventArgs:
+    """The EventArgs of an `args` object the standard decoder read: the tensor fields back as JSON text (a `NaN` in
+    them as null: no reader takes either for a size or a type)."""
+    fields = {attribute: args[key] for attribute, key in _ARG_KEYS if key in args}
+    for attribute in _TEXT_FIELDS:
+        if attribute in fields:
+            fields[attribute] = msgspec.Raw(json_text(fields[attribute], compact=True).encode())
+    return EventArgs(**fields)
+
+
+def args_dict(args: EventArgs | None) -> dict[str, Any]:
+    """An event's args as the readers look them up: key in the trace -> value, for the keys the event gives."""
+    if args is None:
+        return {}
+    found = {key: value for (_, key), value in zip(_ARG_KEYS, _ARG_VALUES(args), strict=True)
+             if value is not msgspec.UNSET}
+    for key in _TEXT_KEYS:
+        if len(found[key]):
+            found[key] = _json_value(found[key])
+        else:
+            del found[key]
+    return found
+
+
+def _json_value(text: msgspec.Raw) -> Any:
+    """The value JSON text holds, as the chunk's decoder reads it, or, for what it refuses (a number past a float's
+    range, which it skips but does not build), as the standard decoder does."""
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(bytes(text))
 
 
 def str_or_none(value: object) -> str | None:
@@ -268,7 +346,7 @@ def _decode_whole_events(reader: _Reader, on_events: Callable[[list[TraceEvent]]
             if end < 0:
                 break
             try:
-                events = _EVENTS.decode("[" + buffer[start:end + 1] + "]")
+                events = _EVENTS.decode(f"[{buffer[start:end + 1]}]")  # one copy of the slice, not two
                 break
             except (msgspec.DecodeError, RecursionError):
                 continue

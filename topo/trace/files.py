@@ -8,16 +8,18 @@ import io
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.files import open_input
 from linkscope.topo.common.limits import MAX_TRACE_CHARS
 from linkscope.topo.formats.trace import read_rank_trace
 from linkscope.topo.formats.trace_events import RankTrace
-from linkscope.topo.layout.measured import MeasuredPlacement, place_measured
-from linkscope.topo.layout.placement import Distribution, parse_visible_devices
-from linkscope.topo.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # placing the ranks on a machine (`trace --source`) loads the layout modules when it is asked for
+    from linkscope.topo.layout.measured import MeasuredPlacement
+    from linkscope.topo.layout.placement import Distribution
+    from linkscope.topo.model.snapshot import Snapshot
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -63,6 +65,9 @@ def place_traces(snapshot: Snapshot, traces: Sequence[RankTrace], nodes: int | N
     """Where the traced job's ranks ran on `snapshot` (:func:`topo.layout.measured.place_measured`, the one placement
     of every measured figure): its world size from `distributedInfo` (or the largest rank a group names), its hosts
     from the traces when every rank's trace names one, else as `nodes` says or assumed, and said in one line."""
+    from linkscope.topo.layout.measured import place_measured
+    from linkscope.topo.layout.placement import parse_visible_devices
+
     world = max((t.world_size or 0 for t in traces), default=0)
     world = max(world, 1 + max((r for t in traces for c in t.collectives for r in (c.group_ranks or ())), default=0))
     hosts: tuple[str, ...] = ()

@@ -6,14 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from linkscope.topo.cost.collectives import collective_cost
-from linkscope.topo.cost.expect import LimitedBy, limited_by, link_path
-from linkscope.topo.cost.groups import GroupPricer
-from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
-from linkscope.topo.layout.measured import MeasuredPlacement
 from linkscope.topo.model.busbw import BUS_FACTOR_OPS
+
+if TYPE_CHECKING:  # the cost model and the placement are loaded only when a machine is given (`trace --source`)
+    from linkscope.topo.cost.expect import LimitedBy
+    from linkscope.topo.cost.params import CostModel
+    from linkscope.topo.layout.measured import MeasuredPlacement
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,10 @@ def why_not_priced(call: TraceCollective, ranks: tuple[int, ...] | None) -> str 
 def placed_pricer(placed: MeasuredPlacement, model: CostModel) -> Pricer:
     """A :data:`Pricer` over the job's ranks as placed on the machine: the group's links, priced by the cost model
     as `linkscope estimate` prices them; every call says why when the ranks could not be placed."""
+    from linkscope.topo.cost.collectives import collective_cost
+    from linkscope.topo.cost.expect import limited_by, link_path
+    from linkscope.topo.cost.groups import GroupPricer
+
     placement = placed.placement
     if placement is None:
         unplaced = f"the job's ranks are not placed on the machine ({placed.basis})"

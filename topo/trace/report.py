@@ -16,18 +16,19 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_seconds, format_share
-from linkscope.topo.cost.params import CostModel
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
-from linkscope.topo.layout.measured import MeasuredPlacement
-from linkscope.topo.machine.links import DEGRADED_FRACTION
 from linkscope.topo.model.busbw import BUS_FACTOR_OPS, bus_factor
 from linkscope.topo.model.findings import SEVERITIES, Finding
-from linkscope.topo.model.provenance import same_gpu_model
 from linkscope.topo.trace.pricing import Expected, Pricer, group_ranks, placed_pricer, why_not_priced
+
+if TYPE_CHECKING:  # what pricing on a machine needs is loaded only when a machine is given (`trace --source`)
+    from linkscope.topo.cost.params import CostModel
+    from linkscope.topo.layout.measured import MeasuredPlacement
 
 EXPOSED_SHARE = 0.2
 """Default share of a step above which exposed communication is a finding."""
@@ -220,7 +221,11 @@ def analyse(traces: Sequence[RankTrace], placed: MeasuredPlacement | None = None
     InputError when the traces cannot be one job's: a rank twice, or different world sizes.
     """
     _check_one_job(traces)
-    pricer = placed_pricer(placed, model or CostModel()) if placed is not None else None
+    pricer = None
+    if placed is not None:
+        from linkscope.topo.cost.params import CostModel
+
+        pricer = placed_pricer(placed, model or CostModel())
     rows = tuple(_row(trace, call, pricer) for trace in traces for call in trace.collectives)
     steps = tuple(StepRow(trace.rank, s.step, s.time_us, s.compute_us, s.comm_us, s.exposed_comm_us)
                   for trace in traces for s in trace.steps)
@@ -328,7 +333,11 @@ def _matched_calls(per_rank: dict[int, list[_Member]], skew_us: float) -> list[l
 def _other_gpu_findings(traces: Sequence[RankTrace], machine_gpus: Sequence[str]) -> list[TraceFinding]:
     """The traces name their GPUs and none is the priced machine's: the expectations are another machine's."""
     ran_on = tuple(dict.fromkeys(name for trace in traces for name in trace.gpu_names))
-    if not ran_on or not machine_gpus or any(same_gpu_model(a, b) for a in ran_on for b in machine_gpus):
+    if not ran_on or not machine_gpus:
+        return []
+    from linkscope.topo.model.provenance import same_gpu_model
+
+    if any(same_gpu_model(a, b) for a in ran_on for b in machine_gpus):
         return []
     return [TraceFinding("priced-on-other-gpu", "info",
                     f"the traces ran on {', '.join(ran_on)}, the machine they are priced on has "
@@ -380,6 +389,10 @@ def _not_priced_findings(rows: Sequence[CollectiveRow], priced: bool) -> list[Tr
 
 
 def _slow_findings(rows: Sequence[CollectiveRow]) -> list[TraceFinding]:
+    if all(row.expected is None for row in rows):
+        return []  # nothing priced (no machine given): the links' model is not needed
+    from linkscope.topo.machine.links import DEGRADED_FRACTION
+
     slow = [row for row in rows if row.ratio is not None and row.ratio < DEGRADED_FRACTION
             and row.expected is not None and (row.call.size_bytes or 0) >= row.expected.half_bandwidth_bytes]
     if not slow:

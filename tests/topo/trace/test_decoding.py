@@ -11,6 +11,7 @@ import json
 import random
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,14 +86,15 @@ def test_large_real_traces_read_alike(path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_string_holding_an_event_end_is_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`},` inside a name is no boundary between events: the events around it read whole."""
+    """`},` inside a string is no boundary between events: the events around it read whole."""
     events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
-               "ts": step * 100.0, "dur": 90.0, "args": {"note": '{"a": 1}, {"b": 2}, ' * step}} for step in range(1, 30)]
+               "ts": step * 100.0, "dur": 90.0, "args": {"Collective name": '{"a": 1}, {"b": 2}, ' * step}}
+              for step in range(1, 30)]
     text = json.dumps({"traceEvents": events})
     monkeypatch.setattr(trace_stream, "_CHUNK_CHARS", 64)
     seen: list[trace_stream.TraceEvent] = []
     trace_stream.read_trace_events(io.StringIO(text), "t.json", seen.extend)
-    assert [event.args for event in seen] == [event["args"] for event in events]
+    assert [trace_stream.args_dict(event.args) for event in seen] == [event["args"] for event in events]
 
 
 @pytest.mark.parametrize("field, value", [
@@ -111,3 +113,53 @@ def test_an_event_field_of_another_kind_skips_the_event(field: str, value: objec
     normal = json.dumps({"traceEvents": [step, odd | {field: {"cat": "kernel", "name": "g", "ph": "X", "ts": 100,
                                                               "dur": 50}[field]}]})
     assert read_rank_trace(io.StringIO(normal), "ok.json").steps[0].compute_us == 50
+
+
+def records(text: str, chunk_chars: int, monkeypatch: pytest.MonkeyPatch) -> list[trace_stream.TraceEvent]:
+    seen: list[trace_stream.TraceEvent] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(trace_stream, "_CHUNK_CHARS", chunk_chars)
+        trace_stream.read_trace_events(io.StringIO(text), "t.json", seen.extend)
+    return seen
+
+
+@pytest.mark.parametrize("unread", [1, float("nan")], ids=["chunk decoder", "standard decoder"])
+def test_an_events_args_hold_only_the_keys_readers_use(unread: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of `args`, the keys no reader looks at are skipped while decoding, and an op's tensor shapes stay JSON text
+    (never built for the many ops that are no collective) until looked up; both decoders give the same."""
+    args = {"External id": 3, "Input Dims": [[512], [64, 512]], "Input type": ["float", "c10::BFloat16"],
+            "Collective name": "allreduce", "correlation": 9, "dtype": None, "Sequence number": unread}
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "args": args}] * 2})
+    for event in records(text, 1 << 20, monkeypatch):
+        assert event.args is not None and isinstance(event.args.input_dims, msgspec.Raw)
+        assert trace_stream.args_dict(event.args) == {key: value for key, value in args.items()
+                                                      if key not in ("External id", "Sequence number")}
+
+
+def test_an_event_with_no_args_object_has_no_args(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = json.dumps({"traceEvents": [{"ph": "X", "name": "a"}, {"ph": "X", "name": "b", "args": None},
+                                       {"ph": "X", "name": "c", "args": [1]}]})
+    assert [(event.name, event.args) for event in records(text, 1 << 20, monkeypatch)] == [("a", None), ("b", None),
+                                                                                             ("c", None)]
+
+
+@pytest.mark.parametrize("ts, dur", [(-1e301, 5), (1e300, 5), (100, -0.5), (100, 1e300), (100, 10**400)])
+@pytest.mark.parametrize("chunk_chars", [97, 1 << 20])
+def test_a_time_out_of_range_is_no_time_in_the_record(ts: float, dur: float, chunk_chars: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start or duration no trace can hold (a negative duration, one past 1e300 us) reads as None, as an absent one,
+    from both decoders: the reader then needs no range test of its own for each event."""
+    good = {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 5}
+    text = json.dumps({"traceEvents": [good] * 3 + [good | {"ts": ts, "dur": dur}] + [good] * 3})
+    times = [(event.ts, event.dur) for event in records(text, chunk_chars, monkeypatch)]
+    odd = (None if abs(ts) >= 1e300 else float(ts), None if not 0 <= dur < 1e300 else float(dur))
+    assert times == [(10.0, 5.0)] * 3 + [odd] + [(10.0, 5.0)] * 3
+
+
+def test_tensor_shapes_the_standard_decoder_read_are_kept_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op whose chunk msgspec refused (a `NaN` in it) keeps its tensor shapes and types as the chunk decoder
+    would, a non-finite number in them as null, a large one whole."""
+    args = {"Input Dims": [[2**70], [4, float("nan")]], "Input type": ["float", "c10::Half"], "Unread": float("nan")}
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "args": args}]})
+    [event] = records(text, 1 << 20, monkeypatch)
+    assert trace_stream.args_dict(event.args) == {"Input Dims": [[2**70], [4, None]], "Input type": ["float", "c10::Half"]}
