@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from textual.geometry import Size
+from textual.screen import Screen
 
 from linkscope.probes.live import GpuLive, LinkRate, LiveReading
 from linkscope.topo.checks.report import CheckReport
@@ -224,3 +228,20 @@ class FakeServices:
 
     def check(self, snapshot: Snapshot, form: LayoutForm, measurements: Measurements | None, suggest: bool) -> CheckReport:
         return LocalServices().check(snapshot, form, measurements, suggest)
+
+
+@contextmanager
+def counted_layouts() -> Iterator[list[None]]:
+    """While inside: one entry per layout of a screen."""
+    layouts: list[None] = []
+    original = Screen._refresh_layout
+
+    def counted(screen: Screen[Any], size: Size | None = None, scroll: bool = False) -> None:
+        layouts.append(None)
+        original(screen, size, scroll)
+
+    Screen._refresh_layout = counted  # type: ignore[method-assign,assignment]
+    try:
+        yield layouts
+    finally:
+        Screen._refresh_layout = original  # type: ignore[method-assign]

@@ -4,37 +4,14 @@ no layout of the screen unless the columns' width changes); another number of ro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-from textual.geometry import Size
-from textual.screen import Screen
 
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.samples import load_sample
 from linkscope.tui.app import build_app
 from linkscope.tui.widgets.findings_table import COLUMNS, FindingsTable
-from support.tui import FakeServices, async_test, settle
+from support.tui import FakeServices, async_test, counted_layouts, settle
 
 SIZE = (120, 40)
-
-
-@contextmanager
-def counted_layouts() -> Iterator[list[None]]:
-    """While inside: one entry per layout of a screen."""
-    layouts: list[None] = []
-    original = Screen._refresh_layout
-
-    def counted(screen: Screen[Any], size: Size | None = None, scroll: bool = False) -> None:
-        layouts.append(None)
-        original(screen, size, scroll)
-
-    Screen._refresh_layout = counted  # type: ignore[method-assign,assignment]
-    try:
-        yield layouts
-    finally:
-        Screen._refresh_layout = original  # type: ignore[method-assign]
 
 
 def findings_of_dgx1_tp2() -> tuple[LayoutFinding, ...]:

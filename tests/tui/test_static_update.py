@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
-from textual.geometry import Size
-from textual.screen import Screen
 from textual.widgets import Static
 
 from linkscope.tui.widgets.static_update import update_in_place
-from support.tui import async_test
+from support.tui import async_test, counted_layouts
 
 WIDTH = 20
 
@@ -30,20 +26,12 @@ class OneStatic(App[None]):
 @async_test
 async def test_same_height_repaints_without_a_layout_and_a_new_height_lays_out() -> None:
     app = OneStatic()
-    layouts: list[None] = []
     async with app.run_test(size=(WIDTH + 2, 10)) as pilot:
         detail = app.query_one("#detail", Static)
         update_in_place(detail, Text("one line"))
         await pilot.pause()
         assert detail.content_size.height == 1
-        original = Screen._refresh_layout
-
-        def counted(screen: Screen[Any], size: Size | None = None, scroll: bool = False) -> None:
-            layouts.append(None)
-            original(screen, size, scroll)
-
-        Screen._refresh_layout = counted  # type: ignore[method-assign,assignment]
-        try:
+        with counted_layouts() as layouts:
             update_in_place(detail, Text("another line"))
             await pilot.pause()
             assert not layouts
@@ -55,5 +43,3 @@ async def test_same_height_repaints_without_a_layout_and_a_new_height_lays_out()
             update_in_place(detail, Text("short again"))
             await pilot.pause()
             assert detail.content_size.height == 1
-        finally:
-            Screen._refresh_layout = original  # type: ignore[method-assign]
