@@ -12,7 +12,6 @@ import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
-from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.measurements import Measurements, PeerCopy
 from linkscope.topo.model.snapshot import Snapshot
@@ -741,57 +740,6 @@ async def test_two_nodes_of_a_long_host_name_stay_apart_on_the_rank_map() -> Non
         rank_map = app.query_one(RankMap)
         rows = [rank_map.render_line(y).text.split()[0] for y in (1, 2)]
         assert rows[0] != rows[1] and rows[0].endswith("#0") and rows[1].endswith("#1")
-
-
-def _dgx1_tp2_report() -> CheckReport:
-    """tp=2 on the DGX-1 (V100) sample: a report with several findings."""
-    from linkscope.topo.checks.check import check_layout
-    from linkscope.topo.checks.request import CheckRequest
-
-    report = check_layout(load_sample("dgx1-v100"), CheckRequest(sizes=(("tp", 2),)))
-    assert len(report.findings) > 1
-    return report
-
-
-@async_test
-async def test_the_findings_columns_fit_their_rows_at_once() -> None:
-    """A finding list's columns have their widths the moment it is filled, not when the table next idles (under
-    load the Ranks picture caught them at the width of their labels), and they fit the rows on show alone."""
-    from linkscope.tui.widgets.findings_table import FindingsTable
-
-    report = _dgx1_tp2_report()
-    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
-    async with app.run_test(size=SIZE):
-        await settle(app)
-        table = app.query_one(FindingsTable)
-        table.show(report.findings)
-        widths = [column.width for column in table.columns.values()]
-        assert widths[1] == max(len(finding.code) for finding in report.findings)
-        table.show(report.findings[:1])
-        assert [column.width for column in table.columns.values()][3] == len(report.findings[0].message)
-        assert widths[3] >= len(report.findings[0].message)
-
-
-@async_test
-async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> None:
-    """A check that finds what the one before found leaves the rows as they are (no rebuild and repaint of the
-    table on a keystroke), with the cursor back on the first row, where a new list puts it."""
-    from linkscope.tui.widgets.findings_table import FindingsTable
-
-    report = _dgx1_tp2_report()
-    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
-    async with app.run_test(size=SIZE):
-        await settle(app)
-        table = app.query_one(FindingsTable)
-        table.show(report.findings)
-        keys = list(table.rows)
-        table.move_cursor(row=1)
-        table.show(tuple(report.findings))  # equal findings, another tuple
-        assert list(table.rows) == keys and table.cursor_row == 0
-        table.show(report.findings[:1])
-        assert len(table.rows) == 1 and list(table.rows) != keys[:1]
-        table.show(report.findings[:1], checked=False)
-        assert not table.rows
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])

@@ -4,6 +4,10 @@ no layout of the screen unless the columns' width changes); another number of ro
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from textual.pilot import Pilot
 
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.samples import load_sample
@@ -24,6 +28,15 @@ def findings_of_dgx1_tp2() -> tuple[LayoutFinding, ...]:
     return findings
 
 
+@asynccontextmanager
+async def ranks_findings_table() -> AsyncIterator[tuple[FindingsTable, Pilot[None]]]:
+    """The Ranks tab's findings table, the DGX-1 (V100) sample on show at :data:`SIZE`, the app settled."""
+    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot.app)
+        yield app.query_one(FindingsTable), pilot
+
+
 def shown_rows(table: FindingsTable) -> list[list[str]]:
     """The plain text of every cell, row by row."""
     return [[str(cell) for cell in table.get_row_at(row)] for row in range(table.row_count)]
@@ -33,10 +46,7 @@ def shown_rows(table: FindingsTable) -> list[list[str]]:
 async def test_as_many_new_findings_update_the_rows_in_place_and_show() -> None:
     findings = findings_of_dgx1_tp2()
     longer = tuple(dataclasses.replace(finding, message="again: " + finding.message) for finding in findings)
-    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app)
-        table = app.query_one(FindingsTable)
+    async with ranks_findings_table() as (table, pilot):
         table.show(findings)
         await pilot.pause()
         keys = list(table.rows)
@@ -56,12 +66,9 @@ async def test_as_many_new_findings_update_the_rows_in_place_and_show() -> None:
 async def test_new_findings_of_the_same_widths_repaint_without_a_layout() -> None:
     findings = findings_of_dgx1_tp2()
     swapped = tuple(dataclasses.replace(finding, message=finding.message.swapcase()) for finding in findings)
-    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app)
-        table = app.query_one(FindingsTable)
+    async with ranks_findings_table() as (table, pilot):
         table.show(findings)
-        await settle(app)
+        await settle(pilot.app)
         with counted_layouts() as layouts:
             table.show(swapped)
             await pilot.pause()
@@ -73,10 +80,7 @@ async def test_new_findings_of_the_same_widths_repaint_without_a_layout() -> Non
 @async_test
 async def test_another_number_of_findings_rebuilds_the_table() -> None:
     findings = findings_of_dgx1_tp2()
-    app = build_app(snapshot=load_sample("dgx1-v100"), services=FakeServices(), initial_tab="ranks")
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(app)
-        table = app.query_one(FindingsTable)
+    async with ranks_findings_table() as (table, pilot):
         table.show(findings)
         keys = list(table.rows)
         table.show(findings[1:])
@@ -85,3 +89,34 @@ async def test_another_number_of_findings_rebuilds_the_table() -> None:
         assert [row[1] for row in shown_rows(table)] == [finding.code for finding in findings[1:]]
         table.show((), checked=False)
         assert not table.rows and [str(column.label) for column in table.columns.values()] == list(COLUMNS)
+
+
+@async_test
+async def test_the_findings_columns_fit_their_rows_at_once() -> None:
+    """A finding list's columns have their widths the moment it is filled, not when the table next idles (under
+    load the Ranks picture caught them at the width of their labels), and they fit the rows on show alone."""
+    findings = findings_of_dgx1_tp2()
+    async with ranks_findings_table() as (table, _):
+        table.show(findings)
+        widths = [column.width for column in table.columns.values()]
+        assert widths[1] == max(len(finding.code) for finding in findings)
+        table.show(findings[:1])
+        assert [column.width for column in table.columns.values()][3] == len(findings[0].message)
+        assert widths[3] >= len(findings[0].message)
+
+
+@async_test
+async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> None:
+    """A check that finds what the one before found leaves the rows as they are (no rebuild and repaint of the
+    table on a keystroke), with the cursor back on the first row, where a new list puts it."""
+    findings = findings_of_dgx1_tp2()
+    async with ranks_findings_table() as (table, _):
+        table.show(findings)
+        keys = list(table.rows)
+        table.move_cursor(row=1)
+        table.show(tuple(findings))  # equal findings, another tuple
+        assert list(table.rows) == keys and table.cursor_row == 0
+        table.show(findings[:1])
+        assert len(table.rows) == 1 and list(table.rows) != keys[:1]
+        table.show(findings[:1], checked=False)
+        assert not table.rows
