@@ -7,7 +7,13 @@ process (wall time beside it). `python -c pass` is the floor under every row. Th
 CPU time) is what carries from one machine to another; a busy machine stretches every wall time alike. Exit
 status 1 when a goal is missed or a command's output differs between before and after.
 
-    python benchmarks/bench_startup.py [--runs 7] [--baseline main]
+Both before and after run as `pip install .` leaves them (`--as installed`, the default): the package in its
+installed shape, in a fresh virtual environment that reaches this interpreter's dependencies but runs none of
+its `.pth` start-up hooks. An editable install's import finder, and whatever other hooks a development
+environment carries, cost every process start (about 45 ms on the development machine) and are no part of
+linkscope; `--as dev` measures in this interpreter as it is, with them.
+
+    python benchmarks/bench_startup.py [--runs 7] [--baseline main] [--as installed|dev]
 """
 
 from __future__ import annotations
@@ -15,17 +21,19 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import venv
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
-from baseline import env_for, package_tree, revision_name  # noqa: E402
+from baseline import PACKAGE_DIRS, env_for, package_tree, revision_name  # noqa: E402
 from bench_doctor import doctor_snapshot  # noqa: E402
 
 from linkscope.topo.model.codec import snapshot_to_json  # noqa: E402
@@ -37,6 +45,26 @@ def bytecode_env(cache: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = cache
     return env
+
+
+def installed_python(folder: Path) -> str:
+    """A fresh virtual environment's interpreter under `folder` that reaches this interpreter's site-packages
+    (for the dependencies) as plain paths, so none of their `.pth` hooks run, as none run after `pip install .`
+    into a fresh environment."""
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(folder)
+    dependency_dirs = [path for path in sys.path if path.endswith("site-packages")]
+    site_packages = next(folder.glob("lib/python*/site-packages"))
+    (site_packages / "dependencies.pth").write_text("\n".join(dependency_dirs) + "\n")
+    return str(folder / "bin" / "python")
+
+
+def working_tree_package(folder: Path) -> Path:
+    """This working tree's package in installed shape under `folder` (as :func:`baseline.package_tree` writes
+    a revision's); returns `folder`."""
+    for top, target in PACKAGE_DIRS.items():
+        shutil.copytree(REPO / top, folder / target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                        dirs_exist_ok=True)
+    return folder
 
 
 def seconds(command: list[str], runs: int, env: dict[str, str], cwd: Path) -> tuple[list[float], list[float], bytes]:
@@ -62,13 +90,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--baseline", default="main", help="git revision measured as `before` (default main)")
+    parser.add_argument("--as", dest="environment", choices=("installed", "dev"), default="installed",
+                        help="installed (default): both in installed shape in a fresh environment without the "
+                             "development one's start-up hooks; dev: this interpreter as it is, after = the "
+                             "editable working tree")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="linkscope-bench-startup-") as tmp:
         env = bytecode_env(os.path.join(tmp, "pycache"))
         tree = package_tree(args.baseline, Path(tmp) / "before")
         before_env = {**env_for(tree), "PYTHONPYCACHEPREFIX": env["PYTHONPYCACHEPREFIX"]}
         before_env.pop("PYTHONDONTWRITEBYTECODE", None)
-        floor_walls, floor_cpus, _ = seconds([sys.executable, "-c", "pass"], args.runs, env, REPO)
+        python, after_cwd = sys.executable, REPO
+        if args.environment == "installed":
+            python = installed_python(Path(tmp) / "venv")
+            after_cwd = working_tree_package(Path(tmp) / "after")
+            env = {**env_for(after_cwd), "PYTHONPYCACHEPREFIX": env["PYTHONPYCACHEPREFIX"]}
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+        floor_walls, floor_cpus, _ = seconds([python, "-c", "pass"], args.runs, env, after_cwd)
         box = os.path.join(tmp, "box.json")
         Path(box).write_text(snapshot_to_json(doctor_snapshot()))
         cases: list[tuple[list[str], float, bool]] = [  # command, goal, whether its output is compared
@@ -80,6 +118,7 @@ def main() -> int:
         ]
         print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average "
               f"{os.getloadavg()[0]:.1f}; median of {args.runs} runs; bytecode cached as after pip install; "
+              f"environment: {args.environment}; "
               f"before = {revision_name(args.baseline)}, after = this working tree")
         print(f"{'command':34} {'before wall':>11} {'after wall':>10} {'before cpu':>10} {'after cpu':>9} "
               f"{'after/before':>12} {'goal':>6}  result")
@@ -87,14 +126,14 @@ def main() -> int:
               f"{statistics.median(floor_cpus):9.3f}")
         missed = False
         for argv, goal_s, compared in cases:
-            command = [sys.executable, "-m", "linkscope", *argv]
+            command = [python, "-m", "linkscope", *argv]
             before_walls, before_cpus, after_walls, after_cpus = [], [], [], []
             same = True
             for _ in range(args.runs):  # one run of each in turn, so a change of load touches both alike
                 walls, cpus, before_out = seconds(command, 1, before_env, tree)
                 before_walls += walls
                 before_cpus += cpus
-                walls, cpus, after_out = seconds(command, 1, env, REPO)
+                walls, cpus, after_out = seconds(command, 1, env, after_cwd)
                 after_walls += walls
                 after_cpus += cpus
                 same &= not compared or before_out.replace(tmp.encode(), b"") == after_out.replace(tmp.encode(), b"")

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import importlib
 import os
 import re
 import shutil
 import signal
 import sys
-import textwrap
 import threading
 from collections.abc import Iterator, Sequence
 from types import ModuleType
@@ -80,10 +78,14 @@ class _HelpFormatter(argparse.HelpFormatter):
         return "\n\n".join(part for part in out if part)
 
     def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap  # help only: no other run pays its import
+
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 def _wrap(text: str, width: int, indent: str) -> str:
+    import textwrap
+
     return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
 
 
@@ -150,6 +152,8 @@ def _unknown_command(word: str) -> InputError | None:
     (no path separator, dot or `sample:`) that is no file. None when it may be a SOURCE."""
     if os.path.exists(word) or any(mark in word for mark in ("/", ".", ":")) or word == "-":
         return None
+    import difflib  # a mistyped command only
+
     close = difflib.get_close_matches(word, COMMAND_MODULES, n=1)
     hint = f"did you mean {close[0]}?" if close else "`linkscope --help` lists the commands"
     return InputError(f"unknown command {word!r} ({hint}); it is not a file either "

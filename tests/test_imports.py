@@ -82,6 +82,17 @@ def test_trace_json_loads_no_machine_model() -> None:
          "linkscope.topo.model.provenance", "linkscope.topo.model.snapshot", "linkscope.topo.model.host")))
     assert not loaded, f"trace --json imported {loaded}"
 
+def test_show_loads_no_help_spelling_or_temporary_file_module() -> None:
+    """Wrapping help, guessing a mistyped command and writing a file through a temporary one are what some runs
+    do: `show` (read, print) loads none of their modules, each a few milliseconds of every start."""
+    modules = _modules_after("import contextlib, io\nfrom linkscope.cli import main\n"
+                             "with contextlib.redirect_stdout(io.StringIO()): main(['show', 'sample:dgx-h100'])")
+    assert "linkscope.commands.show_cmd" in modules
+    at_start = _modules_after("pass")  # what this interpreter's own start-up hooks load (not linkscope's doing)
+    loaded = sorted((modules - at_start) & {"textwrap", "difflib", "tempfile"})
+    assert not loaded, f"show imported {loaded}"
+
+
 
 def _imports_of(path: pathlib.Path) -> set[str]:
     tree = ast.parse(path.read_text())

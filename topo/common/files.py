@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from typing import BinaryIO
 
 from linkscope.topo.common.errors import InputError
@@ -35,6 +34,8 @@ def write_text_file(path: str, text: str) -> None:
         mode = 0o666 & ~_umask()
     except OSError as exc:
         raise InputError(f"{printable(path)}: cannot write ({exc.strerror})") from None
+    import tempfile  # written files only: a command that only reads does not pay its import
+
     temporary = None
     try:
         handle, temporary = tempfile.mkstemp(prefix=".linkscope-", suffix=".tmp", dir=directory)

@@ -7,9 +7,8 @@ description and the public sources. The loader only reads the data files.
 
 from __future__ import annotations
 
-import difflib
+import os
 from functools import cache
-from importlib import resources
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.model.codec import snapshot_from_json
@@ -29,6 +28,10 @@ SAMPLE_NAMES: tuple[str, ...] = (
 )
 """Names of the built-in samples, in the order `linkscope samples` lists them."""
 
+_SAMPLES_DIR = os.path.dirname(os.path.abspath(__file__))
+"""Where the samples' data files lie: beside this module, as the package installs (a plain folder, read with
+`open`: `importlib.resources` would cost every start that opens a sample its imports, a few milliseconds)."""
+
 
 def sample_names() -> list[str]:
     """The names accepted by :func:`load_sample` (and as `sample:NAME` sources)."""
@@ -44,10 +47,13 @@ def sample_file_name(name: str) -> str:
 def load_sample(name: str) -> Snapshot:
     """The snapshot of sample `name`; InputError for a name that is not a built-in sample."""
     if name not in SAMPLE_NAMES:
+        import difflib  # a mistyped name only
+
         close = difflib.get_close_matches(name, SAMPLE_NAMES, n=1)
         guess = f": did you mean {close[0]}?" if close else ""
         raise InputError(f"unknown sample {name!r}{guess} (available: {', '.join(SAMPLE_NAMES)})")
-    text = resources.files(__name__).joinpath(sample_file_name(name)).read_text(encoding="utf-8")
+    with open(os.path.join(_SAMPLES_DIR, sample_file_name(name)), encoding="utf-8") as sample_file:
+        text = sample_file.read()
     return snapshot_from_json(text, f"sample:{name}")
 
 
