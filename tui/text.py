@@ -20,6 +20,12 @@ from linkscope.topo.common.text import printable
 T = TypeVar("T")
 
 
+def same_text(shown: object, new: Text) -> bool:
+    """Whether `new` would show as `shown` does: both Text, with the same characters, style and spans (rich's Text
+    equality leaves out the style)."""
+    return isinstance(shown, Text) and shown.plain == new.plain and shown.style == new.style and shown.spans == new.spans
+
+
 def plain(value: object, style: str = "") -> Text:
     """`value` as printable Text with no markup parsing; None shows as a dash."""
     return Text("-" if value is None else printable(str(value)), style=style)

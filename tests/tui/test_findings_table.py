@@ -7,6 +7,8 @@ import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from rich.style import Style
+from textual.geometry import Region
 from textual.pilot import Pilot
 
 from linkscope.topo.checks.report import LayoutFinding
@@ -35,6 +37,13 @@ async def ranks_findings_table() -> AsyncIterator[tuple[FindingsTable, Pilot[Non
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot.app)
         yield app.query_one(FindingsTable), pilot
+
+
+def shown_table(table: FindingsTable) -> list[list[tuple[str, Style | None]]]:
+    """What the screen shows where the table is (its scrollbars included): each line's text and styles."""
+    region = table.region
+    strips = table.screen._compositor.render_strips()[region.y : region.bottom]
+    return [[(segment.text, segment.style) for segment in strip.crop(region.x, region.right)] for strip in strips]
 
 
 def shown_rows(table: FindingsTable) -> list[list[str]]:
@@ -74,6 +83,52 @@ async def test_new_findings_of_the_same_widths_repaint_without_a_layout() -> Non
             await pilot.pause()
             await pilot.pause()
             assert not layouts
+        assert [row[3] for row in shown_rows(table)] == [finding.message for finding in swapped]
+
+
+@async_test
+async def test_new_findings_of_other_widths_show_as_a_rebuilt_table_would_without_a_layout() -> None:
+    """Longer messages widen the message column and the table: the horizontal scrollbar's thumb follows without a
+    layout of the screen (each tp 4 <-> 8 edit of a 1,024-host cluster with odd nodes changes the width), and the
+    screen is the one a table built afresh with these findings shows."""
+    findings = findings_of_dgx1_tp2()
+    longer = tuple(dataclasses.replace(finding, message=finding.message + " (seen again)") for finding in findings)
+    async with ranks_findings_table() as (table, pilot):
+        table.show(findings)
+        await settle(pilot.app)
+        assert table.show_horizontal_scrollbar
+        with counted_layouts() as layouts:
+            table.show(longer)
+            await pilot.pause()
+            await pilot.pause()
+            assert not layouts
+        assert table.horizontal_scrollbar.window_virtual_size == table.virtual_size.width
+        written = shown_table(table)
+        table.show((), checked=False)
+        table.show(longer)
+        await settle(pilot.app)
+        assert shown_table(table) == written
+
+
+@async_test
+async def test_new_findings_are_written_with_one_repaint() -> None:
+    """All the changed cells are written before the table repaints once (`update_cell` repainted it per cell)."""
+    findings = findings_of_dgx1_tp2()
+    swapped = tuple(dataclasses.replace(finding, message=finding.message.swapcase()) for finding in findings)
+    async with ranks_findings_table() as (table, pilot):
+        table.show(findings)
+        await settle(pilot.app)
+        repaints: list[None] = []
+        refresh = table.refresh
+
+        def counted(*regions: Region, **options: bool) -> FindingsTable:
+            if not regions:
+                repaints.append(None)
+            return refresh(*regions, **options)
+
+        table.refresh = counted  # type: ignore[method-assign]
+        table.show(swapped)
+        assert len(repaints) == 1
         assert [row[3] for row in shown_rows(table)] == [finding.message for finding in swapped]
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.widgets import Static
 
-from linkscope.tui.widgets.static_update import update_in_place
+from linkscope.tui.widgets.static_update import update_if_changed, update_in_place
 from support.tui import async_test, counted_layouts
 
 WIDTH = 20
@@ -43,3 +44,28 @@ async def test_same_height_repaints_without_a_layout_and_a_new_height_lays_out()
             update_in_place(detail, Text("short again"))
             await pilot.pause()
             assert detail.content_size.height == 1
+
+
+@async_test
+async def test_a_text_shown_already_is_not_repainted() -> None:
+    """The Ranks status and suggestion lines (and the finding's detail) are left as they are when a keystroke gives
+    them the text they show (the same characters, style and spans); another style is another text."""
+    app = OneStatic()
+    async with app.run_test(size=(WIDTH + 2, 10)) as pilot:
+        detail = app.query_one("#detail", Static)
+        update_if_changed(detail, Text("one line", style="bold"))
+        await pilot.pause()
+        repaints: list[None] = []
+        refresh = detail.refresh
+
+        def counted(*regions: Region, **options: bool) -> Static:
+            repaints.append(None)
+            return refresh(*regions, **options)
+
+        detail.refresh = counted  # type: ignore[method-assign]
+        update_if_changed(detail, Text("one line", style="bold"))
+        update_in_place(detail, Text("one line", style="bold"))
+        assert not repaints
+        update_if_changed(detail, Text("one line"))
+        shown = detail.content
+        assert repaints and isinstance(shown, Text) and shown.plain == "one line" and not shown.style

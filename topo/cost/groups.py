@@ -32,6 +32,28 @@ from linkscope.topo.model.snapshot import Snapshot
 Signature = tuple[tuple[int, tuple[int, ...]], ...]
 """Per node of a group, sorted: (host class, sorted GPU positions)."""
 
+MAX_KEPT_GROUPS = 1 << 16
+"""Most groups whose links :class:`GroupLinksOfRanks` keeps for one placement before it starts afresh (a few
+layouts of 16,384 ranks; the memory a long session of edits holds stays bounded)."""
+
+
+class GroupLinksOfRanks:
+    """The links of groups already priced on one placement, by their ranks: shared by a pricer and every pricer
+    `rebind` makes from it, so the next check of the same placement (the app's Ranks form re-checks one snapshot on
+    every keystroke, and a tp edit keeps the placement) looks a group up instead of working out its shape again.
+    Working the shapes out was a third of a check of a 1,024-host cluster with odd nodes (10 ms), most of it in
+    the few data-parallel groups of a thousand ranks, one per node."""
+
+    def __init__(self) -> None:
+        self._placement: Placement | None = None
+        self._links: dict[tuple[int, ...], GroupLinks] = {}
+
+    def on(self, placement: Placement) -> dict[tuple[int, ...], GroupLinks]:
+        """The links kept for groups of `placement` (none when another placement was priced last, or too many)."""
+        if self._placement is not placement or len(self._links) > MAX_KEPT_GROUPS:
+            self._placement, self._links = placement, {}
+        return self._links
+
 
 class GroupPricer:
     """Computes GroupLinks for groups of global ranks on one placement, with memoisation."""
@@ -51,6 +73,7 @@ class GroupPricer:
         self._chains: dict[Hop, GroupLinks] = {}
         self._switched: dict[int, bool] = {}
         self._ring_sets: dict[tuple[int, tuple[int, ...]], RingSet | None] = {}
+        self._of_ranks = GroupLinksOfRanks()
 
     def rebind(self, placement: Placement) -> GroupPricer:
         """A pricer for another placement on the same hosts, sharing every memo (hosts must match)."""
@@ -120,8 +143,13 @@ class GroupPricer:
         return tuple(sorted((classes[node], tuple(sorted(gpus))) for node, gpus in per_node.items()))
 
     def links(self, ranks: Sequence[int]) -> GroupLinks:
-        """What a collective over `ranks` rides (memoised by signature)."""
-        return self.links_of(self.signature(ranks), len(ranks))
+        """What a collective over `ranks` rides (memoised by the ranks on this placement, and by signature)."""
+        kept = self._of_ranks.on(self.placement)
+        key = tuple(ranks)
+        found = kept.get(key)
+        if found is None:
+            found = kept[key] = self.links_of(self.signature(ranks), len(ranks))
+        return found
 
     def ring_order(self, ranks: Sequence[int]) -> tuple[int, ...]:
         """`ranks` in the order of the ring priced for them: inside one node the best ring (`ring`),

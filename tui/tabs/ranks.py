@@ -39,7 +39,7 @@ from linkscope.tui.services import LayoutForm, Services, Unavailable
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.findings_table import FindingsTable
 from linkscope.tui.widgets.rank_map import RankMap
-from linkscope.tui.widgets.static_update import update_in_place
+from linkscope.tui.widgets.static_update import update_if_changed, update_in_place
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions the form offers, in Megatron's default order."""
@@ -241,7 +241,7 @@ class RanksView(Vertical):
         if message.form != self.checked_form or message.form != self._pending:
             return
         self.suggestion = message.suggestion
-        self.query_one("#suggestion", Static).update(suggestion_text(message.suggestion), layout=False)
+        self._suggestion_line(suggestion_text(message.suggestion))
 
     def on_layout_checked(self, message: LayoutChecked) -> None:
         """Show a fresh result (results of forms that were edited since are dropped)."""
@@ -272,14 +272,15 @@ class RanksView(Vertical):
         self._detail(findings[0] if findings else None)
         self.suggestion = None
         if self._auto_suggest(message.report):
-            self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."), layout=False)
+            self._suggestion_line(Text("Searching for a better layout..."))
         else:
-            self.query_one("#suggestion", Static).update(
-                Text("Large layout: g searches for a better one (takes a while; the form stays usable)."), layout=False
-            )
+            self._suggestion_line(Text("Large layout: g searches for a better one (takes a while; the form stays usable)."))
 
     def _status(self, text: Text) -> None:
-        self.query_one("#ranks-status", Static).update(text, layout=False)
+        update_if_changed(self.query_one("#ranks-status", Static), text)
+
+    def _suggestion_line(self, text: Text) -> None:
+        update_if_changed(self.query_one("#suggestion", Static), text)
 
     def _draw_map(self) -> None:
         rank_map = self.query_one(RankMap)
@@ -384,7 +385,7 @@ class RanksView(Vertical):
         """Search for a better layout than the one on show."""
         if self.snapshot is None or self.checked_form is None or self.checked_form != self._pending:
             return
-        self.query_one("#suggestion", Static).update(Text("Searching for a better layout..."), layout=False)
+        self._suggestion_line(Text("Searching for a better layout..."))
         self.run_suggestion(self.snapshot, self.checked_form)
 
     def action_apply_suggestion(self) -> None:

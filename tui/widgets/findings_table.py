@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_ROWS
+from linkscope.tui.text import same_text
 
 COLUMNS = ("sev", "code", "dim", "message")
 Row = tuple[Text, Text, Text, Text]
@@ -70,21 +71,45 @@ class FindingsTable(DataTable[Text]):
         self.add_rows(rows)
 
     def _update_rows(self, rows: Sequence[Row], widths: Sequence[int]) -> None:
-        """Put `rows` into the rows on show (only the cells that differ: each update repaints the table, 0.1 ms)
-        and give the columns `widths`, then home the cursor. A rebuild (clear, add the rows; 5 ms) measured every
-        cell again when the table next idled (8-9 ms), on every Ranks keystroke on a 1,024-host cluster whose odd
-        nodes give each layout as many findings. The screen is laid out again only when the columns' total width
-        changes (the horizontal scrollbar changes with it)."""
-        for number, row in enumerate(rows):
-            for place, cell in enumerate(row):
-                coordinate = Coordinate(number, place)
-                if not _same_cell(self.get_cell_at(coordinate), cell):
-                    self.update_cell_at(coordinate, cell)
-        for column, width in zip(self.ordered_columns, widths, strict=True):
-            column.width = width
-        table_width = sum(column.get_render_width(self) for column in self.ordered_columns)
-        self.virtual_size = Size(table_width, self.virtual_size.height)
+        """Put `rows` into the rows on show and give the columns `widths`, with one repaint and no layout of the
+        screen, then home the cursor. A rebuild (clear, add the rows; 5 ms) measured every cell again when the
+        table next idled (8-9 ms), on every Ranks keystroke on a 1,024-host cluster whose odd nodes give each
+        layout as many findings; writing each cell with `update_cell` repainted the table once per cell (46 rows
+        whose messages all change: 5-8 ms of the keystroke), and a new total width laid out the whole screen."""
+        cells_changed = self._write_cells(rows)
+        if self._set_widths(widths) or cells_changed:
+            self._update_count += 1  # the render caches are keyed on it (a cell's, not on its column's width)
+            self.refresh()
         self._home()
+
+    def _write_cells(self, rows: Sequence[Row]) -> bool:
+        """Write the cells of `rows` that differ from the ones on show, as `update_cell` does but without its
+        repaint per cell; whether any changed."""
+        changed = False
+        for shown, row in zip(self.ordered_rows, rows, strict=True):
+            cells = self._data[shown.key]
+            for column, cell in zip(self.ordered_columns, row, strict=True):
+                if not same_text(cells[column.key], cell):
+                    cells[column.key] = cell
+                    changed = True
+        return changed
+
+    def _set_widths(self, widths: Sequence[int]) -> bool:
+        """Give the columns `widths`; whether any changed. A new total width moves the horizontal scrollbar, not
+        the table: its thumb is set here, where a new `virtual_size` laid out the whole screen (a new table width
+        with each tp 4 <-> 8 edit of a 1,024-host cluster with odd nodes). Should the scrollbar appear or go, the
+        scrollbar's own reactive lays the screen out."""
+        changed = False
+        for column, width in zip(self.ordered_columns, widths, strict=True):
+            if column.width != width:
+                column.width = width
+                changed = True
+        table_width = sum(column.get_render_width(self) for column in self.ordered_columns)
+        if table_width != self.virtual_size.width:
+            size = Size(table_width, self.virtual_size.height)
+            self.set_reactive(DataTable.virtual_size, size)
+            self._scroll_update(size)
+        return changed
 
     def _home(self) -> None:
         """The cursor and the view back on the first row, as a rebuild leaves them. The same findings keep their
@@ -120,8 +145,3 @@ class FindingsTable(DataTable[Text]):
         event.stop()
         if 0 <= event.cursor_row < min(len(self._findings), MAX_FINDING_ROWS):
             self.post_message(self.FindingHighlighted(self._findings[event.cursor_row]))
-
-
-def _same_cell(shown: Text, new: Text) -> bool:
-    """Whether `new` would show as `shown` does (rich's Text equality leaves out the style)."""
-    return shown.plain == new.plain and shown.style == new.style and shown.spans == new.spans

@@ -117,6 +117,31 @@ def test_a_check_after_another_layout_is_the_check_of_a_fresh_snapshot() -> None
         assert again == fresh
 
 
+def test_an_edit_back_to_a_layout_checked_before_works_out_no_group_shape_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The links of the groups priced on a placement are kept by their ranks for the next check of that placement
+    (tp 4 <-> 8 keeps it): going back to a layout finds every group's links without working out its shape (but the
+    group on each odd host, priced again with the host repaired for its finding), and another placement (cyclic)
+    works them out afresh; the figures are those a fresh snapshot gives."""
+    shapes = {"count": 0}
+    signature = GroupPricer.signature
+
+    def counted(self: GroupPricer, ranks: object) -> object:
+        shapes["count"] += 1
+        return signature(self, ranks)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(GroupPricer, "signature", counted)
+    snapshot = _cluster(24, 5)
+    check_layout(snapshot, CheckRequest(sizes=(("tp", 8),), nodes=24))
+    check_layout(snapshot, CheckRequest(sizes=(("tp", 4),), nodes=24))
+    shapes["count"] = 0
+    again = check_layout(snapshot, CheckRequest(sizes=(("tp", 8),), nodes=24))
+    assert shapes["count"] == len(range(1, 24, 5))  # hosts 1, 6, 11, 16 and 21 odd
+    assert again.to_json() == check_layout(dataclasses.replace(snapshot), CheckRequest(sizes=(("tp", 8),), nodes=24)).to_json()
+    shapes["count"] = 0
+    check_layout(snapshot, CheckRequest(sizes=(("tp", 8),), nodes=24, distribution="cyclic"))
+    assert shapes["count"] > 24
+
+
 def test_the_context_says_once_per_group_whether_it_leaves_its_node(monkeypatch: pytest.MonkeyPatch) -> None:
     """The health findings of many odd hosts ask whether the same few groups of thousands of ranks leave their node:
     the check's context answers from the placement, once per group, and the placement keeps its ranks per node."""
