@@ -176,3 +176,8 @@ MAX_NCCL_TREE_NODES = 4 * MAX_GPUS_PER_HOST
 MAX_NCCL_STR_CHARS = 255
 """`MAX_STR_LEN` of NCCL's own XML reader (src/graph/xml.h): a longer attribute value NCCL refuses, so an exported
 topology file never holds one."""
+
+MAX_KEPT_GROUPS = 1 << 16
+"""Most groups whose links the pricer keeps by their ranks for one placement before it starts afresh
+(:class:`~topo.cost.groups.GroupLinksOfRanks`: a few layouts of 16,384 ranks; the memory a long session of edits
+holds stays bounded)."""

@@ -11,6 +11,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from linkscope.topo.common.limits import MAX_KEPT_GROUPS
 from linkscope.topo.cost.channels import RingSet, disjoint_rings
 from linkscope.topo.cost.collectives import GroupLinks
 from linkscope.topo.cost.params import (
@@ -31,10 +32,6 @@ from linkscope.topo.model.snapshot import Snapshot
 
 Signature = tuple[tuple[int, tuple[int, ...]], ...]
 """Per node of a group, sorted: (host class, sorted GPU positions)."""
-
-MAX_KEPT_GROUPS = 1 << 16
-"""Most groups whose links :class:`GroupLinksOfRanks` keeps for one placement before it starts afresh (a few
-layouts of 16,384 ranks; the memory a long session of edits holds stays bounded)."""
 
 
 class GroupLinksOfRanks:
