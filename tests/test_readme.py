@@ -125,3 +125,21 @@ def test_ci_falls_back_when_the_cpu_index_is_unreachable(tmp_path: pathlib.Path)
     made = calls.read_text().splitlines()
     assert len(made) == 2 and "--index-url" in made[0] and made[1] == "-m pip install --quiet torch==2.13.0"
     assert "could not be reached" in result.stderr
+
+
+def _performance_rows() -> list[str]:
+    """The rows of the README's Performance table (header and rule left out)."""
+    section = README.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith(("| what ", "|---"))]
+
+
+def test_every_performance_figure_names_the_benchmark_that_measures_it() -> None:
+    """Each row of the Performance table names a `benchmarks/` script that exists, so every figure can be measured
+    again (a figure with no script beside it cannot be re-measured when its code changes)."""
+    rows = _performance_rows()
+    assert len(rows) >= 10
+    for row in rows:
+        scripts = re.findall(r"\b(bench_\w+\.py)\b", row.split(" | ", 1)[0])
+        assert scripts, f"no benchmarks/ script named: {row[:80]}"
+        missing = [name for name in scripts if not (ROOT / "benchmarks" / name).is_file()]
+        assert not missing, f"{missing} named but not in benchmarks/: {row[:80]}"
