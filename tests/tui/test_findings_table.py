@@ -6,10 +6,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
+from rich.padding import Padding
 from rich.style import Style
 from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.renderables.styled import Styled
 
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.samples import load_sample
@@ -106,6 +109,42 @@ async def test_new_findings_of_other_widths_show_as_a_rebuilt_table_would_withou
         written = shown_table(table)
         table.show((), checked=False)
         table.show(longer)
+        await settle(pilot.app)
+        assert shown_table(table) == written
+
+
+@async_test
+async def test_new_messages_render_the_message_cells_alone_and_show_as_a_rebuilt_table_would() -> None:
+    """Each tp 4 <-> 8 edit of a 1,024-host cluster with odd nodes changes the messages alone: the next frame
+    renders those cells and no other (DataTable's update count dropped every cell's render, so the severities,
+    codes, dimensions and labels rendered again), and shows what a table built afresh with them shows (a render
+    kept where its cell changed would show the old message)."""
+    findings = findings_of_dgx1_tp2()
+    swapped = tuple(dataclasses.replace(finding, message=finding.message.swapcase()) for finding in findings)
+    async with ranks_findings_table() as (table, pilot):
+        table.show(findings)
+        await settle(pilot.app)
+        table.show(swapped)  # after the table's resize (which drops every render)
+        await settle(pilot.app)
+        rendered: list[str] = []
+        console = table.app.console
+        render_lines = console.render_lines
+
+        def counted(renderable: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(renderable, Styled) and isinstance(renderable.renderable, Padding):
+                rendered.append(str(renderable.renderable.renderable))
+            return render_lines(renderable, *args, **kwargs)
+
+        console.render_lines = counted  # type: ignore[method-assign]
+        table.show(findings)
+        await pilot.pause()
+        await pilot.pause()
+        console.render_lines = render_lines  # type: ignore[method-assign]
+        assert rendered and set(rendered) <= {finding.message for finding in findings}
+        written = shown_table(table)
+        assert any(finding.message[:20] in "".join(text for text, _ in line) for line in written for finding in findings)
+        table.show((), checked=False)
+        table.show(findings)
         await settle(pilot.app)
         assert shown_table(table) == written
 
