@@ -17,8 +17,9 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from linkscope.tui.widgets.steady_scrollbars import SteadyScrollbars
 
 LABEL_MAX = 14
 """Row labels (host names) longer than this are shortened."""
@@ -61,7 +62,7 @@ def short_labels(labels: Sequence[str], width: int) -> list[str]:
     return shown
 
 
-class CellGrid(ScrollView, can_focus=True):
+class CellGrid(SteadyScrollbars, can_focus=True):
     """Rows x columns of cells; arrows move the cursor, Enter or a click selects a cell."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"cell-grid--label", "cell-grid--cursor"}

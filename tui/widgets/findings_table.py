@@ -16,6 +16,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_ROWS
 from linkscope.tui.text import same_text
+from linkscope.tui.widgets.steady_scrollbars import SteadyScrollbars
 
 COLUMNS = ("sev", "code", "dim", "message")
 Row = tuple[Text, Text, Text, Text]
@@ -24,7 +25,7 @@ CellAt = tuple[RowKey, ColumnKey]
 """A cell of the table: its row's key and its column's key."""
 
 
-class FindingsTable(DataTable[Text]):
+class FindingsTable(DataTable[Text], SteadyScrollbars):
     """One row per finding; Enter or a click chooses it (the parent draws its group)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--error", "findings--warning", "findings--info"}
