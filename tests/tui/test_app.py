@@ -35,6 +35,7 @@ from support.tui import (
     FakeFeed,
     FakeServices,
     async_test,
+    counted_layouts,
     measured_copies,
     nvswitch_host,
     settle,
@@ -441,6 +442,22 @@ async def test_a_tab_switch_has_its_underline_and_focus_in_its_first_frame() -> 
             tab = tabs.get_tab(tab_id)
             span = tab.virtual_region.shrink(tab.styles.gutter).column_span
             assert at_first_frame == [span] == [(underline.highlight_start, underline.highlight_end)]
+
+
+@async_test
+async def test_the_topology_note_shown_again_lays_nothing_out() -> None:
+    """Each switch to the Topology tab resizes its view, which shows its note again: the same text is left as it
+    is (Static.update laid the screen out once more after every switch)."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        note = static_text(app.query_one("#identity-note", Static))
+        assert note
+        with counted_layouts() as layouts:
+            app.query_one(TopologyView)._show_note()
+            await pilot.pause()
+            await pilot.pause()
+        assert not layouts and static_text(app.query_one("#identity-note", Static)) == note
 
 
 @pytest.mark.parametrize("name", ["[bold red]evil[/]", "host[/link]"])

@@ -23,6 +23,7 @@ from linkscope.tui.host_health import HostHealth
 from linkscope.tui.messages import HostPicked
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.plain_tree import PlainTree
+from linkscope.tui.widgets.static_update import update_in_place
 
 
 @dataclass
@@ -264,6 +265,8 @@ class TopologyView(Vertical):
         table = self.query_one("#identity-table", DataTable)
         hidden = table.virtual_size.width > table.scrollable_content_region.width
         hint = "  More columns: ←/→ on the table." if hidden else ""
-        self.query_one("#identity-note", Static).update(plain(getattr(self, "_note", "") + hint))
+        # the same note on each switch to the tab (which resizes the view) is left as it is: Static.update laid
+        # the screen out again after every switch's own layout, a frame more before the switch settled
+        update_in_place(self.query_one("#identity-note", Static), plain(getattr(self, "_note", "") + hint))
 
 
