@@ -214,3 +214,21 @@ async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> N
         assert len(table.rows) == 1 and list(table.rows) != keys[:1]
         table.show(findings[:1], checked=False)
         assert not table.rows
+
+
+@async_test
+async def test_the_table_shown_again_at_its_size_keeps_its_renders() -> None:
+    """A switch back to the Ranks tab resizes the table to the size it had: DataTable dropped every render then,
+    and the whole table rendered again in the switch's frame. A new size still goes to DataTable's handler."""
+    findings = findings_of_dgx1_tp2()
+    async with ranks_findings_table() as (table, pilot):
+        table.show(findings)
+        await settle(pilot.app)
+        shown, renders = shown_table(table), table._update_count
+        for tab_id in ("links", "ranks"):
+            pilot.app.action_show_tab(tab_id)  # type: ignore[attr-defined]
+            await settle(pilot.app)
+        assert table._update_count == renders and shown_table(table) == shown
+        await pilot.resize_terminal(SIZE[0] - 10, SIZE[1])
+        await settle(pilot.app)
+        assert table._update_count > renders

@@ -22,6 +22,7 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.host_health import HostHealth
 from linkscope.tui.messages import HostPicked
 from linkscope.tui.text import plain
+from linkscope.tui.widgets.kept_table import KeptTable
 from linkscope.tui.widgets.plain_tree import PlainTree
 from linkscope.tui.widgets.static_update import update_in_place
 
@@ -193,10 +194,10 @@ class TopologyView(Vertical):
     """The health rules' verdicts by host (bound from the app; None while they run): marks on GPUs and hosts."""
 
     def compose(self) -> ComposeResult:
-        yield DataTable[Text](id="hosts-table", cursor_type="row")
+        yield KeptTable(id="hosts-table")
         yield PlainTree("host", id="topology-tree")
         yield Static(id="identity-note", markup=False)
-        yield DataTable[Text](id="identity-table", cursor_type="row")
+        yield KeptTable(id="identity-table")
 
     def watch_snapshot(self) -> None:
         self._fill_hosts()

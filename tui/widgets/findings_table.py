@@ -16,6 +16,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_ROWS
 from linkscope.tui.text import same_text
+from linkscope.tui.widgets.kept_table import KeptTable
 from linkscope.tui.widgets.steady_scrollbars import SteadyScrollbars
 
 COLUMNS = ("sev", "code", "dim", "message")
@@ -25,7 +26,7 @@ CellAt = tuple[RowKey, ColumnKey]
 """A cell of the table: its row's key and its column's key."""
 
 
-class FindingsTable(DataTable[Text], SteadyScrollbars):
+class FindingsTable(KeptTable, SteadyScrollbars):
     """One row per finding; Enter or a click chooses it (the parent draws its group)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--error", "findings--warning", "findings--info"}
@@ -45,7 +46,7 @@ class FindingsTable(DataTable[Text], SteadyScrollbars):
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id)
         self._findings: Sequence[LayoutFinding] = ()
         self._checked: bool | None = None
         """Whether the rows show a check's findings; None before the first :meth:`show`."""
