@@ -19,7 +19,8 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Button, Header, Input, Select, Static, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, Select, Static, Tab, TabbedContent, TabPane
+from textual.widgets._tabs import Underline  # the tab bar's underline: Textual exports no public name for it
 
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import printable
@@ -214,15 +215,17 @@ class LinkscopeApp(App[None]):
         self.set_focus(None)
 
     def _focus_pane(self, pane: TabPane | None) -> None:
+        """Focus the pane's initial widget (or its first focusable one) now: `focus()` sets the focus a message
+        later, after the frame that shows the new tab, so a switch took a frame more to settle."""
         if pane is None:
             return
         preferred = pane.query(".initial-focus")
         if preferred:
-            preferred.first().focus()
+            self.screen.set_focus(preferred.first())
             return
         for widget in pane.query("*"):
             if widget.focusable:
-                widget.focus()
+                self.screen.set_focus(widget)
                 return
 
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
@@ -325,7 +328,20 @@ class LinkscopeApp(App[None]):
         """
         tabbed = self.query_one(TabbedContent)
         tabbed.active = tab_id
+        self._underline_tab(tabbed, tabbed.get_tab(tab_id))
         self._focus_pane(tabbed.get_pane(tab_id))
+
+    @staticmethod
+    def _underline_tab(tabbed: TabbedContent, tab: Tab) -> None:
+        """Put the tab bar's underline under `tab` in the frame that shows its pane. Textual's tabs move it after
+        the screen's next refresh (they read where the tab is from the layout), so a switch took one frame more
+        (15-40 ms) after the new tab was on screen; the tabs keep their places when another is picked, and the
+        span is the one Textual's tabs give it (the tab's region less its gutter), which they then set again
+        without a repaint. Left to them before the tab bar has been laid out."""
+        start, end = tab.virtual_region.shrink(tab.styles.gutter).column_span
+        if end > start:
+            underline = tabbed.query_one(Underline)
+            underline.highlight_start, underline.highlight_end = start, end
 
     def open_sample(self, name: str) -> None:
         """Load a built-in sample in place of the current snapshot."""

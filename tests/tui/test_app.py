@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
+from textual.widgets._tabs import Underline  # the tab bar's underline: Textual exports no public name for it
 
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.measurements import Measurements, PeerCopy
@@ -34,6 +35,7 @@ from support.tui import (
     FakeFeed,
     FakeServices,
     async_test,
+    counted_layouts,
     measured_copies,
     nvswitch_host,
     settle,
@@ -410,6 +412,52 @@ async def test_digit_keys_switch_tabs() -> None:
             await pilot.pause()
             assert tabs.active == tab
         assert app.focused is app.query_one(LinkGrid)
+
+
+@async_test
+async def test_a_tab_switch_has_its_underline_and_focus_in_its_first_frame() -> None:
+    """The frame that shows the new tab has the underline under its name and the focus in it: Textual's tabs
+    move the underline after the screen's next refresh, and `focus()` moves the focus a message later, each one
+    frame more (15-40 ms) before a switch settled."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        tabs = app.query_one(TabbedContent)
+        underline = tabs.query_one(Underline)
+        at_first_frame: list[tuple[int, int]] = []
+        display = app._display
+
+        def recorded(screen: Any, renderable: Any) -> None:
+            if not at_first_frame:
+                at_first_frame.append((underline.highlight_start, underline.highlight_end))
+            display(screen, renderable)
+
+        app._display = recorded  # type: ignore[method-assign]
+        for tab_id in ("monitor", "ranks", "links"):
+            at_first_frame.clear()
+            app.action_show_tab(tab_id)
+            assert app.focused is not None and tabs.get_pane(tab_id) in app.focused.ancestors
+            await settle(app)
+            await pilot.pause()
+            tab = tabs.get_tab(tab_id)
+            span = tab.virtual_region.shrink(tab.styles.gutter).column_span
+            assert at_first_frame == [span] == [(underline.highlight_start, underline.highlight_end)]
+
+
+@async_test
+async def test_the_topology_note_shown_again_lays_nothing_out() -> None:
+    """Each switch to the Topology tab resizes its view, which shows its note again: the same text is left as it
+    is (Static.update laid the screen out once more after every switch)."""
+    app = build_app(snapshot=small_snapshot(), services=FakeServices(), initial_tab="topology")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app)
+        note = static_text(app.query_one("#identity-note", Static))
+        assert note
+        with counted_layouts() as layouts:
+            app.query_one(TopologyView)._show_note()
+            await pilot.pause()
+            await pilot.pause()
+        assert not layouts and static_text(app.query_one("#identity-note", Static)) == note
 
 
 @pytest.mark.parametrize("name", ["[bold red]evil[/]", "host[/link]"])

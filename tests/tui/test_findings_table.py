@@ -6,10 +6,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
+from rich.padding import Padding
 from rich.style import Style
 from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.renderables.styled import Styled
 
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.samples import load_sample
@@ -111,6 +114,42 @@ async def test_new_findings_of_other_widths_show_as_a_rebuilt_table_would_withou
 
 
 @async_test
+async def test_new_messages_render_the_message_cells_alone_and_show_as_a_rebuilt_table_would() -> None:
+    """Each tp 4 <-> 8 edit of a 1,024-host cluster with odd nodes changes the messages alone: the next frame
+    renders those cells and no other (DataTable's update count dropped every cell's render, so the severities,
+    codes, dimensions and labels rendered again), and shows what a table built afresh with them shows (a render
+    kept where its cell changed would show the old message)."""
+    findings = findings_of_dgx1_tp2()
+    swapped = tuple(dataclasses.replace(finding, message=finding.message.swapcase()) for finding in findings)
+    async with ranks_findings_table() as (table, pilot):
+        table.show(findings)
+        await settle(pilot.app)
+        table.show(swapped)  # after the table's resize (which drops every render)
+        await settle(pilot.app)
+        rendered: list[str] = []
+        console = table.app.console
+        render_lines = console.render_lines
+
+        def counted(renderable: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(renderable, Styled) and isinstance(renderable.renderable, Padding):
+                rendered.append(str(renderable.renderable.renderable))
+            return render_lines(renderable, *args, **kwargs)
+
+        console.render_lines = counted  # type: ignore[method-assign]
+        table.show(findings)
+        await pilot.pause()
+        await pilot.pause()
+        console.render_lines = render_lines  # type: ignore[method-assign]
+        assert rendered and set(rendered) <= {finding.message for finding in findings}
+        written = shown_table(table)
+        assert any(finding.message[:20] in "".join(text for text, _ in line) for line in written for finding in findings)
+        table.show((), checked=False)
+        table.show(findings)
+        await settle(pilot.app)
+        assert shown_table(table) == written
+
+
+@async_test
 async def test_new_findings_are_written_with_one_repaint() -> None:
     """All the changed cells are written before the table repaints once (`update_cell` repainted it per cell)."""
     findings = findings_of_dgx1_tp2()
@@ -175,3 +214,21 @@ async def test_the_same_findings_keep_their_rows_and_the_cursor_goes_home() -> N
         assert len(table.rows) == 1 and list(table.rows) != keys[:1]
         table.show(findings[:1], checked=False)
         assert not table.rows
+
+
+@async_test
+async def test_the_table_shown_again_at_its_size_keeps_its_renders() -> None:
+    """A switch back to the Ranks tab resizes the table to the size it had: DataTable dropped every render then,
+    and the whole table rendered again in the switch's frame. A new size still goes to DataTable's handler."""
+    findings = findings_of_dgx1_tp2()
+    async with ranks_findings_table() as (table, pilot):
+        table.show(findings)
+        await settle(pilot.app)
+        shown, renders = shown_table(table), table._update_count
+        for tab_id in ("links", "ranks"):
+            pilot.app.action_show_tab(tab_id)  # type: ignore[attr-defined]
+            await settle(pilot.app)
+        assert table._update_count == renders and shown_table(table) == shown
+        await pilot.resize_terminal(SIZE[0] - 10, SIZE[1])
+        await settle(pilot.app)
+        assert table._update_count > renders

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region
 from textual.widgets import Static
 
-from linkscope.tui.widgets.static_update import update_if_changed, update_in_place
+from linkscope.tui.widgets.static_update import WrappedText, update_if_changed, update_in_place
 from support.tui import async_test, counted_layouts
 
 WIDTH = 20
@@ -21,7 +21,7 @@ class OneStatic(App[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(id="detail")
+            yield WrappedText(id="detail")
 
 
 @async_test
@@ -69,3 +69,31 @@ async def test_a_text_shown_already_is_not_repainted() -> None:
         update_if_changed(detail, Text("one line"))
         shown = detail.content
         assert repaints and isinstance(shown, Text) and shown.plain == "one line" and not shown.style
+
+
+class OneWrappedText(App[None]):
+    """The finding's detail as the Ranks tab has it: wrapped text, height auto, padding, in a scroll."""
+
+    CSS = "#detail { height: auto; padding: 0 1; }"
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield WrappedText(id="detail")
+
+
+@async_test
+async def test_a_new_height_of_wrapped_text_lays_the_screen_out_once() -> None:
+    """Textual lays out again after a layout that resized a widget; wrapped text grows or shrinks with one."""
+    app = OneWrappedText()
+    async with app.run_test(size=(WIDTH + 2, 10)) as pilot:
+        detail = app.query_one("#detail", WrappedText)
+        update_in_place(detail, Text("one line"))
+        await pilot.pause()
+        for text, height in (("a text that wraps onto more than one line at this width", 3), ("short again", 1)):
+            with counted_layouts() as layouts:
+                update_in_place(detail, Text(text))
+                for _ in range(4):
+                    await pilot.pause()
+            assert len(layouts) == 1
+            assert detail.content_size.height == height and detail.virtual_size.height == height
+            assert detail.region.height == height and text.split()[0] in str(detail.render())

@@ -28,6 +28,7 @@ from linkscope.tui.messages import BenchFinished, BenchProgressed, MeasurementsA
 from linkscope.tui.services import BENCH_KINDS, NO_BENCH_PLAN, BenchPlan, BenchProgress, BenchRequest, Services, Unavailable
 from linkscope.tui.text import gbps_label, not_this_machine, plain
 from linkscope.tui.widgets.bandwidth_plot import BandwidthPlot
+from linkscope.tui.widgets.kept_table import KeptTable
 
 SIZE_FACTOR = 4
 """Sizes grow by this factor between `from` and `to`."""
@@ -151,7 +152,7 @@ class BenchView(Vertical):
         yield Static(id="bench-judged", markup=False)
         yield ProgressBar(id="bench-progress", total=1.0, show_eta=False)
         with Horizontal(id="bench-body"):
-            yield DataTable[Text](id="bench-table", cursor_type="row")
+            yield KeptTable(id="bench-table")
             yield BandwidthPlot(id="bench-plot")
 
     def on_mount(self) -> None:

@@ -25,6 +25,7 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.messages import LiveReadingArrived, LiveUnavailable
 from linkscope.tui.services import Services, Unavailable
 from linkscope.tui.text import gbps_label, not_this_machine, plain
+from linkscope.tui.widgets.kept_table import KeptTable
 
 GPU_COLUMNS = ("GPU", "NVLink TX\nGB/s", "NVLink RX\nGB/s", "PCIe TX\nGB/s", "PCIe RX\nGB/s", "errors\nnew", "PCIe\ngen",
                "PCIe\nwidth")
@@ -105,9 +106,9 @@ class MonitorView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for a snapshot...", id="monitor-status", markup=False)
-        yield DataTable[Text](id="monitor-gpus", cursor_type="row")
+        yield KeptTable(id="monitor-gpus")
         yield Static("Per link of the selected GPU:", id="monitor-links-title", markup=False)
-        yield DataTable[Text](id="monitor-links", cursor_type="row")
+        yield KeptTable(id="monitor-links")
 
     def on_mount(self) -> None:
         gpus = self.query_one("#monitor-gpus", DataTable)

@@ -39,7 +39,7 @@ from linkscope.tui.services import LayoutForm, Services, Unavailable
 from linkscope.tui.text import plain
 from linkscope.tui.widgets.findings_table import FindingsTable
 from linkscope.tui.widgets.rank_map import RankMap
-from linkscope.tui.widgets.static_update import update_if_changed, update_in_place
+from linkscope.tui.widgets.static_update import WrappedText, update_if_changed, update_in_place
 
 DIMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 """Parallel dimensions the form offers, in Megatron's default order."""
@@ -118,7 +118,7 @@ class RanksView(Vertical):
             with Vertical(id="findings-column"):
                 yield FindingsTable(id="findings")
                 with VerticalScroll(id="finding-detail-scroll"):
-                    yield Static(id="finding-detail", markup=False)
+                    yield WrappedText(id="finding-detail", markup=False)
         yield Static(id="suggestion", markup=False)
 
     def watch_snapshot(self, old: Snapshot | None, snapshot: Snapshot | None) -> None:

@@ -32,6 +32,7 @@ from linkscope.topo.trace.report import CollectiveRow, StepRow, TraceReport
 from linkscope.tui.messages import RingChosen
 from linkscope.tui.rank_cells import rank_ranges, ring_overlay
 from linkscope.tui.text import plain
+from linkscope.tui.widgets.kept_table import KeptTable
 
 TABLE_ROWS = 20
 
@@ -119,7 +120,7 @@ class StepsView(Vertical):
             yield Static(id="steps-summary", markup=False)
         with VerticalScroll(id="step-bars-scroll"):
             yield Static(id="step-bars", markup=False)
-        yield DataTable[Text](id="steps-table", cursor_type="row", classes="initial-focus")
+        yield KeptTable(id="steps-table", classes="initial-focus")
         yield Static(id="steps-status", markup=False)
 
     def on_mount(self) -> None:

@@ -22,7 +22,9 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.tui.host_health import HostHealth
 from linkscope.tui.messages import HostPicked
 from linkscope.tui.text import plain
+from linkscope.tui.widgets.kept_table import KeptTable
 from linkscope.tui.widgets.plain_tree import PlainTree
+from linkscope.tui.widgets.static_update import update_in_place
 
 
 @dataclass
@@ -192,10 +194,10 @@ class TopologyView(Vertical):
     """The health rules' verdicts by host (bound from the app; None while they run): marks on GPUs and hosts."""
 
     def compose(self) -> ComposeResult:
-        yield DataTable[Text](id="hosts-table", cursor_type="row")
+        yield KeptTable(id="hosts-table")
         yield PlainTree("host", id="topology-tree")
         yield Static(id="identity-note", markup=False)
-        yield DataTable[Text](id="identity-table", cursor_type="row")
+        yield KeptTable(id="identity-table")
 
     def watch_snapshot(self) -> None:
         self._fill_hosts()
@@ -264,6 +266,8 @@ class TopologyView(Vertical):
         table = self.query_one("#identity-table", DataTable)
         hidden = table.virtual_size.width > table.scrollable_content_region.width
         hint = "  More columns: ←/→ on the table." if hidden else ""
-        self.query_one("#identity-note", Static).update(plain(getattr(self, "_note", "") + hint))
+        # the same note on each switch to the tab (which resizes the view) is left as it is: Static.update laid
+        # the screen out again after every switch's own layout, a frame more before the switch settled
+        update_in_place(self.query_one("#identity-note", Static), plain(getattr(self, "_note", "") + hint))
 
 

@@ -17,8 +17,9 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from linkscope.tui.widgets.steady_scrollbars import SteadyScrollbars
 
 LABEL_MAX = 14
 """Row labels (host names) longer than this are shortened."""
@@ -61,7 +62,7 @@ def short_labels(labels: Sequence[str], width: int) -> list[str]:
     return shown
 
 
-class CellGrid(ScrollView, can_focus=True):
+class CellGrid(SteadyScrollbars, can_focus=True):
     """Rows x columns of cells; arrows move the cursor, Enter or a click selects a cell."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"cell-grid--label", "cell-grid--cursor"}
@@ -142,27 +143,48 @@ class CellGrid(ScrollView, can_focus=True):
         cells_width = max(width - self._label_width, 0)
         first = scroll_x // self._cell_width
         last = min(self.column_count, (scroll_x + cells_width) // self._cell_width + 1)
+        offset = scroll_x - first * self._cell_width
         if y == 0:
-            label = " " * self._label_width
-            segments = [
+            header = [
                 Segment(f"{self._column_labels[column]:^{self._cell_width - 1}} "[: self._cell_width], label_style)
                 for column in range(first, last)
             ]
-        else:
-            row = scroll_y + y - 1
-            if row >= self.row_count:
-                return Strip.blank(width, base)
-            label = f" {self._row_labels[row]:<{self._label_width - 1}}"
-            cursor_row, cursor_column = self.cursor
-            if cursor_row != row or not self.has_focus:
-                cursor_column = -1
-            segments = [self._cell_segment(row, column, column == cursor_column) for column in range(first, last)]
-        offset = scroll_x - first * self._cell_width
-        body = Strip(segments).crop_extend(offset, offset + cells_width, base)
-        label_strip = Strip([Segment(label, label_style)])
-        if y == 0:
-            label_strip, body = self._side_hints(label_strip, body, scroll_x, cells_width)
-        return Strip.join([label_strip, body]).crop(0, width)
+            body = Strip(header).crop_extend(offset, offset + cells_width, base)
+            label_strip, body = self._side_hints(Strip([Segment(" " * self._label_width, label_style)]), body,
+                                                 scroll_x, cells_width)
+            return Strip.join([label_strip, body]).crop(0, width)
+        row = scroll_y + y - 1
+        if row >= self.row_count:
+            return Strip.blank(width, base)
+        label = f" {self._row_labels[row]:<{self._label_width - 1}}"
+        cursor_row, cursor_column = self.cursor
+        if cursor_row != row or not self.has_focus:
+            cursor_column = -1
+        cells = [self._cell_segment(row, column, column == cursor_column) for column in range(first, last)]
+        return self._row_strip(Segment(label, label_style), cells, offset, cells_width, base, width)
+
+    def _row_strip(self, label: Segment, cells: list[Segment], offset: int, cells_width: int, base: Style,
+                   width: int) -> Strip:
+        """A row's line: `label`, then `cells` from `offset` on, `cells_width` columns of them (padded with
+        `base`), `width` columns in all. Built at once when nothing needs cutting (no sideways scroll, the label
+        and the cells one column per character and all in view): the general way (:meth:`_cut_row`) makes four
+        Strips a line (cells, padded, label, joined), each with its seven caches, for a screenful of lines of a
+        1,024-node rank map on every keystroke in the Ranks form. Both give the same segments."""
+        cells_length = len(cells) * self._cell_width
+        fits = (offset == 0 and cells_length <= cells_width and len(label.text) + cells_width == width
+                and len(label.text) == self._label_width and label.text.isascii()
+                and all(cell.text.isascii() for cell in cells))
+        if not fits:
+            return self._cut_row(label, cells, offset, cells_width, base, width)
+        padding = [Segment(" " * (cells_width - cells_length), base)] if cells_length < cells_width else []
+        return Strip([label, *cells, *padding], width)
+
+    @staticmethod
+    def _cut_row(label: Segment, cells: list[Segment], offset: int, cells_width: int, base: Style,
+                 width: int) -> Strip:
+        """:meth:`_row_strip` for any row: the cells cut to the view, after the label, cut to `width`."""
+        body = Strip(cells).crop_extend(offset, offset + cells_width, base)
+        return Strip.join([Strip([label]), body]).crop(0, width)
 
     def _side_hints(self, label: Strip, header: Strip, scroll_x: int, cells_width: int) -> tuple[Strip, Strip]:
         """Marks where more columns lie out of view, so a grid wider than the terminal (a dozen NICs at 80

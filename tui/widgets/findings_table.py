@@ -11,17 +11,22 @@ from textual.coordinate import Coordinate
 from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from linkscope.topo.checks.report import LayoutFinding
 from linkscope.topo.common.limits import MAX_FINDING_ROWS
 from linkscope.tui.text import same_text
+from linkscope.tui.widgets.kept_table import KeptTable
+from linkscope.tui.widgets.steady_scrollbars import SteadyScrollbars
 
 COLUMNS = ("sev", "code", "dim", "message")
 Row = tuple[Text, Text, Text, Text]
 """One finding's cells, in the order of :data:`COLUMNS`."""
+CellAt = tuple[RowKey, ColumnKey]
+"""A cell of the table: its row's key and its column's key."""
 
 
-class FindingsTable(DataTable[Text]):
+class FindingsTable(KeptTable, SteadyScrollbars):
     """One row per finding; Enter or a click chooses it (the parent draws its group)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"findings--error", "findings--warning", "findings--info"}
@@ -41,7 +46,7 @@ class FindingsTable(DataTable[Text]):
             super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id)
         self._findings: Sequence[LayoutFinding] = ()
         self._checked: bool | None = None
         """Whether the rows show a check's findings; None before the first :meth:`show`."""
@@ -76,40 +81,66 @@ class FindingsTable(DataTable[Text]):
         table next idled (8-9 ms), on every Ranks keystroke on a 1,024-host cluster whose odd nodes give each
         layout as many findings; writing each cell with `update_cell` repainted the table once per cell (46 rows
         whose messages all change: 5-8 ms of the keystroke), and a new total width laid out the whole screen."""
-        cells_changed = self._write_cells(rows)
-        if self._set_widths(widths) or cells_changed:
-            self._update_count += 1  # the render caches are keyed on it (a cell's, not on its column's width)
+        cells = self._write_cells(rows)
+        columns = self._set_widths(widths)
+        if cells or columns:
+            self._forget_renders(cells, columns)
             self.refresh()
         self._home()
 
-    def _write_cells(self, rows: Sequence[Row]) -> bool:
+    def _write_cells(self, rows: Sequence[Row]) -> set[CellAt]:
         """Write the cells of `rows` that differ from the ones on show, as `update_cell` does but without its
-        repaint per cell; whether any changed."""
-        changed = False
+        repaint per cell; the cells that changed."""
+        changed: set[CellAt] = set()
         for shown, row in zip(self.ordered_rows, rows, strict=True):
             cells = self._data[shown.key]
             for column, cell in zip(self.ordered_columns, row, strict=True):
                 if not same_text(cells[column.key], cell):
                     cells[column.key] = cell
-                    changed = True
+                    changed.add((shown.key, column.key))
         return changed
 
-    def _set_widths(self, widths: Sequence[int]) -> bool:
-        """Give the columns `widths`; whether any changed. A new total width moves the horizontal scrollbar, not
-        the table: its thumb is set here, where a new `virtual_size` laid out the whole screen (a new table width
-        with each tp 4 <-> 8 edit of a 1,024-host cluster with odd nodes). Should the scrollbar appear or go, the
-        scrollbar's own reactive lays the screen out."""
-        changed = False
+    def _set_widths(self, widths: Sequence[int]) -> set[ColumnKey]:
+        """Give the columns `widths`; the columns whose width changed. A new total width moves the horizontal
+        scrollbar, not the table: its thumb is set here, where a new `virtual_size` laid out the whole screen (a
+        new table width with each tp 4 <-> 8 edit of a 1,024-host cluster with odd nodes). Should the scrollbar
+        appear or go, the scrollbar's own reactive lays the screen out."""
+        changed: set[ColumnKey] = set()
         for column, width in zip(self.ordered_columns, widths, strict=True):
             if column.width != width:
                 column.width = width
-                changed = True
+                changed.add(column.key)
         table_width = sum(column.get_render_width(self) for column in self.ordered_columns)
         if table_width != self.virtual_size.width:
             size = Size(table_width, self.virtual_size.height)
             self.set_reactive(DataTable.virtual_size, size)
             self._scroll_update(size)
         return changed
+
+    def _forget_renders(self, cells: set[CellAt], columns: set[ColumnKey]) -> None:
+        """Drop what DataTable keeps rendered of `cells`, of every cell of `columns` (a new width; their labels
+        included) and of the rows and lines that show them, so that the next frame renders those alone.
+
+        DataTable's own way, a new update count, dropped every render: with each tp 4 <-> 8 edit of a 1,024-host
+        cluster with odd nodes only the messages change, and the severities, codes, dimensions and the header
+        rendered again took half the table's repaint. The caches are DataTable's private ones (Textual has no
+        call to drop one cell's render): a cell's key starts with its row key and column key, a row's with its
+        row key, a row's cells' with (update count, row index); tests/tui/test_findings_table.py fails if the
+        next frame shows a stale cell or renders an unchanged one."""
+        rows = {row for row, _ in cells}
+        indices = {self._row_locations.get(row) for row in rows}
+        for cell_key in list(self._cell_render_cache.keys()):
+            if (cell_key[0], cell_key[1]) in cells or cell_key[1] in columns:
+                self._cell_render_cache.discard(cell_key)
+        for renderables_key in list(self._row_renderable_cache.keys()):
+            if renderables_key[1] in indices:
+                self._row_renderable_cache.discard(renderables_key)
+        if columns:
+            self._row_render_cache.clear()
+        for row_key in list(self._row_render_cache.keys()):
+            if row_key[0] in rows:
+                self._row_render_cache.discard(row_key)
+        self._line_cache.clear()
 
     def _home(self) -> None:
         """The cursor and the view back on the first row, as a rebuild leaves them. The same findings keep their
