@@ -17,7 +17,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.lines import iter_clean_lines
 from linkscope.topo.formats.nccl_log import read_nccl_log_stream
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
-from linkscope.topo.formats.nccl_log_model import NcclLog
+from linkscope.topo.formats.nccl_log_model import Edge, NcclLog
 from linkscope.topo.formats.nccl_log_reader import LogReader
 from support.paths import FIXTURES
 from support.variant import PREFIX_STYLES, clash, coloured
@@ -243,3 +243,48 @@ def test_a_connection_read_before_a_process_joins_belongs_after_it_to_the_new_co
     assert [(edge.comm, edge.channel) for edge in log.edges] == [("0xaaa", 0), ("0xbbb", 1)]
     data = "\n".join(lines).encode("utf-8")
     assert fast_path(data, "x.log") == full_path(data, "x.log") == log
+
+
+EdgeKeys = dict[tuple[str | None, int, int | None, int, str | None, str], int]
+"""The reader's connections: (comm, src, dst, channel, side, detail) -> first line."""
+
+
+def reference_edges(edges: EdgeKeys) -> tuple[Edge, ...]:
+    """The connections as frozen one by one: each built, then all sorted."""
+    from linkscope.topo.formats.nccl_log_lines import transport_class
+
+    built = (Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
+             for (comm, src, dst, channel, side, detail), number in edges.items())
+    return tuple(sorted(built, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1)))
+
+
+UNSORTED_EDGES: EdgeKeys = {
+    ("b", 1, 0, 0, None, "P2P/IPC"): 1, ("a", 1, 2, 0, None, "P2P/IPC"): 2, ("a", 1, 0, 0, None, "SHM/direct"): 3,
+    ("a", 1, 1, 0, None, "P2P/IPC"): 4, ("a", 0, 3, 1, "send", "NET/IB/0"): 5, ("a", 0, 3, 1, "receive", "NET/IB/0"): 6,
+    ("a", 1, 0, 0, "send", "NET/IB/0"): 7,
+}
+
+
+@pytest.mark.parametrize("edges", [
+    UNSORTED_EDGES,  # nothing to place as None: sorted on the columns as they are
+    UNSORTED_EDGES | {("a", 4, None, 0, "receive", "COLLNET/SHARP"): 8},  # a CollNet line: no destination
+    UNSORTED_EDGES | {(None, 1, 0, 0, None, "P2P/IPC"): 9},  # no communicator known
+], ids=["plain", "no-destination", "no-communicator"])
+def test_the_connections_are_frozen_in_the_order_they_are_built_and_sorted_one_by_one(
+        edges: EdgeKeys) -> None:
+    from linkscope.topo.formats.nccl_log_frozen import frozen_edges
+
+    frozen = frozen_edges(edges)
+    assert frozen == reference_edges(edges) and all(type(edge) is Edge for edge in frozen)
+    assert [edge.line for edge in frozen] != sorted(edges.values())
+
+
+def test_each_real_log_freezes_its_connections_as_one_by_one() -> None:
+    from linkscope.topo.formats.nccl_log_frozen import frozen_edges
+    from linkscope.topo.formats.nccl_log_once import OnceReader
+
+    for path in REAL_FILES:
+        reader = OnceReader(path.name)
+        for line in iter_clean_lines(path.read_text(encoding="utf-8").split("\n"), keep=reader.keep):
+            reader.feed(line)
+        assert frozen_edges(reader.edges) == reference_edges(reader.edges), path.name
