@@ -112,6 +112,16 @@ def test_a_non_ascii_or_cut_chunk_reads_line_by_line(monkeypatch: pytest.MonkeyP
     assert lines == ["ab", "näme ✓", UNREADABLE, UNREADABLE, "end"]
 
 
+@pytest.mark.parametrize("offset", [0, 1, LINE_LIMIT_BYTES // 2 - 1, LINE_LIMIT_BYTES // 2, LINE_LIMIT_BYTES - 1])
+def test_a_line_at_the_limit_is_kept_and_one_past_it_is_not_wherever_it_starts(offset: int) -> None:
+    """One chunk, decoded at once: a line of the limit's length is a line, one a character longer is unreadable,
+    however the lines before put it against the stretches the decoder looks for newlines in."""
+    lines = ["a" * offset, "b" * LINE_LIMIT_BYTES, "c" * (LINE_LIMIT_BYTES + 1), "d" * LINE_LIMIT_BYTES, "end"]
+    data = "\n".join(lines).encode("ascii")
+    decoded = [line for batch in nccl_log._decoded_batches(io.BytesIO(data), "x.log", None) for line in batch]
+    assert decoded == [lines[0], lines[1], UNREADABLE, lines[3], "end"]
+
+
 def test_a_prefix_known_by_its_text_reads_as_the_pattern_reads_it() -> None:
     """Every line of every real log, read twice (the second time the prefix is known by its text): where NCCL's
     prefix ends and what it says are what the prefix pattern says of that line alone."""
