@@ -65,8 +65,32 @@ def printable(text: str) -> str:
 
 def printable_block(text: str) -> str:
     """Like :func:`printable` for multi-line text: newlines kept, tabs kept, every other control shown."""
+    if _plain_ascii(text):
+        return text  # nothing in it to remove or show (a large JSON report, at a fraction of the pattern's cost)
+    return _shown_block(text)
+
+
+def _shown_block(text: str) -> str:
+    """:func:`printable_block`, line by line."""
     return "\n".join(UNPRINTABLE_IN_BLOCK.sub(_shown, _without_complete_sequences(line))
                      for line in text.split("\n"))
+
+
+_ASCII_UNPRINTABLE_IN_BLOCK = bytes([*range(0x09), *range(0x0b, 0x20), 0x7f])
+"""The ASCII characters :data:`UNPRINTABLE_IN_BLOCK` shows (escape among them)."""
+_PLAIN_PIECE = 1 << 20
+"""Characters checked at once by :func:`_plain_ascii` (bounds the copy it makes)."""
+
+
+def _plain_ascii(text: str) -> bool:
+    """Whether `text` is ASCII without any character :func:`printable_block` would show or remove."""
+    if not text.isascii():
+        return False
+    for start in range(0, len(text), _PLAIN_PIECE):
+        piece = text[start:start + _PLAIN_PIECE].encode("ascii")
+        if len(piece.translate(None, _ASCII_UNPRINTABLE_IN_BLOCK)) != len(piece):
+            return False
+    return True
 
 
 def comparable(name: str) -> str:

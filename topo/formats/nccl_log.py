@@ -132,17 +132,25 @@ def _decoded_batches(stream: BinaryIO, name: str, max_bytes: int | None) -> Iter
 
 
 def _ascii_lines(data: bytes) -> tuple[list[str], bytes] | None:
-    """The whole lines of `data` and the bytes after the last newline, when those lines are ASCII and none is
-    longer than :data:`MAX_NCCL_LOG_LINE_BYTES` (one decode for the chunk); None otherwise."""
-    end = data.rfind(b"\n") + 1
-    body = data[:end]
-    if not body.isascii():
+    """The whole lines of `data` and the bytes after the last newline, when `data` is ASCII and no line is longer
+    than :data:`MAX_NCCL_LOG_LINE_BYTES` (one decode for the chunk); None otherwise."""
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
         return None
-    lines = body.decode("ascii").split("\n")
-    lines.pop()
-    if len(body) > MAX_NCCL_LOG_LINE_BYTES and max(map(len, lines), default=0) > MAX_NCCL_LOG_LINE_BYTES:
+    end = text.rfind("\n") + 1
+    lines = text.split("\n")
+    rest = lines.pop()
+    if _may_hold_overlong(text, end) and max(map(len, lines), default=0) > MAX_NCCL_LOG_LINE_BYTES:
         return None
-    return lines, data[end:]
+    return lines, rest.encode("ascii")
+
+
+def _may_hold_overlong(text: str, end: int) -> bool:
+    """Whether `text[:end]` may hold a line longer than :data:`MAX_NCCL_LOG_LINE_BYTES`: False when each aligned
+    stretch of half that length holds a newline (a longer line would cover one whole)."""
+    half = max(1, MAX_NCCL_LOG_LINE_BYTES // 2)
+    return any(text.find("\n", start, start + half) < 0 for start in range(0, end, half))
 
 
 def _decode(raw: bytes) -> str:

@@ -32,10 +32,20 @@ class HostBook:
         if count is not None:  # seen before: its host was taken then, when there was room
             self.lines[key] = count + 1
             return
-        if host not in self.first_seen and len(self.first_seen) < MAX_PARSED_LINES:
-            self.first_seen[host] = None
+        self.add(key, 1)
+
+    def meet(self, host: str, pid: int | None) -> None:
+        """A line of `host` (process `pid`) that :meth:`saw_again` will count: the process is taken now, when new."""
+        key = (host, pid)
+        if key not in self.lines:
+            self.add(key, 0)
+
+    def add(self, key: tuple[str, int | None], count: int) -> None:
+        """A process not seen before, with `count` lines so far (each table has room for as many as it holds)."""
+        if key[0] not in self.first_seen and len(self.first_seen) < MAX_PARSED_LINES:
+            self.first_seen[key[0]] = None
         if len(self.lines) < MAX_PARSED_LINES:
-            self.lines[key] = 1
+            self.lines[key] = count
 
     def saw_again(self, counts: dict[tuple[str, int], int]) -> None:
         """More lines of processes seen before: `counts` per (host, pid)."""

@@ -5,6 +5,8 @@ provisional communicator keys renamed to the commId they turned out to be, then 
 
 from __future__ import annotations
 
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from linkscope.topo.common.errors import InputError
@@ -27,8 +29,8 @@ def settle_communicators(reader: LogReader) -> None:
         highest = max([rank for comm, rank in reader.ranks if comm is None] + [-1])
         if size is None or highest < size:
             rename[None] = only
-    if not rename or (list(rename) == [None] and all(
-            key[0] is not None for table in (reader.ranks, reader.edges, reader.rings, reader.trees) for key in table)):
+    if not rename or (list(rename) == [None] and None not in map(
+            itemgetter(0), chain(reader.ranks, reader.edges, reader.rings, reader.trees))):
         return  # nothing to rename: the tables stay as they are
 
     def renamed(key: str | None) -> str | None:
@@ -51,6 +53,28 @@ def settle_communicators(reader: LogReader) -> None:
             reader.comm_sizes[target] = (known_nranks, known_nnodes if known_nnodes is not None else nnodes)
 
 
+EdgeKey = tuple[str | None, int, int | None, int, str | None, str]
+"""(comm, src, dst, channel, side, detail): a connection as the reader keeps it."""
+_COMM, _SRC, _DST, _CHANNEL, _SIDE, _DETAIL = (itemgetter(index) for index in range(6))
+
+
+def frozen_edges(edges: dict[EdgeKey, int]) -> tuple[Edge, ...]:
+    """The connections, each with the first line that showed it, ordered by communicator, channel, source and
+    destination (no communicator first, no destination or destination 0 before 1), else as read: a column at a
+    time (a large log has 100,000 of them)."""
+    keys = list(edges)
+    if None in map(_COMM, keys) or None in map(_DST, keys):
+        keys.sort(key=lambda key: (key[0] or "", key[3], key[1], key[2] or -1))
+    else:  # the same order: no None to place, and destination 0 is below every other either way
+        keys.sort(key=itemgetter(0, 3, 1, 2))
+    details = list(map(_DETAIL, keys))
+    transport_of = {detail: transport_class(detail) or "" for detail in set(details)}
+    rows = zip(map(_COMM, keys), map(_SRC, keys), map(_DST, keys), map(_CHANNEL, keys),
+               map(transport_of.__getitem__, details), details, map(_SIDE, keys), map(edges.__getitem__, keys),
+               strict=True)
+    return tuple(map(tuple.__new__, repeat(Edge), rows))  # Edge(*row), without a Python call for each
+
+
 def frozen_log(reader: LogReader) -> NcclLog:
     """The log as frozen values, once every line is read (the communicators settled first); InputError when no
     NCCL line read cleanly."""
@@ -64,8 +88,6 @@ def frozen_log(reader: LogReader) -> NcclLog:
         raise InputError(f"{reader.name}: no NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) found")
     ranks = tuple(sorted((rank_of(comm, rank, facts) for (comm, rank), facts in reader.ranks.items()),
                          key=lambda item: (item.comm or "", item.rank)))
-    edges = tuple(Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
-                  for (comm, src, dst, channel, side, detail), number in reader.edges.items())
     comm_keys = sorted({key for key in reader.comm_sizes} | {comm for comm, _ in reader.rings if comm is not None})
     communicators = tuple(
         Communicator(
@@ -86,7 +108,7 @@ def frozen_log(reader: LogReader) -> NcclLog:
         communicators += (Communicator(key="?", nranks=None, nnodes=None, rings=loose_rings, trees=loose_trees),)
     return NcclLog(
         name=reader.name, version=reader.version, communicators=communicators, ranks=ranks,
-        edges=tuple(sorted(edges, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))),
+        edges=frozen_edges(reader.edges),
         env=tuple(reader.env.items()),
         warnings=messages(reader.warnings), errors=messages(reader.errors),
         lines=reader.lines, nccl_lines=reader.nccl_lines,

@@ -38,19 +38,25 @@ COMM_ID = re.compile(r" commId (0x[0-9a-fA-F]{1,16})\b")
 COMM = re.compile(
     r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,7}) nRanks (?P<nranks>\d{1,7}) nNodes (?P<nnodes>\d{1,7})"
 )
-_CONNECTION_UP_TO_DETAIL = (
-    r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])?"
-    r" -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?(?: \[(?P<side>send|receive)\])? via "
+_CONNECTION_CHANNEL = r"(?:Channel|Ring) (?P<ch>\d{1,4})(?:/\d{1,2})?"
+_CONNECTION_ENDS = (
+    r"(?P<src>\d{1,7})(?:\[(?P<sb>[0-9a-fA-F]{1,16})\])? -> (?P<dst>\d{1,7})(?:\[(?P<db>[0-9a-fA-F]{1,16})\])?"
+    r"(?: \[(?P<side>send|receive)\])? via "
 )
-CONNECTION = re.compile(_CONNECTION_UP_TO_DETAIL + r"(?P<detail>\S[^\t]{0,200})\Z")
-CONNECTION_LINE = re.compile(
-    r"([A-Za-z0-9][\w.<>-]{0,254}):(\d{1,10}):\d{1,10} \[(\d{1,4})\] NCCL INFO "
-    + _CONNECTION_UP_TO_DETAIL + r"(?P<detail>[\w/().-]{1,201})\Z", re.ASCII
-)
-"""A whole raw line that is NCCL's INFO prefix (host, pid, dev: groups 1-3) and one :data:`CONNECTION` whose
-detail is one word, with nothing to clean: ASCII, no escape, carriage return or trailing space, one process's
-line. Such a line reads exactly as :data:`LEADING` and :data:`CONNECTION` read it, in one match (most of a large
-log's distinct lines are these)."""
+CONNECTION = re.compile(_CONNECTION_CHANNEL + " : " + _CONNECTION_ENDS + r"(?P<detail>\S[^\t]{0,200})\Z")
+CLEAN_PREFIX = re.compile(r"([A-Za-z0-9][\w.<>-]{0,254}):(\d{1,10}):\d{1,10} \[(\d{1,4})\]", re.ASCII)
+"""NCCL's INFO prefix before ` NCCL INFO `, whole (host, pid, dev): a line that starts with it reads as :data:`LEADING`
+reads it (no source location, nothing a launcher put before it)."""
+CLEAN_CHANNEL = re.compile(_CONNECTION_CHANNEL, re.ASCII)
+"""A connection message's channel, whole, up to ` : ` (`Channel 00/0`, `Ring 03`)."""
+CLEAN_ENDS = re.compile(_CONNECTION_ENDS + r"(?P<detail>[\w/().-]{1,201})", re.ASCII)
+"""A connection message after ` : `, whole, with a one-word detail (`0[0] -> 1[1] via P2P/CUMEM/read`).
+
+A raw line `CLEAN_PREFIX NCCL INFO CLEAN_CHANNEL : CLEAN_ENDS`, each piece whole, is NCCL's INFO prefix and one
+:data:`CONNECTION` with nothing to clean: ASCII, no escape, carriage return, tab or trailing space, one process's
+line. No piece holds the separator after it, so the first ` NCCL INFO ` and the first ` : ` after it are where the
+pieces end; most of a large log's distinct lines are these, and their pieces recur (a process writes one prefix, a
+pair of ranks the same ends on every channel)."""
 COLLNET = re.compile(
     r"Coll(?:Net)? (?P<ch>\d{1,4})(?:/\d{1,2})? : (?P<rank>\d{1,7}) \[(?P<side>send|receive)\] via (?P<detail>\S[^\t]{0,200})\Z"
 )
@@ -84,6 +90,11 @@ def matters_without_nccl(raw: str) -> bool:
     return raw == UNREADABLE or (" Pid " in raw and "Rank" in raw)
 
 
+def worth_reading(raw: str) -> bool:
+    """Whether a raw line may matter to the reader at all: it names NCCL, or :func:`matters_without_nccl`."""
+    return "NCCL" in raw or matters_without_nccl(raw)
+
+
 Fact = tuple[str, object]
 """What a connection line's bracket says of its rank: ("device_index", 3) or ("bus_id", "1b000")."""
 Connection = tuple[int, int, int, str | None, str, Fact | None, Fact | None]
@@ -93,17 +104,29 @@ Connection = tuple[int, int, int, str | None, str, Fact | None, Fact | None]
 def parse_connection(message: str) -> Connection | tuple[()]:
     """The :data:`Connection` a message states, or () when it is none."""
     match = CONNECTION.match(message)
-    return () if match is None else connection_of(*match.groups())
+    if match is None:
+        return ()
+    channel, *ends = match.groups()
+    stated = ends_of(*ends)
+    if not stated:
+        return ()
+    src, dst, side, detail, src_fact, dst_fact = stated
+    return (src, dst, int(channel), side, detail, src_fact, dst_fact)
 
 
-def connection_of(channel: str, src_text: str, src_bracket: str | None, dst_text: str, dst_bracket: str | None,
-                  side: str | None, detail: str) -> Connection | tuple[()]:
-    """:func:`parse_connection` from the groups of :data:`CONNECTION` (the last seven of :data:`CONNECTION_LINE`)."""
+Ends = tuple[int, int, str | None, str, Fact | None, Fact | None]
+"""(src, dst, side, detail, what src's bracket says, what dst's says): a :data:`Connection` but its channel."""
+
+
+def ends_of(src_text: str, src_bracket: str | None, dst_text: str, dst_bracket: str | None, side: str | None,
+            detail: str) -> Ends | tuple[()]:
+    """The :data:`Ends` the groups of :data:`CONNECTION` after its channel (those of :data:`CLEAN_ENDS`) state, or
+    () when they state none."""
     src, dst = int(src_text), int(dst_text)
     ends = _connection_ends(src_bracket, dst_bracket, detail)
     if (src if src > dst else dst) > MAX_NCCL_RANK or ends is None:
         return ()
-    return (src, dst, int(channel), side, *ends)
+    return (src, dst, side, *ends)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -2,7 +2,9 @@
 every new communicator, proxy and timing chatter through the whole run), and a line already read and recorded
 adds nothing the second time but a count, while its process's communicators stand.
 
-:class:`OnceReader` is :class:`~topo.formats.nccl_log_reader.LogReader` with that memo in front of it.
+:class:`OnceReader` is :class:`~topo.formats.nccl_log_reader.LogReader` with that memo in front of it, and a quick
+reading of the lines that make up most of a large log's distinct ones: NCCL's clean INFO lines that state a
+connection, or that no part of the reader looks at.
 """
 
 from __future__ import annotations
@@ -10,12 +12,21 @@ from __future__ import annotations
 from collections import Counter
 
 from linkscope.topo.common.limits import MAX_PARSED_LINES
-from linkscope.topo.formats.nccl_log_lines import CONNECTION_LINE, connection_of, matters_without_nccl
-from linkscope.topo.formats.nccl_log_reader import LogReader
+from linkscope.topo.formats.nccl_log_lines import (
+    CLEAN_CHANNEL,
+    CLEAN_ENDS,
+    CLEAN_PREFIX,
+    ends_of,
+    matters_without_nccl,
+)
+from linkscope.topo.formats.nccl_log_reader import Link, LogReader
 from linkscope.topo.formats.nccl_log_topology import TOPOLOGY_STARTS
 
 Process = tuple[str, int]
 """(host, pid) of a line with NCCL's own prefix."""
+CleanPrefix = tuple[str, int, int]
+"""(host, pid, cudaDev) of a :data:`~topo.formats.nccl_log_lines.CLEAN_PREFIX`."""
+INFO_MARKER = " NCCL INFO "
 
 
 def inert(message: str) -> bool:
@@ -28,6 +39,27 @@ def inert(message: str) -> bool:
         and " -> " not in message
 
 
+def clean_prefix(text: str) -> CleanPrefix | None:
+    """What `text`, the part of a raw line before its first ` NCCL INFO `, says when it is a whole
+    :data:`~topo.formats.nccl_log_lines.CLEAN_PREFIX`; None otherwise."""
+    whole = CLEAN_PREFIX.fullmatch(text)
+    return None if whole is None else (whole.group(1), int(whole.group(2)), int(whole.group(3)))
+
+
+def clean_channel(text: str) -> int | None:
+    """The channel `text` names when it is a whole :data:`~topo.formats.nccl_log_lines.CLEAN_CHANNEL`; None
+    otherwise."""
+    whole = CLEAN_CHANNEL.fullmatch(text)
+    return None if whole is None else int(whole.group(1))
+
+
+def plain_info(raw: str, message: str) -> bool:
+    """Whether `raw`, whose INFO `message` follows a clean prefix, needs no cleaning and is one process's line:
+    ASCII, no escape or carriage return, no trailing space, no second NCCL marker."""
+    return raw.isascii() and raw[-1] > " " and "\x1b" not in raw and "\r" not in raw \
+        and "NCCL INFO" not in message and "NCCL WARN" not in message
+
+
 class OnceReader(LogReader):
     """A LogReader that reads each distinct line once (bounded memo, cleared when full)."""
 
@@ -38,11 +70,19 @@ class OnceReader(LogReader):
         communicator since (a new one may claim the same text), so the memo is emptied whenever one joins."""
         self.memo_joins = 0
         """:attr:`joins` when the memo was last emptied."""
+        self.clean_prefixes: dict[str, CleanPrefix | None] = {}
+        """The text before ` NCCL INFO ` -> what it says as a :data:`CleanPrefix`, or None when it is not one."""
+        self.clean_channels: dict[str, int | None] = {}
+        """A connection message's text before ` : ` -> the channel it names, or None when it is not one."""
+        self.links: dict[tuple[str, str], tuple[Link, Process]] = {}
+        """(prefix text, connection text after ` : `) -> what such a clean connection line says on any channel, and
+        its process; emptied with the memo (the communicator is the printer's at the time)."""
 
     def memo(self) -> dict[str, Process]:
         """The memo, emptied first when a process joined a communicator since it was last emptied."""
         if self.joins != self.memo_joins:
             self.repeats.clear()
+            self.links.clear()
             self.memo_joins = self.joins
         return self.repeats
 
@@ -67,31 +107,78 @@ class OnceReader(LogReader):
     def remember(self, raw: str, process: Process) -> None:
         """`raw`, written by `process`, says nothing new when it comes again (bounded: when full, the memo is
         emptied, and the lines that recur come back at once)."""
-        repeats = self.memo()
+        repeats = self.repeats  # (a process that joined a communicator since empties it at the next look)
         if len(repeats) >= MAX_PARSED_LINES:
             repeats.clear()
         repeats[raw] = process
 
-    def read_connection_line(self, raw: str, number: int) -> bool:
-        """Read `raw` at once when it is a whole clean connection line (:data:`CONNECTION_LINE`), as
-        :meth:`read` would; False, having done nothing, for any other line."""
-        whole = CONNECTION_LINE.match(raw) if " via " in raw else None
-        if whole is None:
-            return False
-        host, pid_text, dev_text, *connection = whole.groups()
-        parsed = connection_of(*connection)
-        if not parsed:
-            return False
-        pid = int(pid_text)
-        self.lines = number
-        self.nccl_lines += 1
-        self.hosts.saw(host, pid)
+    def prefix_of(self, text: str) -> CleanPrefix | None:
+        """:func:`clean_prefix` of `text`, known by its text once read (a process writes the same prefix on every
+        line)."""
+        known = self.clean_prefixes.get(text)
+        if known is None and text not in self.clean_prefixes:
+            known = clean_prefix(text)
+            if len(self.clean_prefixes) < MAX_PARSED_LINES:
+                self.clean_prefixes[text] = known
+        return known
+
+    def channel_of(self, text: str) -> int | None:
+        """:func:`clean_channel` of `text`, known by its text once read."""
+        known = self.clean_channels.get(text)
+        if known is None and text not in self.clean_channels:
+            known = clean_channel(text)
+            if len(self.clean_channels) < MAX_PARSED_LINES:
+                self.clean_channels[text] = known
+        return known
+
+    def read_clean_line(self, raw: str, number: int) -> Process | None:
+        """Read `raw`, line `number`, at once when it is NCCL's clean INFO line that states a connection or that no
+        part of the reader looks at (:func:`inert`), as :meth:`read` would but for the count of NCCL's lines and of
+        its process's, which the caller makes: the process that wrote it. None, having done nothing, for any other
+        line. A clean connection line whose prefix and ends were read before, while no process joined a
+        communicator, costs a lookup of its pieces."""
+        prefix_text, _, message = raw.partition(INFO_MARKER)
+        channel_text, _, ends_text = message.partition(" : ")
+        known = self.links.get((prefix_text, ends_text))
+        channel = self.clean_channels.get(channel_text)
+        if known is None or channel is None:
+            return self.read_new_clean_line(raw, number)
+        link, process = known
+        if self.add_link(link, channel, number):
+            self.remember(raw, process)
+        return process
+
+    def read_new_clean_line(self, raw: str, number: int) -> Process | None:
+        """:meth:`read_clean_line` for a line whose pieces are not known together: each read (and kept when it is a
+        connection's) or refused."""
+        marker = raw.find(INFO_MARKER)
+        prefix = self.prefix_of(raw[:marker]) if marker > 0 else None
+        if prefix is None:
+            return None
+        message = raw[marker + len(INFO_MARKER):]
+        channel_text, colon, ends_text = message.partition(" : ")
+        channel = self.channel_of(channel_text) if colon else None
+        host, pid, dev = prefix
+        process = (host, pid)
+        if channel is not None:
+            whole = CLEAN_ENDS.fullmatch(ends_text)
+            ends = ends_of(*whole.groups()) if whole is not None else ()
+            if not ends:
+                return None
+            self.suffix = None  # no clean connection line ends with a communicator (one the last line named is gone)
+            link = self.link_of(ends, host, pid, dev)
+            if len(self.links) < MAX_PARSED_LINES:
+                self.links[(raw[:marker], ends_text)] = (link, process)
+            self.hosts.meet(host, pid)
+            if self.add_link(link, channel, number):
+                self.remember(raw, process)
+            return process
+        if not (plain_info(raw, message) and inert(message)):
+            return None
+        self.hosts.meet(host, pid)
         self.suffix = None
-        dropped = self.edges_dropped
-        self.add_connection(parsed, host, pid, int(dev_text), number)
-        if self.edges_dropped == dropped:
-            self.remember(raw, (host, pid))
-        return True
+        self.remember(raw, process)
+        return process
 
     def take(self, batch: list[str], start: int, before: int) -> int:
         """:data:`~topo.formats.lines.Take`: the lines of `batch` from `start` on, read here in one loop (most of a
@@ -100,7 +187,7 @@ class OnceReader(LogReader):
         repeats = self.memo()
         joins = self.joins
         again: list[Process] = []
-        """The process of each repeat read here, counted into the host book when the loop ends."""
+        """The process of each line read here at once or repeated, counted into the host book when the loop ends."""
         handed = len(batch)
         for index in range(start, handed):
             raw = batch[index]
@@ -110,10 +197,10 @@ class OnceReader(LogReader):
                     break
                 continue
             process = repeats.get(raw)
+            if process is None:
+                process = self.read_clean_line(raw, before + index + 1)
             if process is not None:
                 again.append(process)
-                continue
-            if self.read_connection_line(raw, before + index + 1):
                 continue
             self.lines = before + index
             if self.read(raw):

@@ -38,16 +38,21 @@ from linkscope.topo.formats.nccl_log_lines import (
     UNREADABLE,
     VERSION,
     Connection,
+    Ends,
     Fact,
-    matters_without_nccl,
     parse_connection,
     transport_class,
+    worth_reading,
 )
 from linkscope.topo.formats.nccl_log_model import NcclLog
 from linkscope.topo.formats.nccl_log_topology import TopologyBook
 
 Prefix = tuple[str, int, int, bool]
 """What NCCL's prefix of a line says: (host, pid, cudaDev, is a warning)."""
+Told = tuple[str | None, int, int, str | None, int | None, int | None, Fact | None, Fact | None]
+"""What a connection line tells of its ranks: (comm, printer, other, host, pid, dev, src's fact, dst's fact)."""
+Link = tuple[str | None, int, int, str | None, str, Told]
+"""What a connection line says on whichever channel: (comm, src, dst, side, detail, what it tells of its ranks)."""
 
 
 class LogReader:
@@ -73,7 +78,7 @@ class LogReader:
         """(host, pid, comm pointer) -> communicator key."""
         self.parsed: dict[str, Connection | tuple[()]] = {}
         """Connection messages already parsed (the same line recurs for every new communicator)."""
-        self.told: set[tuple[str | None, int, int, str | None, int | None, int | None, Fact | None, Fact | None]] = set()
+        self.told: set[Told] = set()
         """What connection lines said of their ranks, each told once (a rank prints the same on every channel)."""
         self.channel_counts: dict[str, tuple[int | None, ...]] = {}
         self.prefixes: dict[str, Prefix] = {}
@@ -110,7 +115,7 @@ class LogReader:
             if leading is not None:
                 self.feed_prefixed(text, *leading, self.lines)
                 return False
-        return "NCCL" in raw or matters_without_nccl(raw)  # most lines of a log do not name NCCL
+        return worth_reading(raw)  # most lines of a log do not name NCCL
 
     def leading_prefix(self, text: str) -> tuple[int, Prefix] | None:
         """Where NCCL's own prefix `host:pid:tid [dev] NCCL INFO ` that starts `text` ends, and what it says; None
@@ -368,18 +373,35 @@ class LogReader:
                        number: int) -> None:
         """A connection line of (host, pid) on `dev`, line `number`, read as `parsed`."""
         src, dst, channel, side, detail, src_fact, dst_fact = parsed
+        self.add_link(self.link_of((src, dst, side, detail, src_fact, dst_fact), host, pid, dev), channel, number)
+
+    def link_of(self, ends: Ends, host: str | None, pid: int | None, dev: int | None) -> Link:
+        """What a connection line of (host, pid) on `dev` that states `ends` says on any channel (the communicator
+        is the one its printer is in now: the same until a process joins another)."""
+        src, dst, side, detail, src_fact, dst_fact = ends
         printer, other = (dst, src) if side == "receive" else (src, dst)
         comm = self.comm_of(host, pid, printer, src if src > dst else dst)
+        return comm, src, dst, side, detail, (comm, printer, other, host, pid, dev, src_fact, dst_fact)
+
+    def add_link(self, link: Link, channel: int, number: int) -> bool:
+        """The connection `link` states on `channel`, first seen on line `number`; what it tells of its ranks,
+        unless told before (each fact is kept the first time only). False when it was new and there was no room."""
+        comm, src, dst, side, detail, told = link
         key = (comm, src, dst, channel, side, detail)
         if key in self.edges:
-            return
+            return True
         if len(self.edges) >= MAX_EDGES:
             self.edges_dropped += 1
-            return
-        told = (comm, printer, other, host, pid, dev, src_fact, dst_fact)
-        if told in self.told:  # what this line says of its ranks is known (each fact is kept the first time only)
-            self.edges[key] = number
-            return
+            return False
+        self.edges[key] = number
+        if told not in self.told:
+            self.tell(link)
+        return True
+
+    def tell(self, link: Link) -> None:
+        """What `link`'s line says of its ranks: where the printer runs, what the brackets say."""
+        comm, src, dst, _, _, told = link
+        _, printer, other, host, pid, dev, src_fact, dst_fact = told
         if len(self.told) >= MAX_PARSED_LINES:
             self.told.clear()
         self.told.add(told)
@@ -399,7 +421,6 @@ class LogReader:
             entry[src_fact[0]] = src_fact[1]
         if dst_fact is not None and dst_fact[0] not in (entry := ranks[(comm, dst)]):
             entry[dst_fact[0]] = dst_fact[1]
-        self.edges[key] = number
 
     def add_edge(self, comm: str | None, src: int, dst: int | None, channel: int, side: str | None,
                  detail: str, number: int) -> None:

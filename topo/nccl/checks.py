@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain, compress
+from operator import attrgetter, eq
 from typing import Any
 
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
@@ -47,6 +49,9 @@ SAME_HOST_TRANSPORTS = ("SHM", "P2P")
 HostsOf = Mapping[tuple[str | None, int], str]
 """(communicator, rank) -> host, as :func:`implied_hosts` gives it."""
 """Transports NCCL only uses between ranks of one host: either one between two ranks proves they share it."""
+_TRANSPORT, _DETAIL = attrgetter("transport"), attrgetter("detail")
+_COMM_SRC, _COMM_DST = attrgetter("comm", "src"), attrgetter("comm", "dst")
+"""An edge's (communicator, rank) at each end: the keys of :data:`HostsOf`."""
 
 
 def rank_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
@@ -59,10 +64,10 @@ def implied_hosts(log: NcclLog) -> dict[tuple[str | None, int], str]:
     means they share a host, so a rank without a host prefix joined that way to a named one is on that host, and
     ranks joined only to each other share one unnamed host (:data:`IMPLIED_HOST`)."""
     named = rank_hosts(log)
-    joined = [((edge.comm, edge.src), (edge.comm, edge.dst)) for edge in log.edges
-              if edge.dst is not None and edge.transport in SAME_HOST_TRANSPORTS]
-    if all(one in named and other in named for one, other in joined):
+    same_host_edges = list(compress(log.edges, map(SAME_HOST_TRANSPORTS.__contains__, map(_TRANSPORT, log.edges))))
+    if all(map(named.__contains__, chain(map(_COMM_SRC, same_host_edges), map(_COMM_DST, same_host_edges)))):
         return named  # every rank SHM or P2P joins is named: nothing to imply
+    joined = [((edge.comm, edge.src), (edge.comm, edge.dst)) for edge in same_host_edges if edge.dst is not None]
     parent: dict[tuple[str | None, int], tuple[str | None, int]] = {}
 
     def root(key: tuple[str | None, int]) -> tuple[str | None, int]:
@@ -103,8 +108,13 @@ def same_host(edge: Edge, hosts: HostsOf) -> bool | None:
 
 @remember_last
 def edges_on_one_host(log: NcclLog, hosts: HostsOf) -> tuple[bool | None, ...]:
-    """:func:`same_host` of every connection of `log`, in its order (the findings, the counts and the JSON all ask)."""
-    return tuple(same_host(edge, hosts) for edge in log.edges)
+    """:func:`same_host` of every connection of `log`, in its order (the findings, the counts and the JSON all ask),
+    each end's host looked up at once."""
+    src_hosts = list(map(hosts.get, map(_COMM_SRC, log.edges)))
+    dst_hosts = list(map(hosts.get, map(_COMM_DST, log.edges)))  # (comm, None) of a CollNet line names no rank
+    if None not in src_hosts and None not in dst_hosts:
+        return tuple(map(eq, src_hosts, dst_hosts))
+    return tuple(None if src is None or dst is None else src == dst for src, dst in zip(src_hosts, dst_hosts, strict=True))
 
 
 def net_kind(detail: str) -> str:
@@ -118,8 +128,11 @@ def nccl_findings(log: NcclLog, hosts: HostsOf | None = None) -> tuple[NcclFindi
     :func:`implied_hosts`, when the caller has them)."""
     hosts = implied_hosts(log) if hosts is None else hosts
     groups: dict[tuple[str, str | None, str], set[int]] = {}
-    for edge, on_one_host in zip(log.edges, edges_on_one_host(log, hosts), strict=True):
-        code = _edge_code(edge, on_one_host)
+    cases = list(zip(map(_TRANSPORT, log.edges), edges_on_one_host(log, hosts), map(_DETAIL, log.edges), strict=True))
+    """What decides a connection's code: its transport, whether its ends share a host, its detail (a log repeats
+    a few of these on every connection)."""
+    code_of = {case: _edge_code(*case) for case in set(cases)}
+    for edge, code in zip(log.edges, map(code_of.__getitem__, cases), strict=True):
         if code is None or edge.dst is None:
             continue
         where = hosts.get((edge.comm, edge.src), "") if code.startswith("intra-host") else net_kind(edge.detail)
@@ -140,17 +153,19 @@ def nccl_findings(log: NcclLog, hosts: HostsOf | None = None) -> tuple[NcclFindi
     return tuple(findings)
 
 
-def _edge_code(edge: Edge, on_one_host: bool | None) -> str | None:
-    if edge.transport == "SHM" and on_one_host:
+def _edge_code(transport: str, on_one_host: bool | None, detail: str) -> str | None:
+    """The finding code of a connection over `transport` with `detail`, whose ends share a host (`on_one_host`), or
+    None."""
+    if transport == "SHM" and on_one_host:
         return "intra-host-shm"
-    if edge.transport != "NET":
+    if transport != "NET":
         return None
     if on_one_host:
         return "intra-host-net"
-    kind = net_kind(edge.detail)
+    kind = net_kind(detail)
     if kind.lower() == "socket":
         return "net-socket"
-    if "GDRDMA" not in edge.detail:
+    if "GDRDMA" not in detail:
         return "net-no-gdr"
     return None
 
@@ -216,10 +231,10 @@ def report_json(log: NcclLog, findings: tuple[NcclFinding, ...], hosts: HostsOf 
                              "nheads": setup.nheads, "line": setup.line} for setup in log.nvls.setups],
                  "multicast": [{"host": host, "cuda_dev": dev, "available": ok} for host, dev, ok in log.nvls.multicast]},
         "ranks": [_rank_json(rank) for rank in log.ranks],
-        "edges": [{"comm": edge.comm, "src": edge.src, "dst": edge.dst, "channel": edge.channel,
-                   "transport": edge.transport, "detail": edge.detail, "side": edge.side,
-                   "same_host": on_one_host, "line": edge.line}
-                  for edge, on_one_host in zip(log.edges, edges_on_one_host(log, hosts), strict=True)],
+        "edges": [{"comm": comm, "src": src, "dst": dst, "channel": channel, "transport": transport, "detail": detail,
+                   "side": side, "same_host": on_one_host, "line": line}
+                  for (comm, src, dst, channel, transport, detail, side, line), on_one_host
+                  in zip(log.edges, edges_on_one_host(log, hosts), strict=True)],
         "env": {name: value for name, value in log.env},
         "warnings": [{"text": item.text, "host": item.host, "line": item.line, "count": item.count} for item in log.warnings],
         "errors": [{"text": item.text, "host": item.host, "line": item.line, "count": item.count} for item in log.errors],

@@ -17,7 +17,7 @@ from linkscope.topo.common.errors import InputError
 from linkscope.topo.formats.lines import iter_clean_lines
 from linkscope.topo.formats.nccl_log import read_nccl_log_stream
 from linkscope.topo.formats.nccl_log_lines import UNREADABLE
-from linkscope.topo.formats.nccl_log_model import NcclLog
+from linkscope.topo.formats.nccl_log_model import Edge, NcclLog
 from linkscope.topo.formats.nccl_log_reader import LogReader
 from support.paths import FIXTURES
 from support.variant import PREFIX_STYLES, clash, coloured
@@ -112,6 +112,16 @@ def test_a_non_ascii_or_cut_chunk_reads_line_by_line(monkeypatch: pytest.MonkeyP
     assert lines == ["ab", "näme ✓", UNREADABLE, UNREADABLE, "end"]
 
 
+@pytest.mark.parametrize("offset", [0, 1, LINE_LIMIT_BYTES // 2 - 1, LINE_LIMIT_BYTES // 2, LINE_LIMIT_BYTES - 1])
+def test_a_line_at_the_limit_is_kept_and_one_past_it_is_not_wherever_it_starts(offset: int) -> None:
+    """One chunk, decoded at once: a line of the limit's length is a line, one a character longer is unreadable,
+    however the lines before put it against the stretches the decoder looks for newlines in."""
+    lines = ["a" * offset, "b" * LINE_LIMIT_BYTES, "c" * (LINE_LIMIT_BYTES + 1), "d" * LINE_LIMIT_BYTES, "end"]
+    data = "\n".join(lines).encode("ascii")
+    decoded = [line for batch in nccl_log._decoded_batches(io.BytesIO(data), "x.log", None) for line in batch]
+    assert decoded == [lines[0], lines[1], UNREADABLE, lines[3], "end"]
+
+
 def test_a_prefix_known_by_its_text_reads_as_the_pattern_reads_it() -> None:
     """Every line of every real log, read twice (the second time the prefix is known by its text): where NCCL's
     prefix ends and what it says are what the prefix pattern says of that line alone."""
@@ -148,17 +158,143 @@ EDGE_CONNECTIONS = [
 ]
 
 
-def test_a_clean_connection_line_is_read_in_one_match_and_any_other_as_before() -> None:
-    """A whole clean connection line is read at once; every line the one match cannot vouch for is left to the
-    full reading, untouched; the log reads as the full path reads it."""
+EDGE_INERT = [
+    "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] Device 0 CPU core 3 ",  # a trailing space
+    "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] Device 0 CPU core 3\r",  # a carriage return
+    "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] \x1b[1mDevice 0\x1b[0m",  # an escape
+    "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] Gerät 0",  # not ASCII
+    "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] Device 0gpu-b:7:7 [1] NCCL INFO Trees [0] -1/-1/-1->1->0",  # fused
+    "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] Device 0gpu-b:7:7 [1] init.cc:1 NCCL WARN Cuda failure",  # fused
+    "gpu-a:100:121 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",  # starts with C
+    "gpu-a:100:121 [0] NCCL INFO Trees [0] -1/-1/-1->0->1",  # starts with T
+    "gpu-a:100:121 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0",  # starts with N
+    "gpu-a:100:121 [0] NCCL INFO 16 coll channels, 16 collnet channels, 0 nvls channels",  # a digit
+    "gpu-a:100:121 [0] NCCL INFO === System : maxBw 24.0 totalBw 240.0 ===",  # a topology line
+    "gpu-a:100:121 [0] NCCL INFO init.cc:1234 -> 3",  # an error trace
+    "gpu-a:100:121 [0] NCCL INFO ncclCommInitRank comm 0x7f nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE",  # comm 0x
+    "gpu-a:100:121 [0] NCCL INFO Channel 00/02 :    0   1",  # a ring order: a channel, then no connection
+    "gpu-a:100:121 [0] NCCL INFO Ring 00 : 1 -> 0 -> 1",  # a ring's neighbours
+    "gpu-a:100:121 [0] NCCL INFO",  # nothing after the marker
+]
+CLEAN_INERT = "gpu-a:100:121 [0] NCCL INFO [Proxy Progress] Device 0 CPU core 3"
+
+
+def taken_lines(lines: list[str], reader_first: list[str]) -> list[str]:
+    """The lines a reader reads at once (:meth:`OnceReader.read_clean_line`), each by a reader that read
+    `reader_first` before; each line it refuses leaves the reader's tables as they were."""
     from linkscope.topo.formats.nccl_log_once import OnceReader
 
-    reader = OnceReader("x.log")
-    assert reader.read_connection_line(CLEAN_CONNECTION, 1)
-    taken = [line for line in EDGE_CONNECTIONS if OnceReader("x.log").read_connection_line(line, 1)]
-    assert taken == [EDGE_CONNECTIONS[0], EDGE_CONNECTIONS[11], EDGE_CONNECTIONS[12]]
-    lines = [CLEAN_CONNECTION, *EDGE_CONNECTIONS, CLEAN_CONNECTION, *reversed(EDGE_CONNECTIONS)]
+    taken = []
+    for line in lines:
+        reader = OnceReader("x.log")
+        for number, first in enumerate(reader_first, start=1):
+            assert reader.read_clean_line(first, number) is not None
+        before = (reader.nccl_lines, dict(reader.edges), dict(reader.repeats), dict(reader.hosts.lines),
+                  {key: dict(facts) for key, facts in reader.ranks.items()})
+        if reader.read_clean_line(line, len(reader_first) + 1) is not None:
+            taken.append(line)
+        else:
+            assert (reader.nccl_lines, reader.edges, reader.repeats, reader.hosts.lines, reader.ranks) == before, line
+    return taken
+
+
+@pytest.mark.parametrize("first", [[], [CLEAN_CONNECTION, CLEAN_INERT]], ids=["new", "pieces-known"])
+def test_a_clean_line_is_read_at_once_and_any_other_as_before(first: list[str]) -> None:
+    """A clean connection line, or a clean line no part of the reader looks at, is read at once, whether its
+    pieces (prefix, channel, ends) were read before or not; every line the pieces cannot vouch for is left to the
+    full reading, untouched; the log reads as the full path reads it."""
+    assert taken_lines([CLEAN_CONNECTION, CLEAN_INERT], first) == [CLEAN_CONNECTION, CLEAN_INERT]
+    assert taken_lines(EDGE_CONNECTIONS, first) == [EDGE_CONNECTIONS[0], EDGE_CONNECTIONS[11], EDGE_CONNECTIONS[12]]
+    assert taken_lines(EDGE_INERT, first) == []
+    lines = [CLEAN_CONNECTION, CLEAN_INERT, *EDGE_CONNECTIONS, *EDGE_INERT, CLEAN_CONNECTION,
+             *reversed(EDGE_CONNECTIONS), *reversed(EDGE_INERT)]
     data = "\n".join(lines).encode("utf-8")
     read = fast_path(data, "x.log")
     assert read == full_path(data, "x.log")
     assert isinstance(read, NcclLog) and len(read.edges) >= 8
+
+
+def test_the_pieces_of_a_clean_connection_line_read_as_the_whole_pattern() -> None:
+    """Every line of every real log, clean or not, with each channel: a line is read at once as a connection
+    exactly when the whole pattern (prefix, ` NCCL INFO `, channel, ` : `, ends) matches it, and then as
+    :data:`CONNECTION` reads its message."""
+    import re
+
+    from linkscope.topo.formats.nccl_log_lines import CLEAN_CHANNEL, CLEAN_ENDS, CLEAN_PREFIX, parse_connection
+    from linkscope.topo.formats.nccl_log_once import OnceReader
+
+    whole = re.compile(f"{CLEAN_PREFIX.pattern} NCCL INFO ({CLEAN_CHANNEL.pattern}) : ({CLEAN_ENDS.pattern})",
+                       re.ASCII)
+    reader = OnceReader("x.log")
+    read = 0
+    for path in REAL_FILES:
+        for number, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").split("\n"), start=1):
+            match = whole.fullmatch(raw)
+            parsed = parse_connection(raw.split(" NCCL INFO ", 1)[1]) if match is not None else ()
+            edges = len(reader.edges)
+            process = reader.read_clean_line(raw, number)
+            if parsed:
+                assert match is not None and process == (match.group(1), int(match.group(2))), raw
+                read += 1
+            else:  # refused, or read at once as a line the reader passes over: no connection either way
+                assert len(reader.edges) == edges, raw
+    assert read > 1000
+
+
+def test_a_connection_read_before_a_process_joins_belongs_after_it_to_the_new_communicator() -> None:
+    """The same connection on another channel after the process joined another communicator: its pieces were
+    known, but what they say (the communicator) is read again."""
+    from linkscope.topo.formats.nccl_log import read_nccl_log_lines
+
+    init = "gpu-a:100:120 [0] NCCL INFO ncclCommInitRank comm {} rank 0 nranks 2 cudaDev 0 busId 1b000 commId {} - Init START"
+    lines = [init.format("0x11", "0xaaa"), CLEAN_CONNECTION, init.format("0x99", "0xbbb"),
+             CLEAN_CONNECTION.replace("Channel 00/0", "Channel 01/0")]
+    log = read_nccl_log_lines(lines, "x.log")
+    assert [(edge.comm, edge.channel) for edge in log.edges] == [("0xaaa", 0), ("0xbbb", 1)]
+    data = "\n".join(lines).encode("utf-8")
+    assert fast_path(data, "x.log") == full_path(data, "x.log") == log
+
+
+EdgeKeys = dict[tuple[str | None, int, int | None, int, str | None, str], int]
+"""The reader's connections: (comm, src, dst, channel, side, detail) -> first line."""
+
+
+def reference_edges(edges: EdgeKeys) -> tuple[Edge, ...]:
+    """The connections as frozen one by one: each built, then all sorted."""
+    from linkscope.topo.formats.nccl_log_lines import transport_class
+
+    built = (Edge(comm, src, dst, channel, transport_class(detail) or "", detail, side, number)
+             for (comm, src, dst, channel, side, detail), number in edges.items())
+    return tuple(sorted(built, key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1)))
+
+
+UNSORTED_EDGES: EdgeKeys = {
+    ("b", 1, 0, 0, None, "P2P/IPC"): 1, ("a", 1, 2, 0, None, "P2P/IPC"): 2, ("a", 1, 0, 0, None, "SHM/direct"): 3,
+    ("a", 1, 1, 0, None, "P2P/IPC"): 4, ("a", 0, 3, 1, "send", "NET/IB/0"): 5, ("a", 0, 3, 1, "receive", "NET/IB/0"): 6,
+    ("a", 1, 0, 0, "send", "NET/IB/0"): 7,
+}
+
+
+@pytest.mark.parametrize("edges", [
+    UNSORTED_EDGES,  # nothing to place as None: sorted on the columns as they are
+    UNSORTED_EDGES | {("a", 4, None, 0, "receive", "COLLNET/SHARP"): 8},  # a CollNet line: no destination
+    UNSORTED_EDGES | {(None, 1, 0, 0, None, "P2P/IPC"): 9},  # no communicator known
+], ids=["plain", "no-destination", "no-communicator"])
+def test_the_connections_are_frozen_in_the_order_they_are_built_and_sorted_one_by_one(
+        edges: EdgeKeys) -> None:
+    from linkscope.topo.formats.nccl_log_frozen import frozen_edges
+
+    frozen = frozen_edges(edges)
+    assert frozen == reference_edges(edges) and all(type(edge) is Edge for edge in frozen)
+    assert [edge.line for edge in frozen] != sorted(edges.values())
+
+
+def test_each_real_log_freezes_its_connections_as_one_by_one() -> None:
+    from linkscope.topo.formats.nccl_log_frozen import frozen_edges
+    from linkscope.topo.formats.nccl_log_once import OnceReader
+
+    for path in REAL_FILES:
+        reader = OnceReader(path.name)
+        for line in iter_clean_lines(path.read_text(encoding="utf-8").split("\n"), keep=reader.keep):
+            reader.feed(line)
+        assert frozen_edges(reader.edges) == reference_edges(reader.edges), path.name

@@ -248,3 +248,15 @@ def test_mutated_real_logs_give_a_result_or_input_error(path: Path, seed: int, e
         return
     nccl_findings(log)
     place_edges(log, DGX1)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda path: path.name)
+def test_every_connection_is_judged_on_one_host_or_not_as_each_alone_is(path: Path) -> None:
+    """The answer for all connections at once, with every end's host known, some unknown or none: each
+    connection's own :func:`same_host`."""
+    from linkscope.topo.nccl.checks import edges_on_one_host, implied_hosts
+
+    log = read_nccl_log_text(path.read_text(encoding="utf-8"), path.name)
+    everywhere = {(edge.comm, end): "h" for edge in log.edges for end in (edge.src, edge.dst) if end is not None}
+    for hosts in (implied_hosts(log), rank_hosts(log), everywhere, {}):
+        assert edges_on_one_host(log, hosts) == tuple(same_host(edge, hosts) for edge in log.edges)
