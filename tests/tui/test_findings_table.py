@@ -49,6 +49,15 @@ def shown_table(table: FindingsTable) -> list[list[tuple[str, Style | None]]]:
     return [[(segment.text, segment.style) for segment in strip.crop(region.x, region.right)] for strip in strips]
 
 
+async def assert_shows_as_rebuilt(table: FindingsTable, findings: tuple[LayoutFinding, ...], pilot: Pilot[None]) -> None:
+    """The table, which shows `findings` written in place, looks as a table rebuilt with them does."""
+    written = shown_table(table)
+    table.show((), checked=False)  # another number of rows: the table is built afresh
+    table.show(findings)
+    await settle(pilot.app)
+    assert shown_table(table) == written
+
+
 def shown_rows(table: FindingsTable) -> list[list[str]]:
     """The plain text of every cell, row by row."""
     return [[str(cell) for cell in table.get_row_at(row)] for row in range(table.row_count)]
@@ -106,11 +115,7 @@ async def test_new_findings_of_other_widths_show_as_a_rebuilt_table_would_withou
             await pilot.pause()
             assert not layouts
         assert table.horizontal_scrollbar.window_virtual_size == table.virtual_size.width
-        written = shown_table(table)
-        table.show((), checked=False)
-        table.show(longer)
-        await settle(pilot.app)
-        assert shown_table(table) == written
+        await assert_shows_as_rebuilt(table, longer, pilot)
 
 
 @async_test
@@ -143,10 +148,7 @@ async def test_new_messages_render_the_message_cells_alone_and_show_as_a_rebuilt
         assert rendered and set(rendered) <= {finding.message for finding in findings}
         written = shown_table(table)
         assert any(finding.message[:20] in "".join(text for text, _ in line) for line in written for finding in findings)
-        table.show((), checked=False)
-        table.show(findings)
-        await settle(pilot.app)
-        assert shown_table(table) == written
+        await assert_shows_as_rebuilt(table, findings, pilot)
 
 
 @async_test

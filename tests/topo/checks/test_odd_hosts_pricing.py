@@ -58,16 +58,22 @@ def test_links_up_figure_is_the_job_checked_again_with_that_host_repaired(sizes:
         assert "would take 0% less" not in findings[0].message
 
 
-def test_a_check_prices_each_group_once_however_many_hosts_are_odd(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Groups priced in one check grow with the cluster, not with the cluster times its odd hosts."""
-    calls = {"count": 0}
+def counted_shapes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """A counter of the group shapes the pricer works out (`GroupPricer.signature` calls) from now on."""
+    shapes = {"count": 0}
     signature = GroupPricer.signature
 
     def counted(self: GroupPricer, ranks: object) -> object:
-        calls["count"] += 1
+        shapes["count"] += 1
         return signature(self, ranks)  # type: ignore[arg-type]
 
     monkeypatch.setattr(GroupPricer, "signature", counted)
+    return shapes
+
+
+def test_a_check_prices_each_group_once_however_many_hosts_are_odd(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups priced in one check grow with the cluster, not with the cluster times its odd hosts."""
+    calls = counted_shapes(monkeypatch)
     counts = []
     for hosts in (48, 96):
         calls["count"] = 0
@@ -122,14 +128,7 @@ def test_an_edit_back_to_a_layout_checked_before_works_out_no_group_shape_again(
     (tp 4 <-> 8 keeps it): going back to a layout finds every group's links without working out its shape (but the
     group on each odd host, priced again with the host repaired for its finding), and another placement (cyclic)
     works them out afresh; the figures are those a fresh snapshot gives."""
-    shapes = {"count": 0}
-    signature = GroupPricer.signature
-
-    def counted(self: GroupPricer, ranks: object) -> object:
-        shapes["count"] += 1
-        return signature(self, ranks)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(GroupPricer, "signature", counted)
+    shapes = counted_shapes(monkeypatch)
     snapshot = _cluster(24, 5)
     check_layout(snapshot, CheckRequest(sizes=(("tp", 8),), nodes=24))
     check_layout(snapshot, CheckRequest(sizes=(("tp", 4),), nodes=24))
