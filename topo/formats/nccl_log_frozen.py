@@ -5,7 +5,7 @@ provisional communicator keys renamed to the commId they turned out to be, then 
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from itertools import chain
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -55,24 +55,23 @@ def settle_communicators(reader: LogReader) -> None:
 
 EdgeKey = tuple[str | None, int, int | None, int, str | None, str]
 """(comm, src, dst, channel, side, detail): a connection as the reader keeps it."""
-_COMM, _SRC, _DST, _CHANNEL, _SIDE, _DETAIL = (itemgetter(index) for index in range(6))
+_COMM, _DST = itemgetter(0), itemgetter(2)
+_BY_COMM_CHANNEL_SRC_DST = itemgetter(0, 3, 1, 2)
+"""An edge's (comm, channel, src, dst): the order of :attr:`NcclLog.edges` where none is None."""
 
 
 def frozen_edges(edges: dict[EdgeKey, int]) -> tuple[Edge, ...]:
     """The connections, each with the first line that showed it, ordered by communicator, channel, source and
-    destination (no communicator first, no destination or destination 0 before 1), else as read: a column at a
-    time (a large log has 100,000 of them)."""
-    keys = list(edges)
-    if None in map(_COMM, keys) or None in map(_DST, keys):
-        keys.sort(key=lambda key: (key[0] or "", key[3], key[1], key[2] or -1))
+    destination (no communicator first, no destination or destination 0 before 1), else as read."""
+    transport_of = {detail: transport_class(detail) or "" for detail in {key[5] for key in edges}}
+    new = tuple.__new__  # Edge(*row), without a Python call for each of 100,000
+    built = [new(Edge, (comm, src, dst, channel, transport_of[detail], detail, side, number))
+             for (comm, src, dst, channel, side, detail), number in edges.items()]
+    if None in map(_COMM, built) or None in map(_DST, built):  # (Edge fields: comm, src, dst, channel, ...)
+        built.sort(key=lambda edge: (edge.comm or "", edge.channel, edge.src, edge.dst or -1))
     else:  # the same order: no None to place, and destination 0 is below every other either way
-        keys.sort(key=itemgetter(0, 3, 1, 2))
-    details = list(map(_DETAIL, keys))
-    transport_of = {detail: transport_class(detail) or "" for detail in set(details)}
-    rows = zip(map(_COMM, keys), map(_SRC, keys), map(_DST, keys), map(_CHANNEL, keys),
-               map(transport_of.__getitem__, details), details, map(_SIDE, keys), map(edges.__getitem__, keys),
-               strict=True)
-    return tuple(map(tuple.__new__, repeat(Edge), rows))  # Edge(*row), without a Python call for each
+        built.sort(key=_BY_COMM_CHANNEL_SRC_DST)
+    return tuple(built)
 
 
 def frozen_log(reader: LogReader) -> NcclLog:

@@ -140,6 +140,13 @@ def _connection_ends(src_bracket: str | None, dst_bracket: str | None,
             bracket_fact(dst_bracket) if dst_bracket is not None else None)
 
 
+@functools.lru_cache(maxsize=4096)
+def tree_links(child_a: str, child_b: str, child_c: str, parent: str) -> tuple[tuple[int, ...], int]:
+    """A `Trees` item's children (those not -1) and parent, from the groups of :data:`TREE_ITEM` (a log repeats
+    these on every channel of every rank)."""
+    return tuple(int(child) for child in (child_a, child_b, child_c) if child != "-1"), int(parent)
+
+
 def channel_triple(counts: tuple[int | None, ...]) -> tuple[int | None, int | None, int | None]:
     padded = (*counts, None, None, None)
     return padded[0], padded[1], padded[2]

@@ -70,6 +70,8 @@ class OnceReader(LogReader):
         communicator since (a new one may claim the same text), so the memo is emptied whenever one joins."""
         self.memo_joins = 0
         """:attr:`joins` when the memo was last emptied."""
+        self.processes: dict[Process, Process] = {}
+        """Each process's (host, pid), the one tuple that stands for it in the memo."""
         self.clean_prefixes: dict[str, CleanPrefix | None] = {}
         """The text before ` NCCL INFO ` -> what it says as a :data:`CleanPrefix`, or None when it is not one."""
         self.clean_channels: dict[str, int | None] = {}
@@ -101,8 +103,16 @@ class OnceReader(LogReader):
         dropped = self.edges_dropped
         kept = super().keep(raw)
         if self.settled and self.edges_dropped == dropped:  # read at once (NCCL's own prefix), and all it says is kept
-            self.remember(raw, (self.prefix[0], self.prefix[1]))
+            self.remember(raw, self.process_of(self.prefix[0], self.prefix[1]))
         return kept
+
+    def process_of(self, host: str, pid: int) -> Process:
+        """(host, pid), one tuple for all the lines of a process while there is room (the repeats are counted by
+        it: a tuple known by its identity is found without comparing it)."""
+        key = (host, pid)
+        if len(self.processes) < MAX_PARSED_LINES:
+            return self.processes.setdefault(key, key)
+        return self.processes.get(key, key)
 
     def remember(self, raw: str, process: Process) -> None:
         """`raw`, written by `process`, says nothing new when it comes again (bounded: when full, the memo is
@@ -159,7 +169,7 @@ class OnceReader(LogReader):
         channel_text, colon, ends_text = message.partition(" : ")
         channel = self.channel_of(channel_text) if colon else None
         host, pid, dev = prefix
-        process = (host, pid)
+        process = self.process_of(host, pid)
         if channel is not None:
             whole = CLEAN_ENDS.fullmatch(ends_text)
             ends = ends_of(*whole.groups()) if whole is not None else ()
@@ -173,7 +183,7 @@ class OnceReader(LogReader):
             if self.add_link(link, channel, number):
                 self.remember(raw, process)
             return process
-        if not (plain_info(raw, message) and inert(message)):
+        if not (inert(message) and plain_info(raw, message)):
             return None
         self.hosts.meet(host, pid)
         self.suffix = None
@@ -188,6 +198,7 @@ class OnceReader(LogReader):
         joins = self.joins
         again: list[Process] = []
         """The process of each line read here at once or repeated, counted into the host book when the loop ends."""
+        remembered, counted = repeats.get, again.append  # (the memo is emptied in place)
         handed = len(batch)
         for index in range(start, handed):
             raw = batch[index]
@@ -196,19 +207,19 @@ class OnceReader(LogReader):
                     handed = index
                     break
                 continue
-            process = repeats.get(raw)
+            process = remembered(raw)
             if process is None:
                 process = self.read_clean_line(raw, before + index + 1)
-            if process is not None:
-                again.append(process)
-                continue
-            self.lines = before + index
-            if self.read(raw):
-                handed = index
-                break
-            if self.joins != joins:  # the memo was emptied
-                repeats = self.memo()
-                joins = self.joins
+                if process is None:
+                    self.lines = before + index
+                    if self.read(raw):
+                        handed = index
+                        break
+                    if self.joins != joins:  # the memo was emptied
+                        self.memo()
+                        joins = self.joins
+                    continue
+            counted(process)
         self.lines = before + min(handed + 1, len(batch))
         self.nccl_lines += len(again)
         self.hosts.saw_again(Counter(again))

@@ -42,6 +42,7 @@ from linkscope.topo.formats.nccl_log_lines import (
     Fact,
     parse_connection,
     transport_class,
+    tree_links,
     worth_reading,
 )
 from linkscope.topo.formats.nccl_log_model import NcclLog
@@ -458,8 +459,7 @@ class LogReader:
         comm = self.comm_of(host, pid, rank, rank)
         self.learn(comm, rank, host=host, pid=pid, cuda_dev=dev)
         for channel, child_a, child_b, child_c, _, parent in items:
-            children = tuple(int(child) for child in (child_a, child_b, child_c) if child != "-1")
-            self.trees.setdefault((comm, rank, int(channel)), (children, int(parent)))
+            self.trees.setdefault((comm, rank, int(channel)), tree_links(child_a, child_b, child_c, parent))
 
     def result(self) -> NcclLog:
         """The log as frozen values (:mod:`topo.formats.nccl_log_frozen`)."""

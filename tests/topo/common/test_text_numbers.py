@@ -32,14 +32,17 @@ def test_printable_never_emits_controls(text: str) -> None:
     assert not any((ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) <= 0x9F for ch in block)
 
 
-@given(st.text(alphabet=st.characters(max_codepoint=0x7F)), st.sampled_from([1, 3, 1 << 20]))
-def test_a_plain_ascii_block_is_told_as_the_pattern_tells_it(text: str, piece: int) -> None:
-    """ASCII text is passed whole only when the line-by-line pattern would change nothing in it, whichever piece of
-    it holds a control character."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(text_module, "_PLAIN_PIECE", piece)
-        assert printable_block(text) == text_module._shown_block(text)
-        assert printable_block("x" * 7 + text + "\x1b[2J") == text_module._shown_block("x" * 7 + text + "\x1b[2J")
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_a_plain_ascii_block_is_told_as_the_pattern_tells_it(text: str) -> None:
+    """ASCII text is passed whole only when the line-by-line pattern would change nothing in it."""
+    assert printable_block(text) == text_module._shown_block(text)
+
+
+@pytest.mark.parametrize("code", [*range(0x20), 0x7F])
+def test_each_ascii_control_but_tab_and_newline_is_shown_in_a_block(code: int) -> None:
+    text = f'{{"a": "x{chr(code)}y"}}'
+    assert printable_block(text) == text_module._shown_block(text)
+    assert (printable_block(text) == text) == (chr(code) in "\t\n")
 
 
 def test_plain_text_is_unchanged_and_controls_are_visible() -> None:
