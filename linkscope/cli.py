@@ -11,7 +11,6 @@ import contextlib
 import importlib
 import os
 import re
-import shutil
 import signal
 import sys
 import threading
@@ -57,7 +56,7 @@ class _HelpFormatter(argparse.HelpFormatter):
     spaces (an example command) is kept whole, so a command is never broken mid-flag."""
 
     def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=min(shutil.get_terminal_size().columns, 100) - 2)
+        super().__init__(prog, width=min(_terminal_columns(), 100) - 2)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out: list[str] = []
@@ -81,6 +80,20 @@ class _HelpFormatter(argparse.HelpFormatter):
         import textwrap  # help only: no other run pays its import
 
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _terminal_columns() -> int:
+    """What `shutil.get_terminal_size().columns` says (`COLUMNS`, else the terminal on stdout, else 80), without
+    importing shutil and the compression modules behind it: argparse builds a formatter for every option it
+    adds, so every run would pay for that import (about 8 M instructions)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 0) or 80
+    except (ValueError, OSError):  # not a terminal, or closed
+        return 80
 
 
 def _wrap(text: str, width: int, indent: str) -> str:
