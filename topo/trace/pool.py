@@ -43,8 +43,8 @@ PARALLEL_MIN_FILE_BYTES = 16 << 20
 
 PARALLEL_MIN_SPARE_CPUS = 2
 """Workers need CPUs nobody else is using: on 2 idle CPUs 64 files of 20 MB took 16.8 s with two workers against
-27.8 s in one process, but with the same 2 CPUs under a load average of 9, 8 such files took 24-31 s with two
-workers against 23-25 s in one process."""
+27.8 s in one process (16 files: 5.5 s against 10.0 s), but with the same 2 CPUs under a load average of 9, 8 such
+files took 24-31 s with two workers against 23-25 s in one process."""
 
 OnRead = Callable[[int], None]
 """Called with the number of traces read so far, on the caller's thread."""
@@ -57,10 +57,20 @@ def usable_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+BUSY_SAMPLE_S = 0.1
+"""How long :func:`spare_cpus` watches the machine's CPUs before deciding."""
+
+
 def spare_cpus() -> int:
-    """Usable CPUs less the ones the rest of the machine keeps busy (the last minute's load average)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, int(usable_cpus() - load + 0.5))
+    """Usable CPUs less the ones the rest of the machine keeps busy now: the busy share of every CPU over
+    BUSY_SAMPLE_S (psutil). Not the load average, which remembers a minute of work already finished: after any
+    command that ran a few seconds, it kept 2 idle CPUs from starting workers (64 files of 20 MB took 29-37 s in
+    one process where two workers took half the wall time)."""
+    import psutil  # only for traces large enough to weigh starting workers
+
+    busy_share = psutil.cpu_percent(interval=BUSY_SAMPLE_S) / 100
+    busy_cpus = busy_share * (psutil.cpu_count() or usable_cpus())
+    return max(1, int(usable_cpus() - busy_cpus + 0.5))
 
 
 def default_jobs(paths: Sequence[str]) -> int:
