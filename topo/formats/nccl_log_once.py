@@ -10,6 +10,8 @@ connection, or that no part of the reader looks at.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from linkscope.topo.common.limits import MAX_PARSED_LINES
 from linkscope.topo.formats.nccl_log_lines import (
@@ -27,6 +29,7 @@ Process = tuple[str, int]
 CleanPrefix = tuple[str, int, int]
 """(host, pid, cudaDev) of a :data:`~topo.formats.nccl_log_lines.CLEAN_PREFIX`."""
 INFO_MARKER = " NCCL INFO "
+_Known = TypeVar("_Known")
 
 
 def inert(message: str) -> bool:
@@ -60,6 +63,21 @@ def plain_info(raw: str, message: str) -> bool:
         and "NCCL INFO" not in message and "NCCL WARN" not in message
 
 
+class TextMemo(dict[str, _Known], Generic[_Known]):
+    """What `read` says of each text, read at the first look-up of the text and then known by it (bounded: once
+    MAX_PARSED_LINES texts are known, a new one is read at each look-up). `get` only looks."""
+
+    def __init__(self, read: Callable[[str], _Known]) -> None:
+        super().__init__()
+        self.read = read
+
+    def __missing__(self, text: str) -> _Known:
+        known = self.read(text)
+        if len(self) < MAX_PARSED_LINES:
+            self[text] = known
+        return known
+
+
 class OnceReader(LogReader):
     """A LogReader that reads each distinct line once (bounded memo, cleared when full)."""
 
@@ -72,9 +90,9 @@ class OnceReader(LogReader):
         """:attr:`joins` when the memo was last emptied."""
         self.processes: dict[Process, Process] = {}
         """Each process's (host, pid), the one tuple that stands for it in the memo."""
-        self.clean_prefixes: dict[str, CleanPrefix | None] = {}
+        self.clean_prefixes: TextMemo[CleanPrefix | None] = TextMemo(clean_prefix)
         """The text before ` NCCL INFO ` -> what it says as a :data:`CleanPrefix`, or None when it is not one."""
-        self.clean_channels: dict[str, int | None] = {}
+        self.clean_channels: TextMemo[int | None] = TextMemo(clean_channel)
         """A connection message's text before ` : ` -> the channel it names, or None when it is not one."""
         self.links: dict[tuple[str, str], tuple[Link, Process]] = {}
         """(prefix text, connection text after ` : `) -> what such a clean connection line says on any channel, and
@@ -122,25 +140,6 @@ class OnceReader(LogReader):
             repeats.clear()
         repeats[raw] = process
 
-    def prefix_of(self, text: str) -> CleanPrefix | None:
-        """:func:`clean_prefix` of `text`, known by its text once read (a process writes the same prefix on every
-        line)."""
-        known = self.clean_prefixes.get(text)
-        if known is None and text not in self.clean_prefixes:
-            known = clean_prefix(text)
-            if len(self.clean_prefixes) < MAX_PARSED_LINES:
-                self.clean_prefixes[text] = known
-        return known
-
-    def channel_of(self, text: str) -> int | None:
-        """:func:`clean_channel` of `text`, known by its text once read."""
-        known = self.clean_channels.get(text)
-        if known is None and text not in self.clean_channels:
-            known = clean_channel(text)
-            if len(self.clean_channels) < MAX_PARSED_LINES:
-                self.clean_channels[text] = known
-        return known
-
     def read_clean_line(self, raw: str, number: int) -> Process | None:
         """Read `raw`, line `number`, at once when it is NCCL's clean INFO line that states a connection or that no
         part of the reader looks at (:func:`inert`), as :meth:`read` would but for the count of NCCL's lines and of
@@ -162,12 +161,12 @@ class OnceReader(LogReader):
         """:meth:`read_clean_line` for a line whose pieces are not known together: each read (and kept when it is a
         connection's) or refused."""
         marker = raw.find(INFO_MARKER)
-        prefix = self.prefix_of(raw[:marker]) if marker > 0 else None
+        prefix = self.clean_prefixes[raw[:marker]] if marker > 0 else None
         if prefix is None:
             return None
         message = raw[marker + len(INFO_MARKER):]
         channel_text, colon, ends_text = message.partition(" : ")
-        channel = self.channel_of(channel_text) if colon else None
+        channel = self.clean_channels[channel_text] if colon else None
         host, pid, dev = prefix
         process = self.process_of(host, pid)
         if channel is not None:

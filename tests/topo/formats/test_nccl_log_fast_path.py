@@ -298,3 +298,23 @@ def test_each_real_log_freezes_its_connections_as_one_by_one() -> None:
         for line in iter_clean_lines(path.read_text(encoding="utf-8").split("\n"), keep=reader.keep):
             reader.feed(line)
         assert frozen_edges(reader.edges) == reference_edges(reader.edges), path.name
+
+
+def test_text_memo_reads_each_text_once_and_stops_keeping_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece's text is read at its first look-up only; `get` only looks; once the memo holds its bound, a new text
+    is read at every look-up and not kept (memory stays bounded whatever the log)."""
+    from linkscope.topo.formats import nccl_log_once
+
+    monkeypatch.setattr(nccl_log_once, "MAX_PARSED_LINES", 2)
+    reads: list[str] = []
+
+    def read(text: str) -> int | None:
+        reads.append(text)
+        return None if text == "none" else len(text)
+
+    memo = nccl_log_once.TextMemo(read)
+    assert memo.get("abc") is None and reads == []
+    assert [memo["abc"], memo["none"], memo["abc"], memo["none"]] == [3, None, 3, None]
+    assert reads == ["abc", "none"]
+    assert [memo["full"], memo["full"]] == [4, 4]
+    assert reads == ["abc", "none", "full", "full"] and len(memo) == 2
