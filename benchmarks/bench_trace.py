@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from linkscope.topo.trace.pool import usable_cpus
+from linkscope.probes.cpus import usable_cpus
 
 ROOT = Path(__file__).resolve().parent.parent
 

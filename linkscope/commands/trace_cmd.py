@@ -7,12 +7,19 @@ import contextlib
 from typing import Any
 
 from linkscope.options import add_fail_on_flag, add_json_flag, findings_status
+from linkscope.probes.cpus import idle_cpus
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.limits import MAX_HOSTS, MAX_JOBS, MAX_STEP_ROWS
 from linkscope.topo.common.numbers import decimal_number, whole_number
 from linkscope.topo.common.text import say
 from linkscope.topo.trace.files import place_traces, trace_paths
-from linkscope.topo.trace.pool import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILE_BYTES, PARALLEL_MIN_SPARE_CPUS, read_traces
+from linkscope.topo.trace.pool import (
+    PARALLEL_MIN_BYTES,
+    PARALLEL_MIN_FILE_BYTES,
+    PARALLEL_MIN_IDLE_CPUS,
+    default_jobs,
+    read_traces,
+)
 from linkscope.topo.trace.report import EXPOSED_SHARE, analyse
 
 SEVERITIES = ("info", "warning", "error")
@@ -58,7 +65,7 @@ def register(subparsers: Any) -> None:
     add_fail_on_flag(parser)
     parser.add_argument("--jobs", type=whole_number(1, 1024), default=None, metavar="N",
                         help="read N traces at once, each in its own process (default: one per idle CPU, at most "
-                             f"{MAX_JOBS}, with {PARALLEL_MIN_SPARE_CPUS} idle CPUs or more and traces of "
+                             f"{MAX_JOBS}, with {PARALLEL_MIN_IDLE_CPUS} idle CPUs or more and traces of "
                              f"{PARALLEL_MIN_FILE_BYTES >> 20} MB a file on average and {PARALLEL_MIN_BYTES >> 20} MB "
                              "in all; else 1)")
     parser.add_argument("--all-steps", action="store_true",
@@ -80,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{'/'.join(placement_flags)} {verb} the ranks on a machine: give it with --source")
     paths = trace_paths(args.traces)
     with _progress(len(paths), args.json) as update:
-        traces = read_traces(paths, args.jobs, on_read=update)
+        jobs = args.jobs if args.jobs is not None else default_jobs(paths, idle_cpus())
+        traces = read_traces(paths, jobs, on_read=update)
     placed = None
     machine_gpus: tuple[str, ...] = ()
     if args.source:

@@ -41,7 +41,7 @@ PARALLEL_MIN_FILE_BYTES = 16 << 20
 """Below this many bytes per file on average, handing each result back costs more than reading the file here:
 800 files of 0.7 MB took 42 s with workers against 34 s in one process on 2 CPUs."""
 
-PARALLEL_MIN_SPARE_CPUS = 2
+PARALLEL_MIN_IDLE_CPUS = 2
 """Workers need CPUs nobody else is using: on 2 idle CPUs 64 files of 20 MB took 16.8 s with two workers against
 27.8 s in one process (16 files: 5.5 s against 10.0 s), but with the same 2 CPUs under a load average of 9, 8 such
 files took 24-31 s with two workers against 23-25 s in one process."""
@@ -50,50 +50,27 @@ OnRead = Callable[[int], None]
 """Called with the number of traces read so far, on the caller's thread."""
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
-BUSY_SAMPLE_S = 0.1
-"""How long :func:`spare_cpus` watches the machine's CPUs before deciding."""
-
-
-def spare_cpus() -> int:
-    """Usable CPUs less the ones the rest of the machine keeps busy now: the busy share of every CPU over
-    BUSY_SAMPLE_S (psutil). Not the load average, which remembers a minute of work already finished: after any
-    command that ran a few seconds, it kept 2 idle CPUs from starting workers (64 files of 20 MB took 29-37 s in
-    one process where two workers took half the wall time)."""
-    import psutil  # only for traces large enough to weigh starting workers
-
-    busy_share = psutil.cpu_percent(interval=BUSY_SAMPLE_S) / 100
-    busy_cpus = busy_share * (psutil.cpu_count() or usable_cpus())
-    return max(1, int(usable_cpus() - busy_cpus + 0.5))
-
-
-def default_jobs(paths: Sequence[str]) -> int:
-    """Worker processes worth starting for `paths`: one per spare CPU (at most MAX_JOBS and one per
-    file) when the traces, and each file on average, are large enough to repay the start and the hand-back
-    and at least two CPUs are spare; 1 (read here) otherwise."""
+def default_jobs(paths: Sequence[str], idle_cpus: int) -> int:
+    """Worker processes worth starting for `paths` on a machine with `idle_cpus` idle now: one per idle CPU (at
+    most MAX_JOBS and one per file) when the traces, and each file on average, are large enough to repay the start
+    and the hand-back and at least two CPUs are idle; 1 (read here) otherwise."""
     total_bytes = 0
     for path in paths:
         with contextlib.suppress(OSError):  # reading the file says what is wrong with it, in order
             total_bytes += os.stat(path).st_size
     if (len(paths) < 2 or total_bytes < PARALLEL_MIN_BYTES or total_bytes < PARALLEL_MIN_FILE_BYTES * len(paths)
-            or spare_cpus() < PARALLEL_MIN_SPARE_CPUS):
+            or idle_cpus < PARALLEL_MIN_IDLE_CPUS):
         return 1
-    return min(len(paths), spare_cpus(), MAX_JOBS)
+    return min(len(paths), idle_cpus, MAX_JOBS)
 
 
-def read_traces(paths: Sequence[str], jobs: int | None = None, on_read: OnRead | None = None) -> list[RankTrace]:
-    """Every trace in `paths`, in that order; `jobs` processes read them (default: `default_jobs`).
+def read_traces(paths: Sequence[str], jobs: int, on_read: OnRead | None = None) -> list[RankTrace]:
+    """Every trace in `paths`, in that order; `jobs` processes read them (1: this one; see :func:`default_jobs`).
 
     A file that is not a readable trace is an InputError naming it (with several, the first in
     `paths` order among those read); no file after the first failure is started.
     """
-    jobs = min(default_jobs(paths) if jobs is None else jobs, len(paths))
+    jobs = min(jobs, len(paths))
     if jobs <= 1:
         traces = []
         for path in paths:

@@ -138,9 +138,10 @@ class StepsView(Vertical):
     @work(thread=True, exclusive=True, group="traces")
     def read_traces(self, paths: tuple[str, ...], snapshot: Snapshot) -> None:
         """Read, price and analyse the traces off the UI thread."""
+        from linkscope.probes.cpus import idle_cpus
         from linkscope.topo.model.provenance import gpu_names
         from linkscope.topo.trace.files import place_traces, trace_paths
-        from linkscope.topo.trace.pool import read_traces
+        from linkscope.topo.trace.pool import default_jobs, read_traces
         from linkscope.topo.trace.report import analyse
 
         try:
@@ -149,7 +150,7 @@ class StepsView(Vertical):
             def on_read(count: int) -> None:
                 self.app.call_from_thread(self._summary, Text(f"reading traces: {count} of {len(files)}..."))
 
-            traces = read_traces(files, on_read=on_read)
+            traces = read_traces(files, default_jobs(files, idle_cpus()), on_read=on_read)
             report = analyse(traces, place_traces(snapshot, traces), machine_gpus=gpu_names(snapshot))
         except InputError as exc:
             self.app.call_from_thread(self._summary, plain(f"Cannot read the traces: {printable(str(exc))}", "bold"))

@@ -105,18 +105,18 @@ def test_an_interrupt_leaves_no_worker_behind(tmp_path: Path) -> None:
 
 
 def test_workers_only_when_the_traces_are_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 8)
     small = _traces(tmp_path)
-    assert default_jobs(small) == 1
+    assert default_jobs(small, 8) == 1
     big = []
     for index in range(3):
         path = tmp_path / f"big{index}.json"
         with path.open("wb") as out:
             out.truncate(PARALLEL_MIN_BYTES // 2)  # sparse: the size counts, nothing is written
         big.append(str(path))
-    assert default_jobs(big) == 3
-    assert default_jobs(big[:1]) == 1
-    assert default_jobs([*big, str(tmp_path / "missing.json")]) >= 1
+    assert default_jobs(big, 8) == 3
+    assert default_jobs(big, 2) == 2 and default_jobs(big, 1) == 1
+    assert default_jobs(big[:1], 8) == 1
+    assert default_jobs([*big, str(tmp_path / "missing.json")], 8) >= 1
 
 
 def test_cli_jobs_gives_the_same_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -89,49 +89,21 @@ def test_worker_results_name_each_group_once(tmp_path: Path) -> None:
     assert rank_trace_from_json(json.loads(json.dumps(document))) == trace
 
 
-@pytest.mark.parametrize(("cpus", "usable", "busy_percent", "spare"), [
-    (2, 2, 3.0, 2),    # idle, whatever the load average remembers
-    (2, 2, 55.0, 1),   # another process on one CPU
-    (2, 2, 100.0, 1),  # all busy: one, this process
-    (8, 8, 25.0, 6),
-    (64, 4, 0.0, 4),   # an affinity mask of 4
-])
-def test_spare_cpus_are_those_idle_now(cpus: int, usable: int, busy_percent: float, spare: int,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers start on the CPUs idle at the moment (sampled), not on what the last minute's load average says."""
-    import psutil
-
-    sampled: list[float | None] = []
-
-    def cpu_percent(interval: float | None = None) -> float:
-        sampled.append(interval)
-        return busy_percent
-
-    monkeypatch.setattr(psutil, "cpu_percent", cpu_percent)
-    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: cpus)
-    monkeypatch.setattr(trace_pool, "usable_cpus", lambda: usable)
-    monkeypatch.setattr(trace_pool.os, "getloadavg", lambda: (9.0, 9.0, 9.0), raising=False)
-    assert trace_pool.spare_cpus() == spare
-    assert sampled == [trace_pool.BUSY_SAMPLE_S]
-
-
 def test_many_small_traces_are_read_in_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers pay only for large files on a machine with CPUs to spare (measured: see PARALLEL_MIN_FILE_BYTES)."""
-    monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 64)
     small = []
     for index in range(40):
         path = tmp_path / f"small{index}.json"
         path.write_bytes(b" " * (trace_pool.PARALLEL_MIN_BYTES // 20))
         small.append(str(path))
-    assert trace_pool.default_jobs(small) == 1
+    assert trace_pool.default_jobs(small, 64) == 1
     large = [str(tmp_path / "large0.json"), str(tmp_path / "large1.json"), str(tmp_path / "large2.json"),
              str(tmp_path / "large3.json")]
     for name in large:
         with open(name, "wb") as stream:
             stream.truncate(trace_pool.PARALLEL_MIN_FILE_BYTES * 2)
-    assert trace_pool.default_jobs(large) == 4
-    monkeypatch.setattr(trace_pool, "spare_cpus", lambda: 1)
-    assert trace_pool.default_jobs(large) == 1
+    assert trace_pool.default_jobs(large, 64) == 4
+    assert trace_pool.default_jobs(large, 1) == 1
 
 
 def test_a_long_step_list_is_summarised_in_text_and_whole_with_all_steps(tmp_path: Path) -> None:
