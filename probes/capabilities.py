@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.host import Gap
 
 NCCL_DISTRIBUTIONS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
@@ -22,7 +22,7 @@ NCCL_DISTRIBUTIONS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"
 _ASSIGNMENT = re.compile(r"^(__version__|cuda)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@frozen
 class SoftwareFacts:
     """Versions and capabilities of the Python communication stack."""
 

@@ -29,10 +29,11 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.jsonio import json_text, read_json
 from linkscope.topo.common.limits import MAX_WORLD_RANKS
 from linkscope.topo.common.numbers import parse_int
@@ -53,7 +54,7 @@ POLL_S = 0.05
 _KEY = "linkscope-collect"
 
 
-@dataclass(frozen=True)
+@frozen
 class Launch:
     """Who this process is in the collection, and where rank 0 waits."""
 
@@ -215,7 +216,7 @@ def _read_parts(entries: Any, world_size: int, deadline_s: float) -> list[Any]:
     return parts
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectResult:
     """Rank 0's outcome: the cluster snapshot and what people should hear about it."""
 

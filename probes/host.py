@@ -27,6 +27,7 @@ from linkscope.probes.capabilities import SoftwareFacts, read_software
 from linkscope.probes.nvml import NvmlFacts, NvmlGpu, collect, load_pynvml
 from linkscope.probes.nvml_query import NvmlQuery, ProbeAbandoned
 from linkscope.probes.sysfs import PciDevice, SysfsFacts, nvml_bus_id, read_sysfs, sysfs_bus_id
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.machine.links import nvlink_pair_count
 from linkscope.topo.machine.pcipath import classify_pci_pair
 from linkscope.topo.model.host import Capabilities, Gap, Gpu, Host, Link, LinkKind, Versions
@@ -43,7 +44,7 @@ AUTO = "auto"
 """`nvml=AUTO` (the default) imports pynvml; `nvml=None` probes as if NVML were absent."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NvmlResult:
     """What the NVML worker delivered within the budget."""
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.machine.links import nearest_nics
 from linkscope.topo.model.host import Host, MigDevice
 
@@ -81,7 +81,7 @@ def uuids_to_ordinals(candidates: list[str], uuids: list[str]) -> list[int]:
     return ordinals
 
 
-@dataclass(frozen=True)
+@frozen
 class IdentityRow:
     """One GPU under all the names it goes by."""
 
@@ -100,7 +100,7 @@ class IdentityRow:
     """A MIG-enabled GPU's MIG devices: what `CUDA_VISIBLE_DEVICES=MIG-...` selects, one at a time."""
 
 
-@dataclass(frozen=True)
+@frozen
 class IdentityTable:
     """The identity rows in NVML order, plus the environment that decided the CUDA numbering."""
 

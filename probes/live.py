@@ -33,6 +33,7 @@ from typing import Any
 from linkscope.probes.nvlink import FI_NVLINK_GET_STATE, FI_NVLINK_LINK_COUNT, NVML_NVLINK_MAX_LINKS, nvlink_up
 from linkscope.probes.nvml import load_pynvml
 from linkscope.probes.nvml_query import NvmlQuery, field_value
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.host import Gap
 
 FI_NVLINK_TX_KIB = 138
@@ -54,7 +55,7 @@ PCIE_TX, PCIE_RX = 0, 1
 """`NVML_PCIE_UTIL_TX_BYTES` / `NVML_PCIE_UTIL_RX_BYTES` counters of `nvmlDeviceGetPcieThroughput` (KiB/s)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class LinkRate:
     """Traffic on one NVLink over the last interval."""
 
@@ -63,7 +64,7 @@ class LinkRate:
     rx_gbps: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuLive:
     """One GPU's counters at one reading. Rates are GB/s (1e9 bytes/s); None when not known yet or not read."""
 
@@ -94,7 +95,7 @@ class GpuLive:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class LiveReading:
     """One sample of every GPU's live counters."""
 

@@ -21,6 +21,7 @@ from typing import Any
 from linkscope.probes.nvlink import read_nvlinks
 from linkscope.probes.nvml_query import ERROR_REASONS, NvmlQuery, decode, int_or_none, mask_to_numbers
 from linkscope.probes.sysfs import format_cpulist
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.host import LinkKind, MigDevice, NvLinkPort, P2PStatus
 
 TOPOLOGY_KINDS: dict[int, LinkKind] = {
@@ -63,7 +64,7 @@ def load_pynvml() -> ModuleType | None:
     return pynvml
 
 
-@dataclass(frozen=True)
+@frozen
 class NvmlGpu:
     """One GPU as NVML reports it (`nvidia-smi -q -i N`)."""
 

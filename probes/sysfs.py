@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from linkscope.topo.common.cpulist import format_cpulist as format_cpulist  # the probes read cpulists through this module
 from linkscope.topo.common.cpulist import parse_cpulist as parse_cpulist
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.formats.nccl_topo_model import link_gts_of, pcie_gen_of
 from linkscope.topo.model.host import Gap, Nic, NumaNode
 
@@ -30,7 +30,7 @@ OPERSTATE_WORDS = {"up": "ACTIVE", "down": "DOWN"}
 _RATE = re.compile(r"\s*([0-9.]+)\s*Gb/sec")
 
 
-@dataclass(frozen=True)
+@frozen
 class PciDevice:
     """One PCI function as sysfs shows it."""
 
@@ -47,7 +47,7 @@ class PciDevice:
     """From `max_link_width`."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SysfsFacts:
     """What sysfs says about the machine's layout."""
 

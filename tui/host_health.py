@@ -3,8 +3,9 @@ every tab that lists hosts or GPUs: the odd hosts of a cluster and each GPU's `l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.health.cluster import cluster_findings, cross_host
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.health.rules import RULES, run_health
@@ -14,7 +15,7 @@ ODD_NAMED = 3
 """Odd hosts named in a title before the rest are counted."""
 
 
-@dataclass(frozen=True)
+@frozen
 class HostHealth:
     """The health rules' verdicts on one snapshot, by host."""
 

@@ -6,8 +6,8 @@ Pure functions over the snapshot model, so the grid widget only draws and tests 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.expect import VERDICTS, Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LINK_CLASS, LinkSpeed, link_speed, network_speed
 from linkscope.topo.model.host import Host, Link, LinkKind, Nic, parse_link_token
@@ -18,7 +18,7 @@ P2P_LINK_KINDS = frozenset({LinkKind.NVLINK, LinkKind.PIX, LinkKind.PXB})
 """Links NCCL rides with P2P unless P2P is disabled or broken."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GridCell:
     """One cell: the link between row device and column device, with its numbers."""
 

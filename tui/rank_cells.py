@@ -7,8 +7,8 @@ Pure functions over plain sequences; linear in the number of ranks, so a 1,024-n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.memo import remember_last
 
 
@@ -34,7 +34,7 @@ def group_index(groups: Sequence[Sequence[int]], world_size: int) -> list[int]:
     return index
 
 
-@dataclass(frozen=True)
+@frozen
 class RingOverlay:
     """The hops of a group's ring (in the order given, closed) as they fall on the nodes."""
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.text import say
 from linkscope.topo.formats.results import read_measurements
 from linkscope.topo.samples import load_sample
@@ -29,7 +29,7 @@ SCREENSHOT_SIZE = (120, 40)
 """Terminal size (columns, lines) of the screenshots."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Scene:
     """One picture: a sample, the tab it opens on and the keys pressed before the shot."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from linkscope.topo.common.frozen import frozen
 
 if TYPE_CHECKING:
     from linkscope.probes.live import LiveReading
@@ -42,7 +43,7 @@ BENCH_KINDS: tuple[str, ...] = ("p2p", "all_reduce", "all_gather", "reduce_scatt
 """Benchmarks the Bench tab offers: peer copies between every GPU pair, then collectives."""
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchPlan:
     """What this machine can benchmark, found out once: which kinds run, on what, and what cannot and why."""
 
@@ -62,7 +63,7 @@ NO_BENCH_PLAN = BenchPlan(kinds=(), cannot=("looking for GPUs and torch...",))
 """The plan before the services have answered."""
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchRequest:
     """What to measure: `p2p` peer copies or one collective, over a sweep of sizes."""
 
@@ -70,7 +71,7 @@ class BenchRequest:
     sizes_bytes: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchProgress:
     """How far a benchmark run is, with what it measured so far."""
 
@@ -79,7 +80,7 @@ class BenchProgress:
     partial: Measurements | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutForm:
     """The Ranks tab's form, as plain values: what `linkscope check` takes on its command line."""
 

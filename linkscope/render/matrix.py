@@ -7,7 +7,6 @@ The matrix wraps into blocks of columns that fit the console width, so a 72-GPU 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from rich.columns import Columns
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -17,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from linkscope.render import UNKNOWN_TOKEN, gpu_nic_tokens, matrix_tokens, token_style
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.text import printable
 from linkscope.topo.common.units import format_gbps, format_gbps_range
 from linkscope.topo.machine.links import LinkSpeed, link_speed
@@ -37,7 +37,7 @@ GROUP_GAP = 2
 """Spaces between the GPU columns and the NIC columns."""
 
 
-@dataclass(frozen=True)
+@frozen
 class _Column:
     label: str
     cells: tuple[str, ...]

@@ -19,6 +19,7 @@ import torch.distributed as dist
 
 from linkscope.probes.bench.spec import DTYPE_BYTES, PER_RANK_OPS, CollectiveSpec, GroupSpec, op_elements
 from linkscope.probes.bench.timing import BatchClock, CpuClock, CudaEventClock
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.busbw import algbw_gbps, busbw_gbps
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -240,7 +241,7 @@ def choose_emulated(spec: CollectiveSpec, device: torch.device) -> tuple[frozens
     return frozenset(forced), notes
 
 
-@dataclass(frozen=True)
+@frozen
 class RowStat:
     """What one rank contributes to one row before the group reduces it."""
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.expect import Expected, Verdict, copy_judged, is_below, speed_ratio, verdict
 from linkscope.topo.machine.links import LinkSpeed, link_speed
@@ -70,7 +70,7 @@ def positions_by_bus_id(host: Host, cuda_bus_ids: Sequence[str | None]) -> list[
     return result
 
 
-@dataclass(frozen=True)
+@frozen
 class PairCell:
     """One cell of the peer-copy matrix: what was measured and what the link should do."""
 
@@ -148,7 +148,7 @@ def matrix(count: int, values: dict[tuple[int, int], float | None]) -> list[list
     return [[values.get((src, dst)) for dst in range(count)] for src in range(count)]
 
 
-@dataclass(frozen=True)
+@frozen
 class CopyFinding(Finding):
     """What a copy benchmark found wrong with one path: its data, its P2P, or its speed.
 

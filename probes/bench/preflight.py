@@ -7,17 +7,17 @@ memory), so the check creates no CUDA context. torch is imported lazily, only to
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from linkscope.probes.nvml import load_pynvml
 from linkscope.probes.nvml_query import NvmlQuery, decode
+from linkscope.topo.common.frozen import frozen
 
 MIN_FREE_BYTES = 2 * 1024**3
 """A GPU with less free memory than this is refused (without --force)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuState:
     """What NVML says about one GPU before a run (`nvidia-smi --query-gpu=memory.free` and `--query-compute-apps`)."""
 

@@ -9,15 +9,15 @@ use this to write results.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from linkscope.probes.bench.spec import CollectiveSpec
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.expect import COLLECTIVE_JUDGE_MIN_BYTES, is_below
 from linkscope.topo.model.measurements import CollectiveResult, MeasuredOn, Measurements
 
 
-@dataclass(frozen=True)
+@frozen
 class SweepRow:
     """One (group, op, size) of a collective sweep, as the first rank of the group reports it."""
 
@@ -57,7 +57,7 @@ class SweepRow:
                 "backend": self.backend, "hosts": list(self.hosts)}
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveSweep:
     """What a collective sweep gave the command line: its rows, each group's set-up time and notes."""
 
@@ -72,7 +72,7 @@ class CollectiveSweep:
                    tuple((label, float(ms)) for label, ms in result.get("setup_ms", ())), tuple(result.get("notes", ())))
 
 
-@dataclass(frozen=True)
+@frozen
 class Straggler:
     """A group well below the fastest group of its dimension at the same op and size."""
 

@@ -38,6 +38,7 @@ from linkscope.probes.bench.worker import (
     error_file,
     kept_file,
 )
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.measurements import Measurements
 
 TERM_GRACE_S = 3.0
@@ -63,7 +64,7 @@ class BenchError(Exception):
 ResultT = TypeVar("ResultT")
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchOutcome(Generic[ResultT]):
     """What a benchmark run gave: finished (`stopped` is None), or cut short with what the workers measured
     before it ended and why."""

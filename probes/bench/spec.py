@@ -7,9 +7,9 @@ No torch here: the command line builds and checks a spec before any worker start
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_SIZE_STEPS
 from linkscope.topo.common.numbers import comma_items, whole_number
 from linkscope.topo.common.sizes import geometric_sizes, parse_size_bytes
@@ -22,7 +22,7 @@ DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 
-@dataclass(frozen=True)
+@frozen
 class GroupSpec:
     """One process group the op runs in: a label (`world`, `tp0`...), its dimension and global ranks."""
 
@@ -31,7 +31,7 @@ class GroupSpec:
     ranks: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveSpec:
     """A collective sweep: ops x sizes, run concurrently in every group of each dimension."""
 

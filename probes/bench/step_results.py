@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from linkscope.probes.bench.step import run_label
+from linkscope.topo.common.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class ModeSummary:
     """One mode (one bucket size for `ddp`) over every timed step of every rank (medians)."""
 

@@ -9,9 +9,9 @@ gradient buckets reduced while backward still runs) once per bucket size, and `d
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_STEP_PARAMETERS
 from linkscope.topo.common.numbers import comma_items, parse_float, whole_number
 
@@ -19,7 +19,7 @@ MODES: tuple[str, ...] = ("no-overlap", "ddp", "ddp-no-sync")
 DEFAULT_BUCKET_CAPS_MB: tuple[float, ...] = (1.0, 5.0, 25.0, 100.0)
 
 
-@dataclass(frozen=True)
+@frozen
 class StepSpec:
     """The overlap experiment: model shape, how many steps, and the modes to run in order."""
 

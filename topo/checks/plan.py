@@ -13,13 +13,14 @@ A model no split fits is refused (InputError) rather than planned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from linkscope.topo.checks.check import check_layout
 from linkscope.topo.checks.report import CheckReport
 from linkscope.topo.checks.request import CheckRequest
 from linkscope.topo.checks.suggest import best_partition, ring_is_slow
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_LAYOUT_RANKS
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.cost.groups import GroupPricer
@@ -51,7 +52,7 @@ PREFERRED_LINK = {"tp": "NVLink inside a node", "cp": "NVLink inside a node", "e
 """What each dimension's traffic wants."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Degree:
     """One row of the worksheet: a dimension's degree, where its groups sit, and why."""
 
@@ -61,7 +62,7 @@ class Degree:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class TrafficRow:
     """One row of the communication table."""
 
@@ -77,7 +78,7 @@ class TrafficRow:
     """`ok`, `medium` or `high`."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """The worksheet: degrees, traffic, pipeline bubble, memory per GPU, and the check of the layout."""
 

@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from linkscope.topo.checks.suggest import Suggestion
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.step import DimensionCost
 from linkscope.topo.layout.groups import order_needs
 from linkscope.topo.layout.spec import Layout
 from linkscope.topo.model.findings import Finding, Severity, reaches, worst_severity
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutFinding(Finding):
     """One problem of the layout on this machine, with the link, the cost and the fix."""
 
@@ -30,7 +31,7 @@ class LayoutFinding(Finding):
     fix: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckReport:
     """The result of a check: groups, placement, findings, predicted costs and a suggestion."""
 

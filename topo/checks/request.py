@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.params import CostModel
 from linkscope.topo.layout.placement import (
     Distribution,
@@ -16,7 +16,7 @@ from linkscope.topo.layout.spec import DEFAULT_ORDER, Layout
 from linkscope.topo.layout.volumes import DEFAULT_PRESET, ModelSpec, microbatches, preset
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckRequest:
     """Everything the command-line flags (or the app's form) say about the job."""
 

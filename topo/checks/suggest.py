@@ -11,9 +11,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.cost.step import step_costs
 from linkscope.topo.layout.groups import build_groups, effective_order, megatron_refusal, order_needs
@@ -32,7 +33,7 @@ EXACT_PARTITION_LIMIT = 10
 """Hosts with more GPUs than this get consecutive groups instead of an exhaustive partition search."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Partition:
     """A split of one host's GPU positions into equal groups, and its worst group's ring."""
 
@@ -47,7 +48,7 @@ class Partition:
         return tuple(position for group in self.groups for position in group)
 
 
-@dataclass(frozen=True)
+@frozen
 class Suggestion:
     """A better layout: the flags and environment to use, and how much faster it is predicted to be."""
 

@@ -8,9 +8,9 @@ measured 312 GB/s busbw, model 355" instead of changing its predictions without 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from typing import Any
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.calibrate import calibrate
 from linkscope.topo.cost.expect import COLLECTIVE_JUDGE_MIN_BYTES, expect_collective, host_of
@@ -19,7 +19,7 @@ from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True)
+@frozen
 class CalibrationChange:
     """One kind of measured row: what was measured, what the model said before, and after calibration."""
 

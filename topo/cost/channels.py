@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.machine.rings import Ring, best_ring, ring_hops
 
 
-@dataclass(frozen=True)
+@frozen
 class RingSet:
     """Rings laid over disjoint links and what they carry together."""
 

@@ -24,9 +24,9 @@ over k nodes of g:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.cost.params import (
     COLLNET_LATENCY_US,
@@ -55,7 +55,7 @@ ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet", "
 NCCL_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "nvls_tree", "collnet")
 """The algorithms NCCL itself runs: the ones `auto` chooses among."""
 
-@dataclass(frozen=True)
+@frozen
 class GroupLinks:
     """What a collective over one group rides: the best ring's hops, the network, the slowest pair."""
 
@@ -139,7 +139,7 @@ class GroupLinks:
         return min(self.intra_gbps, self.node_net_gbps) if self.nodes > 1 else self.intra_gbps
 
 
-@dataclass(frozen=True)
+@frozen
 class Cost:
     """The predicted time of one collective call."""
 

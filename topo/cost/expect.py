@@ -22,9 +22,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.memo import remember_last
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_gbps
@@ -104,7 +105,7 @@ def is_below(ratio: float | None) -> bool:
     return verdict(ratio) in ("slow", "far below")
 
 
-@dataclass(frozen=True)
+@frozen
 class Expected:
     """One measurement row next to what its link should deliver."""
 
@@ -371,7 +372,7 @@ def _without_p2p(placement: Placement) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@frozen
 class RowExpectations:
     """Per row of a Measurements, in its order, what the model expects (None where it cannot say)."""
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.units import format_gbps, format_seconds
 from linkscope.topo.cost.collectives import Cost, GroupLinks, collective_cost, uniform_links
 from linkscope.topo.cost.expect import SLOW_FRACTION, Verdict, limited_by, limiting_part, link_path, verdict
@@ -37,7 +37,7 @@ def parse_duration_s(text: str, field: str) -> float:
     return seconds
 
 
-@dataclass(frozen=True)
+@frozen
 class Scenario:
     """One way the ranks could sit: its links for the cost model and words for people."""
 
@@ -46,7 +46,7 @@ class Scenario:
     links: GroupLinks
 
 
-@dataclass(frozen=True)
+@frozen
 class Fit:
     """A scenario priced against the observed time."""
 

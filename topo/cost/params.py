@@ -29,10 +29,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.machine.links import (
     PCIE_PATH_FACTOR,
@@ -183,7 +184,7 @@ LINK_CLASSES: tuple[str, ...] = ("NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"
 """Link classes of the cost model, fastest first: NVLink, the PCIe path classes, the network."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Hop:
     """One hop of a collective: latency, bandwidth, and what link it is."""
 
@@ -202,7 +203,7 @@ class Hop:
     """What the hop's figure assumes that the snapshot does not say (the NIC's PCIe link, the CPU), for people."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CostModel:
     """Alpha-beta parameters: defaults plus overrides from a file and calibration from measurements."""
 

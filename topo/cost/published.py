@@ -11,9 +11,9 @@ README's table is this module's table.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.calibrate import calibrate
 from linkscope.topo.cost.collectives import Cost, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
@@ -31,7 +31,7 @@ TOLERANCE = 0.20
 GIB = 1 << 30
 
 
-@dataclass(frozen=True)
+@frozen
 class Published:
     """One published nccl-tests result and where to price it."""
 

@@ -7,14 +7,14 @@ the slowest group; the dimensions are summed (no overlap assumed, an upper bound
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.cost.collectives import GroupLinks, collective_cost
 from linkscope.topo.cost.groups import GroupPricer
 from linkscope.topo.layout.volumes import Traffic
 
 
-@dataclass(frozen=True)
+@frozen
 class OpCost:
     """One kind of collective of a dimension, priced on the dimension's slowest group."""
 
@@ -31,7 +31,7 @@ class OpCost:
         return self.time_per_call_s * self.calls_per_step
 
 
-@dataclass(frozen=True)
+@frozen
 class DimensionCost:
     """What one dimension's communication costs per step, and the link that limits it."""
 

@@ -14,8 +14,8 @@ A text that lists no device yields an identity with only the tool: unknown is sa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.formats.lines import clean_lines
 from linkscope.topo.formats.nccl_log_lines import LEADING
 from linkscope.topo.model.measurements import MeasuredOn
@@ -33,7 +33,7 @@ _P2P_DEVICE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class _Device:
     host: str | None
     device: int

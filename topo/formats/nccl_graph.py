@@ -9,8 +9,8 @@ typeinter samechannels>`, each holding `<channel>`s of `<net dev>`, `<gpu dev>`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.formats.nccl_xml import XmlElement, attr_int, attr_number, looks_like_xml_of, parse_nccl_root
 
 GRAPH_XML_VERSION = 1
@@ -26,7 +26,7 @@ PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SY
 """`topoPathTypeStr` of src/graph/topo.cc, nearest first."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclHop:
     """One stop of a channel: a GPU (`dev`, NCCL's CUDA device number; or its bus id in newer logs) or a NET end."""
 
@@ -52,7 +52,7 @@ class NcclHop:
         return self.label
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclGraph:
     """One searched graph: its pattern, the bandwidth NCCL planned per channel, the path types, the channels."""
 
@@ -81,7 +81,7 @@ class NcclGraph:
         return self.nchannels == 0
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclGraphs:
     """All graphs of one dump or one rank's log."""
 

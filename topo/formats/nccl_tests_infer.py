@@ -14,8 +14,8 @@ factor within the rounding of the printed numbers, never rewritten.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_WORLD_RANKS
 from linkscope.topo.model.busbw import bus_factor
 
@@ -26,7 +26,7 @@ BYTES_PER_ELEMENT: dict[str, int] = {
 """nccl-tests' type names and their element sizes."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Signature:
     """What an op prints: a reduction or not, a root or not, per-rank counts or not, an in-place check or not,
     and which of `redop` / `root` its own header had in the per-test headers of 2017-2022."""
@@ -55,7 +55,7 @@ ONE_TO_ONE = frozenset({"broadcast", "reduce", "send_recv"})
 """Ops whose busbw is algbw on any rank count (so busbw/algbw says nothing of the rank count)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class RowFacts:
     """What one measured half of a row says, for inference."""
 
@@ -72,7 +72,7 @@ class RowFacts:
     """Half a unit of the last printed digit of algbw and busbw."""
 
 
-@dataclass(frozen=True)
+@frozen
 class TableFacts:
     """What a whole table says, for inference."""
 

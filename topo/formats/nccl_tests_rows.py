@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.numbers import is_decimal, is_integer, non_negative_number, parse_float, parse_int
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.formats.lines import Line
@@ -45,7 +46,7 @@ _HUMAN_SIZE = re.compile(r"[0-9]{1,4}(?:[_,][0-9]{3}){1,6}", re.ASCII)
 """A size written for people, `1_073_741_824` or `1,048,576` (and a poster's `1048_576`)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Columns:
     """The columns of a table: `size`, some of `count type redop root`, then one or two measured groups
     of (time, algbw, busbw) with or without a check column."""
@@ -129,7 +130,7 @@ def is_size(word: str) -> bool:
     return is_integer(word) or _HUMAN_SIZE.fullmatch(word) is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """One measured group of a row (out-of-place or in-place) and the rounding of its printed numbers."""
 

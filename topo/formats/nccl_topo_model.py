@@ -8,7 +8,8 @@ snapshot made from them is :func:`topo.formats.nccl_topo_snapshot.snapshot_of`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from linkscope.topo.common.frozen import frozen
 
 NVSWITCH_CLASS = "0x068000"
 """PCI class NCCL gives an NVSwitch as an NVLink target (`PCI_NVSWITCH_CLASS` in src/graph/xml.h)."""
@@ -52,7 +53,7 @@ def link_gts_of(text: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclCpu:
     """One `<cpu>`: a NUMA node as NCCL sees it."""
 
@@ -67,7 +68,7 @@ class NcclCpu:
     host_hash: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclPci:
     """One `<pci>` element: a bridge, a GPU's or a NIC's PCI function."""
 
@@ -122,7 +123,7 @@ class NcclPci:
         return (self.link_width or 16) * rate / 80
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclNvLink:
     """One `<nvlink>` of a GPU: `count` links to `target` (a GPU's bus id, or an NVSwitch)."""
 
@@ -138,7 +139,7 @@ class NcclNvLink:
         return self.target_class == NVSWITCH_CLASS
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclGpu:
     """One GPU: a `<gpu>` element, or a GPU-class `<pci>` without one (hand-written vendor files)."""
 
@@ -157,7 +158,7 @@ class NcclGpu:
         return sum(link.count for link in self.nvlinks)
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclNet:
     """One network device: a `<net>` inside a `<nic>`, or a NIC-class `<pci>` without one."""
 
@@ -174,7 +175,7 @@ class NcclNet:
     """False for a NIC known only from its PCI class."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclTopology:
     """NCCL's machine: what its topology XML or its debug log's topology tree states."""
 

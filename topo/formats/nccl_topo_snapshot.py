@@ -10,9 +10,9 @@ hold (GPUDirect flags, NVLink targets, CPU models, the reader's notes) is kept a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from linkscope.topo.common.cpulist import format_cpulist
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.formats.nccl_topo_model import NcclGpu, NcclNet, NcclTopology, pcie_gen_of
 from linkscope.topo.model.host import Gap, Gpu, Host, Link, LinkKind, Nic, NumaNode
 from linkscope.topo.model.snapshot import Snapshot
@@ -193,7 +193,7 @@ _CPU_NOTE = re.compile(r"cpu numaid (-?\d+|None): (\S+) (\S+) family (\d+|None) 
 _BRIDGE_NOTE = re.compile(r"bridge (\S+) \(class (\S+)\): link_speed '([^']*)' link_width (\d+|None)")
 
 
-@dataclass(frozen=True)
+@frozen
 class NotedCpu:
     """A CPU's model as an NCCL topology SOURCE stated it (kept in the snapshot's notes)."""
 

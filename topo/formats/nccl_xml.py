@@ -9,17 +9,17 @@ anything of that size is built. Every refusal is one :class:`InputError` line na
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser, ParseError
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_NCCL_XML_BYTES, MAX_XML_ATTRIBUTE_CHARS, MAX_XML_DEPTH, MAX_XML_ELEMENTS
 
 
-@dataclass(frozen=True)
+@frozen
 class XmlElement:
     """One element: its tag, attributes in file order, children, and the line it starts on."""
 

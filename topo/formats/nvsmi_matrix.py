@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 
 NOT_AVAILABLE = "N/A"
 
 
-@dataclass(frozen=True)
+@frozen
 class Vocabulary:
     """The tokens one kind of matrix may contain, and regexes that split fused runs of them.
 
@@ -58,7 +58,7 @@ _HEADER_ITEM = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Header:
     """The column header line of a matrix."""
 
@@ -70,7 +70,7 @@ class Header:
     """Affinity columns after the devices, names with single spaces."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     """One matrix row: its label and its tokens in the header's device order."""
 
@@ -81,7 +81,7 @@ class Row:
     """Affinity values as printed (may be fewer than the value columns: NIC rows print none)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Block:
     """A header and the rows under it, one row per device column."""
 

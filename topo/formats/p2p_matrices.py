@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.numbers import is_integer, non_negative_number, parse_int
 from linkscope.topo.formats.lines import Line, clean_lines
 from linkscope.topo.model.measurements import HostCopy, Measurements, PeerCopy
@@ -137,7 +138,7 @@ class _PeerBook:
         return tuple(PeerCopy(**record) for record in self.records)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
+@frozen
 class _Direction:
     """What an nvbandwidth title says: the device kind of rows and columns, which side sends, the unit."""
 

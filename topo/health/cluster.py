@@ -14,8 +14,8 @@ one box, the common case, does not pay for them at start-up.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.health.finding import HealthContext, HealthFinding
 from linkscope.topo.model.snapshot import Snapshot
 
@@ -47,7 +47,7 @@ def cluster_findings(snapshot: Snapshot) -> tuple[HealthFinding, ...]:
     return tuple(sorted(findings, key=lambda finding: order.index(finding.severity)))
 
 
-@dataclass(frozen=True)
+@frozen
 class HostSummary:
     """One host of a cluster in a line: what the hosts table of `show` and the app's Topology tab list."""
 

@@ -8,9 +8,10 @@ recording, baseline, environment), never the machine.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_EVIDENCE
 from linkscope.topo.model.findings import Finding
 from linkscope.topo.model.host import Gpu
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # NCCL's topology readers load only for a run that has NCCL's
     from linkscope.topo.formats.nccl_topo_model import NcclTopology
 
 
-@dataclass(frozen=True)
+@frozen
 class HealthFinding(Finding):
     """One health problem: which GPUs, what is wrong, the facts that show it, and what to do."""
 
@@ -42,7 +43,7 @@ class HealthFinding(Finding):
         return {**super().to_json(), "gpus": self.gpu_labels(qualified)}
 
 
-@dataclass(frozen=True)
+@frozen
 class HealthContext:
     """Everything the rules may read about one doctor run."""
 

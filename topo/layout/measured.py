@@ -16,16 +16,16 @@ same :func:`topo.layout.placement.place_ranks` and cost model `linkscope estimat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.layout.placement import Distribution, Placement, cluster_hosts, host_classes, place_ranks
 from linkscope.topo.machine.cluster import domain_hosts, is_domain
 from linkscope.topo.model.host import Host
 from linkscope.topo.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasuredPlacement:
     """The measured ranks placed on the SOURCE, or why they could not be."""
 

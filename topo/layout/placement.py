@@ -11,10 +11,10 @@ host and GPU.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_GPUS_PER_HOST, MAX_LAYOUT_RANKS
 from linkscope.topo.common.memo import remember_last
 from linkscope.topo.common.numbers import is_integer, parse_int
@@ -40,7 +40,7 @@ class LayoutMismatch(InputError):
         self.ranks = ranks
 
 
-@dataclass(frozen=True)
+@frozen
 class RankMapEntry:
     """One line of an explicit rank map: global rank, host name, GPU index on that host."""
 
@@ -49,7 +49,7 @@ class RankMapEntry:
     gpu: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Placement:
     """Where every rank runs: node index and GPU position (index into `Host.gpus`)."""
 

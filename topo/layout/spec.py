@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_LAYOUT_RANKS
 from linkscope.topo.common.numbers import parse_int
 
@@ -74,7 +74,7 @@ DERIVED_GROUPS = ("etp", "edp", "dp_cp", "fsdp", "replicate", "dp_cp_intra", "dp
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
-@dataclass(frozen=True)
+@frozen
 class MeshDim:
     """One DeviceMesh dimension: its name as the job spells it, its size and its role."""
 
@@ -83,7 +83,7 @@ class MeshDim:
     role: str
 
 
-@dataclass(frozen=True)
+@frozen
 class GradientGroup:
     """Where a share of the gradients is reduced: the group set, its size, which weights, and how."""
 
@@ -98,7 +98,7 @@ class GradientGroup:
     """The gradients arrive already sharded this many ways (HSDP's replicate step after the shard step)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """A resolved parallel layout: every dimension's size, the rank order (or mesh) and the world size."""
 

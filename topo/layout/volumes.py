@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_PARAMETER_COUNT
 from linkscope.topo.common.numbers import parse_float
 from linkscope.topo.layout.spec import GradientGroup
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelSpec:
     """The model and batch shape that set the communication volumes."""
 
@@ -79,7 +80,7 @@ def preset(name: str) -> ModelSpec:
     return PRESETS[key]
 
 
-@dataclass(frozen=True)
+@frozen
 class Traffic:
     """One kind of collective a dimension runs every step."""
 

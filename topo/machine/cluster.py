@@ -10,8 +10,9 @@ such a domain as one big node (:func:`domain_hosts`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.text import comparable
 from linkscope.topo.machine.links import nearest_nics
 from linkscope.topo.model.host import Gap, Gpu, Host, Link, LinkKind, Nic, NumaNode
@@ -21,7 +22,7 @@ NO_CLUSTER_UUID = "00000000-0000-0000-0000-000000000000"
 """What NVML reports as the fabric cluster UUID of a GPU outside any multi-node NVLink domain."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuRail:
     """The network side of one GPU: its nearest NIC, that NIC's position (rail) among the host's NICs,
     the path to it, and the NIC's rate and link layer."""
@@ -78,7 +79,7 @@ def fabric_key(host: Host) -> str | None:
     return f"{uuid}/{clique}"
 
 
-@dataclass(frozen=True)
+@frozen
 class NvlinkDomain:
     """Hosts whose GPUs share one NVLink fabric; a host without multi-node NVLink is a domain of its own."""
 
@@ -202,7 +203,7 @@ def merge_domain(hosts: Sequence[Host]) -> Host:
                 first.versions, first.capabilities)
 
 
-@dataclass(frozen=True)
+@frozen
 class Combined:
     """Host snapshots joined into one cluster snapshot, and the host names that came more than once."""
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.model.host import Host, LinkKind
 from linkscope.topo.model.measurements import Measurements
@@ -30,7 +30,7 @@ Value = str | int | float | bool | None
 _LINK_SCORE = {LinkKind.SYS: 1, LinkKind.NODE: 2, LinkKind.PHB: 3, LinkKind.PXB: 4, LinkKind.PIX: 5}
 
 
-@dataclass(frozen=True)
+@frozen
 class Fact:
     """One comparable fact of a host."""
 
@@ -46,7 +46,7 @@ class Fact:
     unknown there, not different."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Difference:
     """One fact that differs: its value before (A, or the majority) and after (B, or the odd host)."""
 
@@ -215,7 +215,7 @@ def diff_snapshots(a: Snapshot, b: Snapshot) -> list[Difference]:
     return found
 
 
-@dataclass(frozen=True)
+@frozen
 class Member:
     """One host among many for `odd_one_out`: a label for people and its facts."""
 
@@ -223,7 +223,7 @@ class Member:
     facts: dict[str, Fact]
 
 
-@dataclass(frozen=True)
+@frozen
 class OddReport:
     """The hosts that differ from the majority, and the facts on which no majority exists."""
 

@@ -7,8 +7,7 @@ builds on these; `linkscope show` prints them next to the matrix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.host import PCIE_KINDS_NEAR_TO_FAR, Gpu, Host, Link, LinkKind, Nic, parse_link_token
 
 NVLINK_GBPS_PER_LINK: dict[int, float] = {2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
@@ -55,7 +54,7 @@ LINK_CLASS: dict[LinkKind, str] = {
 across sockets. The console and the app both draw by these names."""
 
 
-@dataclass(frozen=True)
+@frozen
 class LinkSpeed:
     """Expected bandwidth of one link, per direction."""
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+from linkscope.topo.common.frozen import frozen
 
 EXACT_LIMIT = 12
 """Largest GPU count searched exactly (2^n states per threshold)."""
@@ -22,7 +23,7 @@ _SEARCH_BUDGET = 20000
 """Depth-first steps per threshold for larger sets before giving up on that threshold."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Ring:
     """A cycle (or an open chain) through GPUs and the bandwidth of its slowest hop."""
 

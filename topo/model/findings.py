@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from linkscope.topo.common.frozen import frozen
 
 Severity = Literal["info", "warning", "error"]
 """How bad a finding is."""
@@ -18,7 +19,7 @@ SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 """Finding severities, least severe first."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One thing worth acting on: a code people can search for and how severe it is; subclasses add the rest
     (every one a `message`)."""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_NVLINKS_PER_PAIR
 from linkscope.topo.common.numbers import parse_int
 
@@ -61,7 +62,7 @@ def parse_link_token(token: str) -> tuple[LinkKind, int]:
     return kind, 0
 
 
-@dataclass(frozen=True)
+@frozen
 class P2PStatus:
     """Peer-to-peer capability of a GPU pair, one `nvidia-smi topo -p2p` token per kind (None: not read)."""
 
@@ -76,7 +77,7 @@ class P2PStatus:
         return "OK" in (self.read, self.write)
 
 
-@dataclass(frozen=True)
+@frozen
 class Link:
     """The connection between GPUs `a` and `b` (a < b) of one host."""
 
@@ -97,7 +98,7 @@ class Link:
         return self.kind.value
 
 
-@dataclass(frozen=True)
+@frozen
 class NvLinkPort:
     """One NVLink of a GPU as NVML reports it (`nvidia-smi nvlink -s`)."""
 
@@ -109,7 +110,7 @@ class NvLinkPort:
     """`gpu`, `switch` or `ibmc`; None when not read."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MigDevice:
     """One MIG device (a GPU instance and compute instance) of a MIG-enabled GPU (`nvidia-smi -L`)."""
 
@@ -120,7 +121,7 @@ class MigDevice:
     memory_total_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     """One GPU as NVML, sysfs and nvidia-smi describe it."""
 
@@ -168,7 +169,7 @@ class Gpu:
         return max(versions) if versions else None
 
 
-@dataclass(frozen=True)
+@frozen
 class Nic:
     """A network adapter port that collectives can use (`ibstat`, `/sys/class/net`)."""
 
@@ -189,7 +190,7 @@ class Nic:
     """PCIe lanes of the NIC's link, when read (sysfs `max_link_width`, NCCL's `link_width`)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NumaNode:
     """One NUMA node: its CPUs, memory and distance row (`numactl -H`)."""
 
@@ -200,7 +201,7 @@ class NumaNode:
     distances: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Versions:
     """Software versions seen on the host."""
 
@@ -211,7 +212,7 @@ class Versions:
     torch: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Capabilities:
     """Host facts that decide which transports collectives can use."""
 
@@ -229,7 +230,7 @@ class Capabilities:
     """True when the network switches reduce in flight (NVIDIA SHARP), which NCCL's CollNet uses."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Host:
     """One machine: GPUs, the links between them, NICs and NUMA layout."""
 
@@ -264,7 +265,7 @@ class Host:
         return [[self.link(i, j).token for j in range(count)] for i in range(count)]
 
 
-@dataclass(frozen=True)
+@frozen
 class Gap:
     """Something a probe could not read, and why: a partial failure recorded as data."""
 

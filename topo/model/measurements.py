@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from linkscope.topo.common.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class PeerCopy:
     """A measured copy between two GPUs of one host (bench p2p, nvbandwidth, p2pBandwidthLatencyTest)."""
 
@@ -22,7 +22,7 @@ class PeerCopy:
     host: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class HostCopy:
     """A measured host<->GPU copy from pinned memory on a given NUMA node."""
 
@@ -40,7 +40,7 @@ class HostCopy:
     """True when the pinned memory sat on the GPU's own NUMA node."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveResult:
     """One row of a collective sweep, as nccl-tests reports it."""
 
@@ -73,7 +73,7 @@ class CollectiveResult:
     """For an imported row: the line of its file where its table starts (rows of one table share it)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasuredOn:
     """What measurements were taken on, as far as their tool said: the machine kind and its names."""
 
@@ -90,7 +90,7 @@ class MeasuredOn:
     tool_version: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurements:
     """What benchmarks measured (ours or imported from other tools)."""
 

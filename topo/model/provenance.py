@@ -9,15 +9,15 @@ before linkscope recorded it, logs without device lines) are a note too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.measurements import MeasuredOn
 from linkscope.topo.model.snapshot import Snapshot
 
 SAME, OTHER_HOST, UNKNOWN, DIFFERENT = "same", "other-host", "unknown", "different"
 
 
-@dataclass(frozen=True)
+@frozen
 class IdentityCheck:
     """How measurements relate to a snapshot, and what to tell people."""
 

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.host import Gap
 
 
-@dataclass(frozen=True)
+@frozen
 class LinkCounters:
     """Traffic on one NVLink over one recording interval (GB/s)."""
 
@@ -17,7 +16,7 @@ class LinkCounters:
     rx_gbps: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuCounters:
     """One GPU's live counters at one moment of a recording (rates in GB/s over the interval before it)."""
 
@@ -36,7 +35,7 @@ class GpuCounters:
     memory_clock_mhz: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CounterSample:
     """Every GPU's counters at one moment of a recording."""
 
@@ -45,7 +44,7 @@ class CounterSample:
     gpus: tuple[GpuCounters, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Recording:
     """Live counters of one host read at a fixed interval (`linkscope record`): real data, replayed as recorded."""
 

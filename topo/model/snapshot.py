@@ -7,8 +7,7 @@ dataclass that round-trips through JSON (see :mod:`topo.model.codec`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.model.host import Gap, Host
 from linkscope.topo.model.measurements import Measurements
 from linkscope.topo.model.recording import Recording
@@ -23,7 +22,7 @@ P2P_STATUS_TOKENS = ("OK", "CNS", "GNS", "TNS", "NS", "DR", "U")
 supported, disabled by regkey, unknown."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Snapshot:
     """Everything linkscope knows about a machine (or cluster): the currency of the tool."""
 

@@ -17,11 +17,11 @@ share a host (:func:`implied_hosts`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import chain, compress
 from operator import attrgetter, eq
 from typing import Any
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_FINDING_RANKS
 from linkscope.topo.common.memo import remember_last
 from linkscope.topo.formats.nccl_log_model import Edge, NcclLog, Rank
@@ -34,7 +34,7 @@ FINDING_CODES: tuple[str, ...] = (
 
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclFinding(Finding):
     """One problem the log shows."""
 

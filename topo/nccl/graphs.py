@@ -9,9 +9,9 @@ holds when CUDA numbers the GPUs in PCI order (`CUDA_DEVICE_ORDER=PCI_BUS_ID`, t
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.units import format_gbps
 from linkscope.topo.formats.nccl_graph import PATH_TYPES, NcclGraph, NcclGraphs
 from linkscope.topo.machine.links import link_speed
@@ -27,7 +27,7 @@ LOW_PLAN_SHARE = 0.5
 """NCCL planning under this share of what the ring's slowest link typically delivers is a finding."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphFinding(Finding):
     """One way NCCL's graphs differ from what the machine's links allow."""
 
@@ -106,7 +106,7 @@ def compare_graphs(graphs: NcclGraphs, snapshot: Snapshot) -> tuple[GraphFinding
     return tuple(findings)
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclRing:
     """One channel of NCCL's ring graph laid on a host: for the Links grid."""
 

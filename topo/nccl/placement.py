@@ -14,9 +14,10 @@ which was used). Findings:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.formats.nccl_log_model import NcclLog, Rank, bus_id_to_pci
 from linkscope.topo.machine.rings import best_ring
 from linkscope.topo.model.host import Host, LinkKind
@@ -24,7 +25,7 @@ from linkscope.topo.model.snapshot import Snapshot
 from linkscope.topo.nccl.checks import IMPLIED_HOST, NcclFinding, implied_hosts, same_host
 
 
-@dataclass(frozen=True)
+@frozen
 class RankGpu:
     """Where one rank runs on the snapshot: host index, GPU position, and how it was matched."""
 
@@ -36,7 +37,7 @@ class RankGpu:
     """`bus_id`, `nvml_dev`, `device_index` or `cuda_dev`."""
 
 
-@dataclass(frozen=True)
+@frozen
 class PlacedEdge:
     """A connection between two GPUs of one host and the link it rides."""
 
@@ -53,7 +54,7 @@ class PlacedEdge:
     """The pair's `nvidia-smi topo -m` token: `NV18`, `PIX`, `SYS`..."""
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclPlacement:
     """The log laid on a snapshot."""
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from linkscope.topo.common.cpulist import parse_cpulist
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.limits import MAX_NCCL_STR_CHARS
 from linkscope.topo.formats.nccl_topo_model import NCCL_LANE_RATE, NCCL_SPEED_WORDS
 from linkscope.topo.formats.nccl_topo_snapshot import NotedCpu, nccl_bus_id, noted_bridges, noted_cpus
@@ -43,7 +44,7 @@ class _Node:
     leaves: list[_Leaf] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@frozen
 class ExportedTopology:
     """The file's text and what the snapshot lacked for it (each a line for people)."""
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.machine.links import nvlink_pair_count
 from linkscope.topo.machine.pcipath import classify_pci_pair
 from linkscope.topo.model.host import Capabilities, Gpu, Host, Link, LinkKind, Nic, NumaNode, NvLinkPort, P2PStatus, Versions
@@ -26,7 +26,7 @@ MIB = 1024**2
 # PCI tree
 
 
-@dataclass(frozen=True)
+@frozen
 class Slot:
     """A place in the PCI tree: the bridges above it (sysfs form) and the bus a device there sits on."""
 
@@ -73,7 +73,7 @@ def switch(upstream: Slot, device_buses: Sequence[int]) -> list[Slot]:
 # GPUs, NVLink, NICs, NUMA
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuModel:
     """What every GPU of one model has in common (NVML name, memory, compute capability, PCIe)."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
 from linkscope.topo.model.busbw import BUS_FACTOR_OPS
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the cost model and the placement are loaded only when a mac
     from linkscope.topo.layout.measured import MeasuredPlacement
 
 
-@dataclass(frozen=True)
+@frozen
 class Expected:
     """What the cost model expects for one collective on the links its group crosses."""
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from linkscope.topo.common.errors import InputError
+from linkscope.topo.common.frozen import frozen
 from linkscope.topo.common.sizes import format_size_bytes
 from linkscope.topo.common.units import format_seconds, format_share
 from linkscope.topo.formats.trace_events import RankTrace, TraceCollective
@@ -47,7 +47,7 @@ CLOCK_SKEW_US = 1_000.0
 one host share its clock."""
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveRow:
     """One collective call of one rank, with what it achieved and (when priced) what it should have."""
 
@@ -88,7 +88,7 @@ class CollectiveRow:
         return row
 
 
-@dataclass(frozen=True)
+@frozen
 class StepRow:
     """One rank's step."""
 
@@ -121,7 +121,7 @@ class StepRow:
                 "gpu_idle_us": round(self.idle_us, 3), "gpu_idle_share": round(self.idle_share, 4)}
 
 
-@dataclass(frozen=True)
+@frozen
 class Straggler:
     """The rank that arrived last most often, and what that cost the others."""
 
@@ -134,7 +134,7 @@ class Straggler:
     """Summed over matched calls where it came last: how long the earliest rank waited for it."""
 
 
-@dataclass(frozen=True)
+@frozen
 class TraceFinding(Finding):
     """One thing worth acting on, with the ranks it concerns."""
 
@@ -142,7 +142,7 @@ class TraceFinding(Finding):
     ranks: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class TraceReport:
     """Everything `linkscope trace` prints."""
 
