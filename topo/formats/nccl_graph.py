@@ -171,6 +171,8 @@ def hops_of_channel_line(message: str) -> tuple[NcclHop, ...] | None:
             hops.append(NcclHop("net", int(local if dash else system, 16)))
         elif dash:
             hops.append(NcclHop("gpu", busid=nccl_bus_of_id(local)))
-        else:
+        elif system.isdigit():
             hops.append(NcclHop("gpu", rank=int(system)))
+        else:  # a rank is written in decimal: `GPU/1c` is no line NCCL prints
+            return None
     return tuple(hops)

@@ -260,3 +260,19 @@ def test_every_connection_is_judged_on_one_host_or_not_as_each_alone_is(path: Pa
     everywhere = {(edge.comm, end): "h" for edge in log.edges for end in (edge.src, edge.dst) if end is not None}
     for hosts in (implied_hosts(log), rank_hosts(log), everywhere, {}):
         assert edges_on_one_host(log, hosts) == tuple(same_host(edge, hosts) for edge in log.edges)
+
+
+@pytest.mark.parametrize("rank_word", ["GPU/1C", "GPU/1c", "GPU/a"])
+def test_a_graph_channel_line_with_a_rank_not_in_decimal_is_no_channel_line(rank_word: str) -> None:
+    """A graph's channel line names GPUs by decimal rank (before NCCL 2.19) or by bus id after a dash: `GPU/1C` is
+    neither, and the line is read as no channel of the graph instead of failing (found by the mutation test above
+    on a real 2-node log)."""
+    from linkscope.topo.formats.nccl_graph import hops_of_channel_line
+
+    real = FIXTURES / "real" / "nccl_debug" / ("a100-pcie-2node-2rank-ib-without-gdrdma-phb-nic-default-gdr-level-"
+                                                "nccl-2.16-with-all_reduce-table.txt")
+    text = real.read_text()
+    assert " 0 : NET/0 GPU/1 NET/0" in text and hops_of_channel_line(" 0 : NET/0 GPU/1 NET/0") is not None
+    assert hops_of_channel_line(f" 0 : NET/0 {rank_word} NET/0") is None
+    mutated = read(text.replace(" 0 : NET/0 GPU/1 NET/0", f" 0 : NET/0 {rank_word} NET/0"))
+    assert mutated.ranks == read(text).ranks
