@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from linkscope import __version__
-from linkscope.options import FINDINGS_EXIT_HELP, PLAIN_EXIT_HELP, ExitStatus
+from linkscope.options import FINDINGS_EXIT_HELP, PLAIN_EXIT_HELP, ExitStatus, piped_columns
 from linkscope.topo.common.errors import InputError
 from linkscope.topo.common.text import say
 
@@ -86,9 +86,9 @@ def _terminal_columns() -> int:
     """What `shutil.get_terminal_size().columns` says (`COLUMNS`, else the terminal on stdout, else 80), without
     importing shutil and the compression modules behind it: argparse builds a formatter for every option it
     adds, so every run would pay for that import (about 8 M instructions)."""
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    columns = piped_columns()
+    if columns is not None:
+        return columns
     stdout = sys.__stdout__
     try:
         return (os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 0) or 80

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -97,3 +98,9 @@ FINDINGS_EXIT_HELP = "exit status: 0 nothing at or above --fail-on, 1 something 
 """The exit-status line of every command with `--fail-on`."""
 PLAIN_EXIT_HELP = "exit status: 0 done, 2 bad input or usage, 130 interrupted"
 """The exit-status line of a command that judges nothing."""
+
+
+def piped_columns() -> int | None:
+    """The width `COLUMNS` asks for, or None where it is unset or not a positive number."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None

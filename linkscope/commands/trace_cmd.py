@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{'/'.join(placement_flags)} {verb} the ranks on a machine: give it with --source")
     paths = trace_paths(args.traces)
     with _progress(len(paths), args.json) as update:
-        jobs = args.jobs if args.jobs is not None else default_jobs(paths, idle_cpus())
+        jobs = args.jobs if args.jobs is not None else default_jobs(paths, idle_cpus)
         traces = read_traces(paths, jobs, on_read=update)
     placed = None
     machine_gpus: tuple[str, ...] = ()

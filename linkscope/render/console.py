@@ -10,7 +10,6 @@ in a name is printed as it is. Commands get their console from :func:`console`, 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
+from linkscope.options import piped_columns
 from linkscope.topo.common.text import UNPRINTABLE_IN_BLOCK, printable_block
 
 PIPED_TABLE_WIDTH = 120
@@ -47,9 +47,3 @@ def console(stderr: bool = False, **options: Any) -> Console:
 def table_console() -> Console:
     """A console for wide result tables: the terminal's width, `COLUMNS` when set, else PIPED_TABLE_WIDTH when piped."""
     return console(width=None if sys.stdout.isatty() or piped_columns() is not None else PIPED_TABLE_WIDTH)
-
-
-def piped_columns() -> int | None:
-    """The width `COLUMNS` asks for, or None where it is unset or not a positive number."""
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else None

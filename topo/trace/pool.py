@@ -50,18 +50,19 @@ OnRead = Callable[[int], None]
 """Called with the number of traces read so far, on the caller's thread."""
 
 
-def default_jobs(paths: Sequence[str], idle_cpus: int) -> int:
-    """Worker processes worth starting for `paths` on a machine with `idle_cpus` idle now: one per idle CPU (at
-    most MAX_JOBS and one per file) when the traces, and each file on average, are large enough to repay the start
-    and the hand-back and at least two CPUs are idle; 1 (read here) otherwise."""
+def default_jobs(paths: Sequence[str], idle_cpus: Callable[[], int]) -> int:
+    """Worker processes worth starting for `paths`: one per CPU idle now (at most MAX_JOBS and one per file) when
+    the traces, and each file on average, are large enough to repay the start and the hand-back and at least two
+    CPUs are idle; 1 (read here) otherwise. `idle_cpus` (which watches the CPUs for a moment) is asked only for
+    traces that large."""
     total_bytes = 0
     for path in paths:
         with contextlib.suppress(OSError):  # reading the file says what is wrong with it, in order
             total_bytes += os.stat(path).st_size
-    if (len(paths) < 2 or total_bytes < PARALLEL_MIN_BYTES or total_bytes < PARALLEL_MIN_FILE_BYTES * len(paths)
-            or idle_cpus < PARALLEL_MIN_IDLE_CPUS):
+    if len(paths) < 2 or total_bytes < PARALLEL_MIN_BYTES or total_bytes < PARALLEL_MIN_FILE_BYTES * len(paths):
         return 1
-    return min(len(paths), idle_cpus, MAX_JOBS)
+    idle = idle_cpus()
+    return 1 if idle < PARALLEL_MIN_IDLE_CPUS else min(len(paths), idle, MAX_JOBS)
 
 
 def read_traces(paths: Sequence[str], jobs: int, on_read: OnRead | None = None) -> list[RankTrace]:

@@ -150,7 +150,7 @@ class StepsView(Vertical):
             def on_read(count: int) -> None:
                 self.app.call_from_thread(self._summary, Text(f"reading traces: {count} of {len(files)}..."))
 
-            traces = read_traces(files, default_jobs(files, idle_cpus()), on_read=on_read)
+            traces = read_traces(files, default_jobs(files, idle_cpus), on_read=on_read)
             report = analyse(traces, place_traces(snapshot, traces), machine_gpus=gpu_names(snapshot))
         except InputError as exc:
             self.app.call_from_thread(self._summary, plain(f"Cannot read the traces: {printable(str(exc))}", "bold"))

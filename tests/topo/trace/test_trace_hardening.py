@@ -96,14 +96,14 @@ def test_many_small_traces_are_read_in_this_process(tmp_path: Path, monkeypatch:
         path = tmp_path / f"small{index}.json"
         path.write_bytes(b" " * (trace_pool.PARALLEL_MIN_BYTES // 20))
         small.append(str(path))
-    assert trace_pool.default_jobs(small, 64) == 1
+    assert trace_pool.default_jobs(small, lambda: 64) == 1
     large = [str(tmp_path / "large0.json"), str(tmp_path / "large1.json"), str(tmp_path / "large2.json"),
              str(tmp_path / "large3.json")]
     for name in large:
         with open(name, "wb") as stream:
             stream.truncate(trace_pool.PARALLEL_MIN_FILE_BYTES * 2)
-    assert trace_pool.default_jobs(large, 64) == 4
-    assert trace_pool.default_jobs(large, 1) == 1
+    assert trace_pool.default_jobs(large, lambda: 64) == 4
+    assert trace_pool.default_jobs(large, lambda: 1) == 1
 
 
 def test_a_long_step_list_is_summarised_in_text_and_whole_with_all_steps(tmp_path: Path) -> None:
